@@ -1,0 +1,61 @@
+// Semantics of the exported byte reader, without a model.
+#include "llama-cancel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+TEST(AbortCallback, NullFlagNeverStops) {
+    EXPECT_FALSE(llama_cancel_abort_callback(nullptr));
+}
+
+TEST(AbortCallback, ZeroContinuesAnyNonzeroStops) {
+    int8_t flag = 0;
+    EXPECT_FALSE(llama_cancel_abort_callback(&flag));
+    for (int v : {1, 2, 127, -1, -128}) {
+        flag = static_cast<int8_t>(v);
+        EXPECT_TRUE(llama_cancel_abort_callback(&flag)) << "byte value " << v;
+    }
+    flag = 0;
+    EXPECT_FALSE(llama_cancel_abort_callback(&flag));
+}
+
+TEST(AbortCallback, NeverWritesTheByte) {
+    int8_t bytes[3] = {0x5a, 0, 0x5a};
+    llama_cancel_abort_callback(&bytes[1]);
+    bytes[1] = 7;
+    llama_cancel_abort_callback(&bytes[1]);
+    EXPECT_EQ(bytes[0], 0x5a);
+    EXPECT_EQ(bytes[1], 7);
+    EXPECT_EQ(bytes[2], 0x5a);
+}
+
+// A store from another thread becomes visible to a reader spinning on the byte (no hoisted load).
+TEST(AbortCallback, SeesStoreFromAnotherThread) {
+    int8_t flag = 0;
+    std::atomic<bool> spinning{false};
+    std::atomic<bool> seen{false};
+    std::thread reader([&] {
+        spinning = true;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!llama_cancel_abort_callback(&flag) && std::chrono::steady_clock::now() < deadline) {
+        }
+        seen = llama_cancel_abort_callback(&flag);
+    });
+    while (!spinning) {
+        std::this_thread::yield();
+    }
+    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+    reader.join();
+    EXPECT_TRUE(seen);
+}
+
+TEST(Status, Names) {
+    EXPECT_STREQ(llama_cancel_status_str(LLAMA_CANCEL_OK), "ok");
+    EXPECT_STREQ(llama_cancel_status_str(LLAMA_CANCEL_CANCELLED), "cancelled");
+    EXPECT_STREQ(llama_cancel_status_str(LLAMA_CANCEL_ERROR), "error");
+    EXPECT_STREQ(llama_cancel_status_str(42), "unknown");
+}

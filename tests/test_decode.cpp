@@ -1,0 +1,416 @@
+// llama_cancel_decode on the tiny synthetic model, CPU backend.
+//
+// Cancels are triggered deterministically: a caller abort callback (or an eval callback) counts
+// graph nodes and stores the byte at a chosen node, so each test knows which ubatch it stopped.
+#include "support.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+llama_model * g_model = nullptr;
+
+class Decode : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
+        ASSERT_NE(path, nullptr) << "set LLAMA_CANCEL_TINY_MODEL to a model from scripts/make_model.py";
+        lcs::quiet_logs();
+        lcs::load_backends();
+        g_model = lcs::load_model(path).release();
+        ASSERT_NE(g_model, nullptr) << "cannot load " << path;
+    }
+    static void TearDownTestSuite() {
+        llama_model_free(g_model);
+        g_model = nullptr;
+    }
+
+    static lcs::context_ptr context(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1) {
+        lcs::context_options opt;
+        opt.n_batch   = n_batch;
+        opt.n_ubatch  = n_ubatch;
+        opt.n_seq_max = n_seq_max;
+        return lcs::make_context(g_model, opt);
+    }
+};
+
+// Counts abort-callback calls, records their threads, and stores the byte at call `store_at`.
+struct node_counter {
+    std::atomic<int>             calls{0};
+    int                          store_at = -1;
+    int8_t *                     flag     = nullptr;
+    std::vector<std::thread::id> threads;
+
+    static bool callback(void * data) {
+        auto * c = static_cast<node_counter *>(data);
+        const int n = ++c->calls;
+        c->threads.push_back(std::this_thread::get_id());
+        if (n == c->store_at && c->flag != nullptr) {
+            __atomic_store_n(c->flag, 1, __ATOMIC_RELAXED);
+        }
+        return false;
+    }
+};
+
+llama_cancel_decode_params params_with(int8_t * flag, node_counter * counter = nullptr) {
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = flag;
+    if (counter != nullptr) {
+        p.abort_callback      = node_counter::callback;
+        p.abort_callback_data = counter;
+    }
+    return p;
+}
+
+llama_pos pos_max(llama_context * ctx, llama_seq_id s = 0) {
+    return llama_memory_seq_pos_max(llama_get_memory(ctx), s);
+}
+
+} // namespace
+
+class DecodeTest : public Decode {
+  protected:
+    // Graph nodes the CPU backend computes for one ubatch of `n` tokens (abort-callback calls).
+    int nodes_per_ubatch(uint32_t n) {
+        auto ctx = context(n, n);
+        auto prompt = lcs::make_prompt(g_model, n);
+        lcs::seq_batch b(prompt, 0, n, 0);
+        node_counter counter;
+        int8_t flag = 0;
+        auto p = params_with(&flag, &counter);
+        EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+        return counter.calls;
+    }
+};
+
+TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
+    const int n = 64;
+    auto prompt = lcs::make_prompt(g_model, n);
+
+    auto plain = context(n, 16);
+    lcs::seq_batch b1(prompt, 0, n, 0);
+    ASSERT_EQ(llama_decode(plain.get(), b1.get()), 0);
+    const auto want = lcs::last_logits(plain.get());
+
+    auto ctx = context(n, 16);
+    int8_t flag = 0;
+    auto p = params_with(&flag);
+    llama_cancel_decode_result r;
+    int32_t per_seq[1] = {-1};
+    lcs::seq_batch b2(prompt, 0, n, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b2.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_OK);
+    EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
+    EXPECT_EQ(r.decode_ret, 0);
+    EXPECT_EQ(r.n_committed, n);
+    EXPECT_EQ(per_seq[0], n);
+    EXPECT_STREQ(r.message, "");
+    EXPECT_EQ(pos_max(ctx.get()), n - 1);
+    const auto got = lcs::last_logits(ctx.get());
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
+TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
+    auto ctx = context(64, 16);
+    auto prompt = lcs::make_prompt(g_model, 48);
+    lcs::seq_batch first(prompt, 0, 16, 0);
+    ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
+
+    int8_t flag = 1;
+    node_counter counter;
+    auto p = params_with(&flag, &counter);
+    llama_cancel_decode_result r;
+    int32_t per_seq[1] = {-1};
+    lcs::seq_batch rest(prompt, 16, 32, 16);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.decode_ret, 0) << "llama_decode must not be called";
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(per_seq[0], 0);
+    EXPECT_EQ(counter.calls, 0);
+    EXPECT_EQ(pos_max(ctx.get()), 15);
+    EXPECT_EQ(flag, 1) << "the byte is the caller's: never reset";
+}
+
+TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
+    const int n = 64;
+    const int nodes = nodes_per_ubatch(n);
+    ASSERT_GT(nodes, 4);
+
+    auto ctx = context(n, n);
+    auto prompt = lcs::make_prompt(g_model, 8 + n);
+    lcs::seq_batch first(prompt, 0, 8, 0);
+    ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
+
+    int8_t flag = 0;
+    node_counter counter;
+    counter.flag     = &flag;
+    counter.store_at = nodes / 2;
+    auto p = params_with(&flag, &counter);
+    llama_cancel_decode_result r;
+    int32_t per_seq[1] = {-1};
+    lcs::seq_batch b(prompt, 8, n, 8);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.decode_ret, 2);
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(per_seq[0], 0);
+    EXPECT_EQ(pos_max(ctx.get()), 7) << "the stopped ubatch's positions are dropped";
+    EXPECT_LT(counter.calls, nodes) << "the decode stopped inside the graph";
+}
+
+TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
+    const int n = 64, u = 16;
+    const int nodes = nodes_per_ubatch(u);
+
+    auto ctx = context(n, u);
+    auto prompt = lcs::make_prompt(g_model, n);
+    int8_t flag = 0;
+    node_counter counter;
+    counter.flag     = &flag;
+    counter.store_at = nodes + nodes / 2;
+    auto p = params_with(&flag, &counter);
+    llama_cancel_decode_result r;
+    int32_t per_seq[1] = {-1};
+    lcs::seq_batch b(prompt, 0, n, 0);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.decode_ret, 2);
+    EXPECT_EQ(r.n_committed, u);
+    EXPECT_EQ(per_seq[0], u);
+    EXPECT_EQ(pos_max(ctx.get()), u - 1);
+}
+
+TEST_F(DecodeTest, CommittedCountsPerSequence) {
+    // Two sequences, one after the other in the batch; the stop lands in sequence 1's first ubatch.
+    const int per = 32, u = 16;
+    const int nodes = nodes_per_ubatch(u);
+    auto ctx = context(2 * per, u, 2);
+    ASSERT_NE(ctx, nullptr);
+    auto prompt = lcs::make_prompt(g_model, per);
+
+    std::vector<llama_token> tokens;
+    std::vector<llama_pos> pos;
+    std::vector<int32_t> n_seq_id(2 * per, 1);
+    std::vector<llama_seq_id> seq_ids(2 * per);
+    std::vector<llama_seq_id *> seq_ptr(2 * per);
+    std::vector<int8_t> logits(2 * per, 0);
+    for (int s = 0; s < 2; ++s) {
+        for (int i = 0; i < per; ++i) {
+            tokens.push_back(prompt[i]);
+            pos.push_back(i);
+            seq_ids[s * per + i] = s;
+        }
+    }
+    for (int i = 0; i < 2 * per; ++i) {
+        seq_ptr[i] = &seq_ids[i];
+    }
+    logits[per - 1] = logits[2 * per - 1] = 1;
+    llama_batch b{2 * per, tokens.data(), nullptr, pos.data(), n_seq_id.data(), seq_ptr.data(), logits.data()};
+
+    int8_t flag = 0;
+    node_counter counter;
+    counter.flag     = &flag;
+    counter.store_at = 2 * nodes + nodes / 2;
+    auto p = params_with(&flag, &counter);
+    llama_cancel_decode_result r;
+    int32_t per_seq[2] = {-1, -1};
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b, &p, &r, per_seq, 2), LLAMA_CANCEL_CANCELLED);
+    for (int s = 0; s < 2; ++s) {
+        EXPECT_EQ(per_seq[s], pos_max(ctx.get(), s) + 1) << "sequence " << s;
+    }
+    EXPECT_EQ(per_seq[0] + per_seq[1], 2 * u) << "two whole ubatches committed";
+    EXPECT_EQ(r.n_committed, per_seq[1] == 0 ? per_seq[0] : r.n_committed);
+}
+
+TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
+    const int n = 128, u = 32;
+    const int nodes = nodes_per_ubatch(u);
+    auto prompt = lcs::make_prompt(g_model, n, 7);
+
+    auto ref = context(n, u);
+    lcs::seq_batch whole(prompt, 0, n, 0);
+    ASSERT_EQ(llama_decode(ref.get(), whole.get()), 0);
+    const auto want = lcs::last_logits(ref.get());
+
+    auto ctx = context(n, u);
+    int8_t flag = 0;
+    node_counter counter;
+    counter.flag     = &flag;
+    counter.store_at = 2 * nodes + 3;
+    auto p = params_with(&flag, &counter);
+    llama_cancel_decode_result r;
+    lcs::seq_batch b(prompt, 0, n, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    ASSERT_EQ(r.n_committed, 2 * u);
+    ASSERT_EQ(pos_max(ctx.get()), 2 * u - 1);
+
+    flag = 0;
+    node_counter resume_counter;
+    auto p2 = params_with(&flag, &resume_counter);
+    lcs::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr, 0), LLAMA_CANCEL_OK);
+    EXPECT_EQ(resume_counter.calls, 2 * nodes) << "only the two missing ubatches are computed";
+    EXPECT_EQ(pos_max(ctx.get()), n - 1);
+    const auto got = lcs::last_logits(ctx.get());
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "resumed logits differ";
+}
+
+TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
+    auto ctx = context(64, 64);
+    auto prompt = lcs::make_prompt(g_model, 64);
+    int8_t flag = 0;
+    node_counter mine;
+    auto p = params_with(&flag, &mine);
+    lcs::seq_batch a(prompt, 0, 16, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    const int during = mine.calls;
+    EXPECT_GT(during, 0) << "the caller's callback runs beside the byte";
+
+    // After the call the caller's callback, not the byte reader, is installed: a set byte does not
+    // stop a plain llama_decode, and the caller's callback still counts.
+    flag = 1;
+    lcs::seq_batch b(prompt, 16, 16, 16);
+    EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
+    EXPECT_GT(mine.calls, during);
+
+    // With no caller callback, none is left installed either.
+    flag = 0;
+    auto bare = params_with(&flag);
+    lcs::seq_batch c(prompt, 32, 16, 32);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), c.get(), &bare, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    flag = 1;
+    lcs::seq_batch d(prompt, 48, 16, 48);
+    EXPECT_EQ(llama_decode(ctx.get(), d.get()), 0);
+}
+
+// The plain reader (no caller callback) stops the graph; the byte is stored from an eval callback.
+TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
+    struct trigger {
+        int8_t flag  = 0;
+        int    nodes = 0;
+        static bool cb(ggml_tensor *, bool ask, void * data) {
+            auto * t = static_cast<trigger *>(data);
+            if (!ask && ++t->nodes == 5) {
+                __atomic_store_n(&t->flag, 1, __ATOMIC_RELAXED);
+            }
+            return true;
+        }
+    } trig;
+    lcs::context_options opt;
+    opt.n_batch = opt.n_ubatch = 32;
+    opt.cb_eval      = trigger::cb;
+    opt.cb_eval_data = &trig;
+    auto ctx = lcs::make_context(g_model, opt);
+    auto prompt = lcs::make_prompt(g_model, 32);
+    lcs::seq_batch b(prompt, 0, 32, 0);
+    auto p = params_with(&trig.flag);
+    llama_cancel_decode_result r;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.decode_ret, 2);
+    EXPECT_EQ(pos_max(ctx.get()), -1);
+}
+
+// A real cross-thread store: the worker decodes, the main thread stores the byte once the graph
+// is running; every reader call ran on the worker.
+TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
+    auto ctx = context(256, 256);
+    auto prompt = lcs::make_prompt(g_model, 256);
+    int8_t flag = 0;
+    std::atomic<bool> started{false};
+    struct gate {
+        std::atomic<bool> * started;
+        int8_t *            flag;
+        std::vector<std::thread::id> threads;
+        static bool cb(void * data) {
+            auto * g = static_cast<gate *>(data);
+            g->threads.push_back(std::this_thread::get_id());
+            g->started->store(true);
+            // Hold the graph until the store lands, so the test does not depend on timing.
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
+            }
+            return false;
+        }
+    } g{&started, &flag, {}};
+    llama_cancel_decode_params p = params_with(&flag);
+    p.abort_callback      = gate::cb;
+    p.abort_callback_data = &g;
+
+    int32_t status = 99;
+    std::thread::id worker_id;
+    std::thread worker([&] {
+        worker_id = std::this_thread::get_id();
+        lcs::seq_batch b(prompt, 0, 256, 0);
+        status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
+    });
+    while (!started) {
+        std::this_thread::yield();
+    }
+    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+    worker.join();
+    EXPECT_EQ(status, LLAMA_CANCEL_CANCELLED);
+    ASSERT_FALSE(g.threads.empty());
+    for (const auto & id : g.threads) {
+        EXPECT_EQ(id, worker_id);
+    }
+    EXPECT_EQ(pos_max(ctx.get()), -1);
+}
+
+TEST_F(DecodeTest, NullContextIsAClearError) {
+    int8_t flag = 0;
+    auto p = params_with(&flag);
+    auto prompt = lcs::make_prompt(g_model, 4);
+    lcs::seq_batch b(prompt, 0, 4, 0);
+    llama_cancel_decode_result r;
+    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("ctx is NULL"), std::string::npos) << r.message;
+    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), nullptr, nullptr, nullptr, 0), LLAMA_CANCEL_ERROR);
+}
+
+TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
+    auto ctx = context(32, 32);
+    auto prompt = lcs::make_prompt(g_model, 40);
+    lcs::seq_batch first(prompt, 0, 8, 0);
+    ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
+    int8_t flag = 0;
+    auto p = params_with(&flag);
+    llama_cancel_decode_result r;
+    lcs::seq_batch big(prompt, 0, 40, 8);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), big.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("more than the context's n_batch 32"), std::string::npos) << r.message;
+    EXPECT_EQ(pos_max(ctx.get()), 7);
+    // The context still works.
+    lcs::seq_batch next(prompt, 8, 8, 8);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), next.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK);
+    EXPECT_EQ(pos_max(ctx.get()), 15);
+}
+
+TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
+    auto ctx = context(32, 32);
+    auto prompt = lcs::make_prompt(g_model, 8);
+    llama_cancel_decode_result r;
+
+    prompt[3] = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
+    lcs::seq_batch bad_token(prompt, 0, 8, 0);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_token.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("outside the vocabulary"), std::string::npos) << r.message;
+
+    prompt[3] = 5;
+    lcs::seq_batch bad_seq(prompt, 0, 8, 0, 3);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_seq.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("sequence id 3"), std::string::npos) << r.message;
+
+    llama_batch empty{};
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), empty, nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("at least one"), std::string::npos) << r.message;
+    EXPECT_EQ(pos_max(ctx.get()), -1);
+}

@@ -1,0 +1,479 @@
+// The cancel benchmark: reader overhead, cancel latency, rollback, thread probe and the physical
+// floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
+// and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
+#include "bench.h"
+#include "support.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct options {
+    std::string      model;      // empty: the built-in synthetic model
+    std::string      json = "llama-cancel-bench.json";
+    std::vector<int> batches = {64, 256, 512};
+    std::vector<int> threads = {1, 2};
+    int              runs = 10;
+    uint32_t         seed = 42;
+};
+
+std::vector<int> parse_list(const char * s) {
+    std::vector<int> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        out.push_back(std::atoi(item.c_str()));
+    }
+    return out;
+}
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
+                 "                          [--threads 1,2] [--runs N] [--seed N]\n"
+                 "\n"
+                 "Without --model, generates (once) and uses the built-in synthetic model.\n");
+}
+
+// Absolute steady-clock times in ms, so that two threads' timestamps compare directly.
+using lcs::now_ms;
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) {
+        return 0.0;
+    }
+    std::sort(v.begin(), v.end());
+    const double idx = p * (v.size() - 1);
+    const size_t lo  = static_cast<size_t>(idx);
+    const size_t hi  = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (idx - lo);
+}
+
+double max_of(const std::vector<double> & v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+}
+
+// Counts reader calls and those not on the thread that called llama_decode; reads the byte through
+// the exported reader so the probe measures exactly what hosts register.
+struct thread_probe {
+    const int8_t *  flag = nullptr;
+    std::thread::id owner;
+    int64_t         calls      = 0;
+    int64_t         off_thread = 0;
+
+    static bool callback(void * data) {
+        auto * p = static_cast<thread_probe *>(data);
+        p->calls++;
+        if (std::this_thread::get_id() != p->owner) {
+            p->off_thread++;
+        }
+        return llama_cancel_abort_callback(const_cast<int8_t *>(p->flag));
+    }
+};
+
+// Longest single graph node: an eval callback that asks for every node makes the scheduler compute
+// one node at a time, so the time between ask and answer is that node's compute time.
+struct node_timer {
+    double t_ask    = 0.0;
+    double longest  = 0.0;
+    int    n_nodes  = 0;
+    std::string longest_name;
+
+    static bool callback(ggml_tensor * t, bool ask, void * data) {
+        auto * nt = static_cast<node_timer *>(data);
+        if (ask) {
+            nt->t_ask = now_ms();
+            return true;
+        }
+        const double dt = now_ms() - nt->t_ask;
+        nt->n_nodes++;
+        if (dt > nt->longest) {
+            nt->longest      = dt;
+            nt->longest_name = ggml_op_desc(t);
+        }
+        return true;
+    }
+};
+
+struct row {
+    int    batch = 0, threads = 0, runs = 0;
+    double decode_ms = 0, overhead_pct = 0;
+    std::vector<double> lat, today;
+    int    cancelled = 0, completed_early = 0;
+    double longest_node_ms = 0;
+    std::string longest_node_op;
+    int    n_nodes = 0;
+    int64_t probe_calls = 0, probe_off_thread = 0;
+    int    rollback_ubatch = 0;
+    llama_pos rollback_pos_max = -2;
+    int    rollback_status = 0;
+    bool   rollback_ok = false;
+};
+
+class bench {
+  public:
+    bench(const options & opt, llama_model * model) : opt_(opt), model_(model), rng_(opt.seed) {}
+
+    row run(int batch, int threads, int step, int n_steps) {
+        row r;
+        r.batch   = batch;
+        r.threads = threads;
+        r.runs    = opt_.runs;
+        prompt_   = lcs::make_prompt(model_, batch, opt_.seed);
+
+        auto ctx = make_ctx(batch, batch, threads);
+        if (!ctx) {
+            std::fprintf(stderr, "error: cannot create a context for batch %d\n", batch);
+            std::exit(1);
+        }
+        decode_plain(ctx.get()); // warm-up: first-use allocations and page faults
+
+        progress(step, n_steps, batch, threads, "overhead");
+        overhead(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "cancel latency");
+        latency(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "rollback");
+        rollback(batch, threads, r);
+        progress(step, n_steps, batch, threads, "thread probe");
+        probe(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "node profile");
+        profile(batch, threads, r);
+        return r;
+    }
+
+  private:
+    const options & opt_;
+    llama_model *   model_;
+    std::mt19937    rng_;
+    std::vector<llama_token> prompt_;
+
+    static void progress(int step, int n_steps, int batch, int threads, const char * what) {
+        std::fprintf(stderr, "[%d/%d] batch %3d, threads %d: %s\n", step, n_steps, batch, threads, what);
+    }
+
+    lcs::context_ptr make_ctx(int batch, int ubatch, int threads, ggml_backend_sched_eval_callback cb = nullptr,
+                              void * cb_data = nullptr) {
+        lcs::context_options o;
+        o.n_ctx        = static_cast<uint32_t>(std::max(batch, 256));
+        o.n_batch      = batch;
+        o.n_ubatch     = ubatch;
+        o.n_threads    = threads;
+        o.cb_eval      = cb;
+        o.cb_eval_data = cb_data;
+        return lcs::make_context(model_, o);
+    }
+
+    // Decodes the prompt from an empty memory with no abort callback: what hosts run today.
+    double decode_plain(llama_context * ctx) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        const double t0 = now_ms();
+        const int32_t ret = llama_decode(ctx, b.get());
+        const double t1 = now_ms();
+        if (ret != 0) {
+            std::fprintf(stderr, "error: llama_decode returned %d\n", ret);
+            std::exit(1);
+        }
+        return t1 - t0;
+    }
+
+    // Decodes through llama_cancel_decode (the reader registered) with the byte at `flag`.
+    int32_t decode_cancellable(llama_context * ctx, const int8_t * flag, double * t_ret = nullptr) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag = flag;
+        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
+        if (t_ret != nullptr) {
+            *t_ret = now_ms();
+        }
+        return status;
+    }
+
+    void overhead(llama_context * ctx, row & r) {
+        std::vector<double> ratios, plain;
+        const int8_t zero = 0;
+        for (int i = 0; i < opt_.runs; ++i) {
+            double t_plain = 0, t_reader = 0;
+            // Alternate the order inside each pair so drift does not favour one side.
+            for (int k = 0; k < 2; ++k) {
+                if ((i + k) % 2 == 0) {
+                    t_plain = decode_plain(ctx);
+                } else {
+                    const double t0 = now_ms();
+                    decode_cancellable(ctx, &zero);
+                    t_reader = now_ms() - t0;
+                }
+            }
+            ratios.push_back(t_reader / t_plain);
+            plain.push_back(t_plain);
+        }
+        r.decode_ms    = percentile(plain, 0.5);
+        r.overhead_pct = (percentile(ratios, 0.5) - 1.0) * 100.0;
+    }
+
+    // Stores the byte from another thread at `at` (absolute ms); returns the store time.
+    static std::thread store_at(int8_t * flag, double at, double * t_store) {
+        return std::thread([=] {
+            while (now_ms() < at - 1.0) {
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
+            while (now_ms() < at) {
+            }
+            *t_store = now_ms();
+            __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+        });
+    }
+
+    void latency(llama_context * ctx, row & r) {
+        std::uniform_real_distribution<double> point(0.30, 0.66);
+        for (int i = 0; i < opt_.runs; ++i) {
+            const double frac = point(rng_);
+            // With the reader: the decode stops.
+            {
+                int8_t flag = 0;
+                double t_store = 0, t_ret = 0;
+                const double t0 = now_ms();
+                std::thread writer = store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
+                writer.join();
+                if (status == LLAMA_CANCEL_CANCELLED) {
+                    r.cancelled++;
+                    r.lat.push_back(t_ret - t_store);
+                } else {
+                    r.completed_early++;
+                }
+            }
+            // Today, without the reader: the host sees the byte only when llama_decode returns.
+            {
+                int8_t flag = 0;
+                double t_store = 0;
+                llama_memory_clear(llama_get_memory(ctx), true);
+                lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+                const double t0 = now_ms();
+                std::thread writer = store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                llama_decode(ctx, b.get());
+                const double t_ret = now_ms();
+                writer.join();
+                r.today.push_back(std::max(0.0, t_ret - t_store));
+            }
+        }
+    }
+
+    // n_ubatch at half the batch, byte stored at 80%: only the first ubatch may remain.
+    void rollback(int batch, int threads, row & r) {
+        r.rollback_ubatch = batch / 2;
+        auto ctx = make_ctx(batch, r.rollback_ubatch, threads);
+        decode_plain(ctx.get());
+        const double full = decode_plain(ctx.get());
+        int8_t flag = 0;
+        double t_store = 0;
+        const double t0 = now_ms();
+        std::thread writer = store_at(&flag, t0 + 0.8 * full, &t_store);
+        r.rollback_status = decode_cancellable(ctx.get(), &flag);
+        writer.join();
+        r.rollback_pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0);
+        r.rollback_ok = r.rollback_status == LLAMA_CANCEL_CANCELLED && r.rollback_pos_max == r.rollback_ubatch - 1;
+    }
+
+    void probe(llama_context * ctx, row & r) {
+        int8_t flag = 0;
+        thread_probe p;
+        p.flag  = &flag;
+        p.owner = std::this_thread::get_id();
+        llama_set_abort_callback(ctx, thread_probe::callback, &p);
+        llama_memory_clear(llama_get_memory(ctx), true);
+        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        llama_decode(ctx, b.get());
+        llama_set_abort_callback(ctx, nullptr, nullptr);
+        r.probe_calls      = p.calls;
+        r.probe_off_thread = p.off_thread;
+    }
+
+    void profile(int batch, int threads, row & r) {
+        node_timer nt;
+        auto ctx = make_ctx(batch, batch, threads, node_timer::callback, &nt);
+        decode_plain(ctx.get());
+        nt = node_timer{};
+        decode_plain(ctx.get());
+        r.longest_node_ms = nt.longest;
+        r.longest_node_op = nt.longest_name;
+        r.n_nodes         = nt.n_nodes;
+    }
+};
+
+std::string json_escape(const std::string & s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out;
+}
+
+std::string json_list(const std::vector<double> & v) {
+    std::string out = "[";
+    char buf[32];
+    for (size_t i = 0; i < v.size(); ++i) {
+        std::snprintf(buf, sizeof(buf), "%s%.4f", i ? ", " : "", v[i]);
+        out += buf;
+    }
+    return out + "]";
+}
+
+} // namespace
+
+int bench_main(int argc, char ** argv) {
+    options opt;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--model") {
+            opt.model = next();
+        } else if (a == "--json") {
+            opt.json = next();
+        } else if (a == "--batches") {
+            opt.batches = parse_list(next());
+        } else if (a == "--threads") {
+            opt.threads = parse_list(next());
+        } else if (a == "--runs") {
+            opt.runs = std::atoi(next());
+        } else if (a == "--seed") {
+            opt.seed = static_cast<uint32_t>(std::strtoul(next(), nullptr, 10));
+        } else if (a == "--help" || a == "-h") {
+            usage();
+            return 0;
+        } else {
+            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
+            usage();
+            return 2;
+        }
+    }
+    if (opt.runs < 1 || opt.batches.empty() || opt.threads.empty() ||
+        std::any_of(opt.batches.begin(), opt.batches.end(), [](int b) { return b < 2; }) ||
+        std::any_of(opt.threads.begin(), opt.threads.end(), [](int t) { return t < 1; })) {
+        std::fprintf(stderr, "error: --runs, --batches (>= 2) and --threads (>= 1) need positive values\n");
+        return 2;
+    }
+
+    if (opt.model.empty()) {
+        char exe[PATH_MAX] = {0};
+        const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        std::string dir = n > 0 ? std::string(exe, n) : std::string("./llama-cancel");
+        dir = dir.substr(0, dir.find_last_of('/'));
+        opt.model = dir + "/models/bench.gguf";
+        if (!lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, opt.model, "bench")) {
+            return 1;
+        }
+    }
+
+    lcs::quiet_logs();
+    lcs::load_backends();
+    lcs::model_ptr model = lcs::load_model(opt.model);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load model %s\n", opt.model.c_str());
+        return 1;
+    }
+    char desc[128];
+    llama_model_desc(model.get(), desc, sizeof(desc));
+    std::fprintf(stderr, "model: %s (%s, %.1f M parameters), CPU backend, %u cores\n", opt.model.c_str(), desc,
+                 llama_model_n_params(model.get()) / 1e6, std::thread::hardware_concurrency());
+
+    bench b(opt, model.get());
+    std::vector<row> rows;
+    const int n_steps = static_cast<int>(opt.batches.size() * opt.threads.size());
+    for (int batch : opt.batches) {
+        for (int threads : opt.threads) {
+            rows.push_back(b.run(batch, threads, static_cast<int>(rows.size()) + 1, n_steps));
+        }
+    }
+
+    // Table, llama-bench style.
+    std::printf("\n| batch | threads | decode ms | reader overhead | cancel p50 ms | p95 ms | max ms | today p50 ms "
+                "| today/ours | longest node ms | max/node | cancelled | off-thread |\n");
+    std::printf("|------:|--------:|----------:|----------------:|--------------:|-------:|-------:|-------------:"
+                "|-----------:|----------------:|---------:|----------:|-----------:|\n");
+    bool overhead_ok = true, latency_ok = true, thread_ok = true, rollback_ok = true, all_cancelled = true;
+    for (const row & r : rows) {
+        const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5), mx = max_of(r.lat);
+        std::printf("| %5d | %7d | %9.2f | %14.2f%% | %13.3f | %6.3f | %6.3f | %12.2f | %9.0fx | %15.3f | %8.2f "
+                    "| %5d/%-3d | %10" PRId64 " |\n",
+                    r.batch, r.threads, r.decode_ms, r.overhead_pct, p50, percentile(r.lat, 0.95), mx, today50,
+                    p50 > 0 ? today50 / p50 : 0.0, r.longest_node_ms, r.longest_node_ms > 0 ? mx / r.longest_node_ms : 0.0,
+                    r.cancelled, r.runs, r.probe_off_thread);
+        overhead_ok   = overhead_ok && r.overhead_pct <= 1.0;
+        latency_ok    = latency_ok && mx <= 2.0 * r.longest_node_ms + 1.0;
+        thread_ok     = thread_ok && r.probe_off_thread == 0;
+        rollback_ok   = rollback_ok && r.rollback_ok;
+        all_cancelled = all_cancelled && r.cancelled == r.runs;
+    }
+    std::printf("\nrollback (n_ubatch = batch/2, byte stored at 80%%):\n");
+    for (const row & r : rows) {
+        std::printf("  batch %3d threads %d: status %s, seq_pos_max %d (first ubatch ends at %d): %s\n", r.batch,
+                    r.threads, llama_cancel_status_str(r.rollback_status), r.rollback_pos_max, r.rollback_ubatch - 1,
+                    r.rollback_ok ? "ok" : "MISMATCH");
+    }
+    std::printf("\ntargets: reader overhead <= 1%%: %s; worst latency <= 2x longest node + 1 ms: %s; "
+                "off-thread calls 0: %s; every cancelled run returned 2: %s; rollback: %s\n",
+                overhead_ok ? "met" : "MISSED", latency_ok ? "met" : "MISSED", thread_ok ? "met" : "MISSED",
+                all_cancelled ? "yes" : "NO", rollback_ok ? "ok" : "MISMATCH");
+
+    std::ofstream js(opt.json);
+    js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
+       << "\", \"n_params\": " << llama_model_n_params(model.get()) << "},\n";
+    js << "  \"backend\": \"CPU\", \"cores\": " << std::thread::hardware_concurrency() << ", \"runs\": " << opt.runs
+       << ", \"seed\": " << opt.seed << ",\n";
+    js << "  \"targets\": {\"overhead_le_1pct\": " << (overhead_ok ? "true" : "false")
+       << ", \"worst_latency_le_2x_node_plus_1ms\": " << (latency_ok ? "true" : "false")
+       << ", \"zero_off_thread\": " << (thread_ok ? "true" : "false")
+       << ", \"all_cancelled_returned_2\": " << (all_cancelled ? "true" : "false")
+       << ", \"rollback_ok\": " << (rollback_ok ? "true" : "false") << "},\n";
+    js << "  \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const row & r = rows[i];
+        const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
+        js << "    {\"batch\": " << r.batch << ", \"threads\": " << r.threads << ", \"decode_ms\": " << r.decode_ms
+           << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"cancel_ms\": {\"p50\": " << p50
+           << ", \"p95\": " << percentile(r.lat, 0.95) << ", \"max\": " << max_of(r.lat)
+           << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
+           << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
+           << ", \"cancelled\": " << r.cancelled << ", \"completed_before_store\": " << r.completed_early
+           << ", \"longest_node_ms\": " << r.longest_node_ms << ", \"longest_node_op\": \""
+           << json_escape(r.longest_node_op) << "\", \"n_nodes\": " << r.n_nodes
+           << ", \"worst_over_node\": " << (r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)
+           << ", \"reader_calls\": " << r.probe_calls << ", \"off_thread_calls\": " << r.probe_off_thread
+           << ", \"rollback\": {\"n_ubatch\": " << r.rollback_ubatch << ", \"status\": \""
+           << llama_cancel_status_str(r.rollback_status) << "\", \"seq_pos_max\": " << r.rollback_pos_max
+           << ", \"expected_pos_max\": " << r.rollback_ubatch - 1 << ", \"ok\": " << (r.rollback_ok ? "true" : "false")
+           << "}}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    js << "  ]\n}\n";
+    js.close();
+    if (!js) {
+        std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());
+        return 1;
+    }
+    std::printf("\nsaved %s\n", opt.json.c_str());
+    return 0;
+}

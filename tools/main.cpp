@@ -1,0 +1,28 @@
+// llama-cancel command-line tool: dispatches to its subcommands.
+#include "bench.h"
+
+#include <cstdio>
+#include <cstring>
+
+static void usage() {
+    std::fprintf(stderr,
+                 "usage: llama-cancel COMMAND [OPTIONS]\n"
+                 "\n"
+                 "commands:\n"
+                 "  bench    measure cancel latency and reader overhead (default: built-in synthetic model)\n"
+                 "\n"
+                 "run `llama-cancel COMMAND --help` for a command's options\n");
+}
+
+int main(int argc, char ** argv) {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    if (std::strcmp(argv[1], "bench") == 0) {
+        return bench_main(argc - 1, argv + 1);
+    }
+    std::fprintf(stderr, "llama-cancel: unknown command '%s'\n\n", argv[1]);
+    usage();
+    return 2;
+}

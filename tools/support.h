@@ -1,0 +1,75 @@
+// Helpers shared by the CLI, the benchmark and the tests: backends, models, contexts, batches.
+// Not part of the library's API.
+#pragma once
+
+#include "llama-cancel.h"
+#include "llama.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lcs {
+
+// Loads Debian's dynamically built ggml backends, keeping only those asked for (the CPU backend
+// always). BLAS, Vulkan and RPC would otherwise take matmuls away from the CPU backend.
+struct backend_set {
+    bool blas   = false;
+    bool vulkan = false;
+    bool rpc    = false;
+};
+void load_backends(const backend_set & set = {});
+
+// Silences llama.cpp's and ggml's logs below `min_level` (ERROR by default).
+void quiet_logs(ggml_log_level min_level = GGML_LOG_LEVEL_ERROR);
+
+struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
+struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };
+using model_ptr   = std::unique_ptr<llama_model, model_deleter>;
+using context_ptr = std::unique_ptr<llama_context, context_deleter>;
+
+// CPU-only model (n_gpu_layers 0) unless `n_gpu_layers` says otherwise. NULL on failure.
+model_ptr load_model(const std::string & path, int32_t n_gpu_layers = 0);
+
+struct context_options {
+    uint32_t n_ctx     = 1024;
+    uint32_t n_batch   = 512;
+    uint32_t n_ubatch  = 512;
+    int32_t  n_threads = 2;
+    uint32_t n_seq_max = 1;
+    ggml_backend_sched_eval_callback cb_eval      = nullptr;
+    void *                           cb_eval_data = nullptr;
+};
+// Context with op_offload and offload_kqv off, as the CPU protocol needs. NULL on failure.
+context_ptr make_context(llama_model * model, const context_options & opt);
+
+// Deterministic prompt of `n` ordinary (non-control) tokens.
+std::vector<llama_token> make_prompt(const llama_model * model, int32_t n, uint32_t seed = 1);
+
+// A batch for one sequence: tokens[first, first + n) at positions start_pos + i, logits for the
+// last token only. Owns its storage; `get()` is valid while the object lives.
+class seq_batch {
+  public:
+    seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
+              llama_seq_id seq = 0);
+    llama_batch get();
+  private:
+    std::vector<llama_token>    token_;
+    std::vector<llama_pos>      pos_;
+    std::vector<int32_t>        n_seq_id_;
+    std::vector<llama_seq_id>   seq_;
+    std::vector<llama_seq_id *> seq_ptr_;
+    std::vector<int8_t>         logits_;
+};
+
+// Logits of the last output of the last decode, copied.
+std::vector<float> last_logits(llama_context * ctx);
+
+// Generates a synthetic model with scripts/make_model.py unless `path` exists. Returns false and
+// prints why on failure.
+bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset);
+
+double now_ms();
+
+} // namespace lcs
