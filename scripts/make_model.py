@@ -214,6 +214,7 @@ def build(path, cfg):
 def main(argv=None):
     out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
     tmp = out + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     try:
         build(tmp, cfg)
         os.replace(tmp, out)

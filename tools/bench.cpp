@@ -206,7 +206,9 @@ class bench {
     void overhead(llama_context * ctx, row & r) {
         std::vector<double> ratios, plain;
         const int8_t zero = 0;
-        for (int i = 0; i < opt_.runs; ++i) {
+        // A ratio near 1 needs more pairs than latency runs to rise above the machine's noise.
+        const int pairs = 2 * opt_.runs;
+        for (int i = 0; i < pairs; ++i) {
             double t_plain = 0, t_reader = 0;
             // Alternate the order inside each pair so drift does not favour one side.
             for (int k = 0; k < 2; ++k) {

@@ -27,16 +27,14 @@ void load_backends(const backend_set & set) {
     }
 }
 
-void quiet_logs(ggml_log_level min_level) {
-    static ggml_log_level level;
-    level = min_level;
+void quiet_logs(bool errors_too) {
     llama_log_set(
-        [](ggml_log_level l, const char * text, void *) {
-            if (l >= level && l != GGML_LOG_LEVEL_CONT) {
+        [](ggml_log_level l, const char * text, void * keep_errors) {
+            if (keep_errors != nullptr && l == GGML_LOG_LEVEL_ERROR) {
                 std::fputs(text, stderr);
             }
         },
-        nullptr);
+        errors_too ? nullptr : reinterpret_cast<void *>(1));
 }
 
 model_ptr load_model(const std::string & path, int32_t n_gpu_layers) {

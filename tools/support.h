@@ -21,8 +21,9 @@ struct backend_set {
 };
 void load_backends(const backend_set & set = {});
 
-// Silences llama.cpp's and ggml's logs below `min_level` (ERROR by default).
-void quiet_logs(ggml_log_level min_level = GGML_LOG_LEVEL_ERROR);
+// Silences llama.cpp's and ggml's logs: all of them, or those below ERROR. Cancelled decodes log
+// expected errors ("failed to decode, ret = 2"), which the tools and tests report themselves.
+void quiet_logs(bool errors_too = true);
 
 struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
 struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };

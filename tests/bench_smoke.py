@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""Runs `llama-cancel bench` briefly on the tiny model and checks its JSON: every configured row is
+there, the thread probe saw reader calls and none off-thread, and each figure is a number.
+Timing figures are not asserted. usage: bench_smoke.py LLAMA_CANCEL TINY_MODEL OUT_JSON"""
+import json
+import subprocess
+import sys
+
+exe, model, out = sys.argv[1:4]
+subprocess.run([exe, "bench", "--model", model, "--runs", "2", "--batches", "32,64", "--threads", "1",
+                "--json", out], check=True)
+with open(out) as f:
+    data = json.load(f)
+rows = data["rows"]
+assert [(r["batch"], r["threads"]) for r in rows] == [(32, 1), (64, 1)], rows
+for r in rows:
+    assert r["reader_calls"] > 0 and r["off_thread_calls"] == 0, r
+    assert r["cancelled"] + r["completed_before_store"] == 2, r
+    assert r["rollback"]["expected_pos_max"] == r["batch"] // 2 - 1, r
+    assert r["n_nodes"] > 0 and r["longest_node_op"], r
+    for key in ("decode_ms", "reader_overhead_pct", "longest_node_ms", "today_over_ours"):
+        assert isinstance(r[key], (int, float)), key
+for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_thread", "rollback_ok"):
+    assert isinstance(data["targets"][key], bool), key
+print("bench smoke: ok")
