@@ -42,6 +42,78 @@ extern "C" {
     // the ubatch it was computing (earlier ubatches stay in memory).
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
 
+    // Work (estimated FLOPs) of a single node that makes llama_cancel_eval_callback place a checkpoint.
+#define LLAMA_CANCEL_EVAL_NODE_WORK 1.0e9
+
+    // A ggml_backend_sched_eval_callback for llama_context_params.cb_eval or
+    // mtmd_context_params.cb_eval, with the byte as cb_eval_user_data. It is the only hook that
+    // reaches GPU-API, RPC and BLAS backends and clip encodes. ggml's scheduler asks about nodes
+    // before computing them and synchronizes the backend after each node answered true (a
+    // checkpoint); this callback answers true after each node of at least
+    // LLAMA_CANCEL_EVAL_NODE_WORK estimated FLOPs, and at once when the byte is already set; at a
+    // checkpoint it returns false (stop) when the byte is nonzero. A NULL `flag` never stops.
+    // Beware: after a stop the scheduler still runs the graph's later splits and llama_decode
+    // returns 0 with half-computed logits and KV cells (mtmd_encode_chunk returns 0 with garbage
+    // embeddings). Use llama_cancel_decode with a llama_cancel_hook, which never reports that as
+    // success, or discard the call's positions yourself when the byte is set on return.
+    LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
+
+    //
+    // Eval-callback hook: the stateful form
+    //
+
+    // Default target compute time between two checkpoints.
+#define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 4.0f
+
+    // Opaque. Places checkpoints by work done since the previous one, with a FLOP budget that adapts
+    // to the rate measured at each checkpoint so that they fall about `interval_ms` apart on any
+    // device; records whether it stopped a graph; chains the caller's own eval callback.
+    struct llama_cancel_hook;
+
+    struct llama_cancel_hook_params {
+        const int8_t * flag;        // caller-owned byte, nonzero = stop; NULL never stops
+        float          interval_ms; // target compute time between checkpoints (<= 0: the default)
+        // The caller's own eval callback (debug dumps, imatrix, TTS...), or NULL. It sees every
+        // ask; a node it asks for becomes a checkpoint; its false at ask = false stops the graph.
+        ggml_backend_sched_eval_callback chain;
+        void *                           chain_data;
+    };
+
+    struct llama_cancel_hook_stats {
+        uint64_t checkpoints;  // checkpoints passed since init (each one a backend synchronize)
+        uint64_t asks;         // nodes asked about since init
+        double   budget_flops; // current work budget between checkpoints
+        bool     stopped;      // the hook stopped a graph since the last reset
+    };
+
+    // Defaults: no byte, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS, no chained callback.
+    LLAMA_CANCEL_API struct llama_cancel_hook_params llama_cancel_hook_default_params(void);
+
+    // Creates a hook; `params` NULL means the defaults. The caller owns it and frees it with
+    // llama_cancel_hook_free after every context and mtmd context it is bound to. NULL if out of memory.
+    LLAMA_CANCEL_API struct llama_cancel_hook * llama_cancel_hook_init(const struct llama_cancel_hook_params * params);
+    LLAMA_CANCEL_API void llama_cancel_hook_free(struct llama_cancel_hook * hook);
+
+    // Installs the hook as params->cb_eval before llama_init_from_model, chaining any cb_eval
+    // already there. One hook per context: the scheduler calls it on the decoding thread.
+    LLAMA_CANCEL_API void llama_cancel_hook_bind(struct llama_cancel_hook * hook, struct llama_context_params * params);
+
+    // The ggml_backend_sched_eval_callback itself, with the hook as user data (for mtmd_context_params
+    // and other schedulers: set cb_eval to it and cb_eval_user_data to the hook).
+    LLAMA_CANCEL_API bool llama_cancel_hook_eval_callback(struct ggml_tensor * t, bool ask, void * hook);
+
+    // The byte the hook reads. llama_cancel_decode sets it to its own for the call and restores it.
+    // Not synchronized: change it only while no graph runs with this hook.
+    LLAMA_CANCEL_API void           llama_cancel_hook_set_flag(struct llama_cancel_hook * hook, const int8_t * flag);
+    LLAMA_CANCEL_API const int8_t * llama_cancel_hook_get_flag(const struct llama_cancel_hook * hook);
+
+    // True when the hook stopped a graph since the last reset: that graph's results are garbage.
+    LLAMA_CANCEL_API bool llama_cancel_hook_stopped(const struct llama_cancel_hook * hook);
+    // Clears the stopped state before the next graph (llama_cancel_decode does it per ubatch).
+    LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
+    // Counters for benchmarks and diagnostics; zeros for a NULL hook.
+    LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
+
     //
     // Cancellable decode
     //
@@ -60,6 +132,11 @@ extern "C" {
         // installed on the context again before the call returns (NULL = none installed).
         ggml_abort_callback abort_callback;
         void *              abort_callback_data;
+
+        // The hook bound to this context at creation (llama_cancel_hook_bind), or NULL for the CPU
+        // backend alone. With a hook the batch is decoded one ubatch per llama_decode call, so a
+        // graph stopped on a GPU-API, RPC or BLAS backend is rolled back exactly.
+        struct llama_cancel_hook * hook;
     };
 
     struct llama_cancel_decode_result {
@@ -72,7 +149,8 @@ extern "C" {
     // Defaults: no byte, no caller abort callback.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
 
-    // Decodes `batch` on `ctx` while honouring the byte at params->flag, for CPU computation.
+    // Decodes `batch` on `ctx` while honouring the byte at params->flag: through the abort callback
+    // on the CPU backend and, with params->hook, through eval-callback checkpoints on every backend.
     // Call it on the thread that owns `ctx` (not thread-safe per context, like llama_decode); any
     // other thread may store into the byte at any time. The batch stays owned by the caller.
     // - A byte already set on entry: returns LLAMA_CANCEL_CANCELLED at once, memory untouched.
@@ -82,6 +160,8 @@ extern "C" {
     //   n_committed: the committed ubatches are not computed again.
     // - Errors (NULL ctx, a batch larger than n_batch, a failed llama_decode): LLAMA_CANCEL_ERROR
     //   with result->message; memory is as llama_decode leaves it for that error.
+    // - With a hook, outputs (logits) requested before the batch's last ubatch are kept only when
+    //   the batch is decoded whole; such a batch is then rolled back whole when a graph stops.
     // On return the context's abort callback is params->abort_callback again. `params` NULL means
     // the defaults. `result` and `n_committed_seq` may be NULL; n_committed_seq, when given, holds
     // `n_seq` counters indexed by sequence id, each set to that sequence's committed batch tokens.

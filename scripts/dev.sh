@@ -82,15 +82,16 @@ in_env() {
         return
     fi
     ensure_root
-    mkdir -p "$root$here"
     local q
     q=$(printf ' %q' "$@")
+    # A private /tmp first, so that a checkout under /tmp is mounted on top of it, not hidden.
     unshare -m --propagation private -- bash -c "
         set -e
+        mount -t tmpfs tmpfs $(printf %q "$root/tmp")
+        mkdir -p $(printf %q "$root$here")
         mount --bind $(printf %q "$here") $(printf %q "$root$here")
         mount -t proc proc $(printf %q "$root/proc")
         mount --rbind /dev $(printf %q "$root/dev")
-        mount -t tmpfs tmpfs $(printf %q "$root/tmp")
         exec chroot $(printf %q "$root") /usr/bin/env -C $(printf %q "$here") $q"
 }
 

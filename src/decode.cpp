@@ -3,6 +3,7 @@
 
 #include "flag.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -112,10 +113,90 @@ std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vec
     return pos;
 }
 
+struct outcome {
+    int32_t ret     = 0;     // the last llama_decode's return
+    bool    stopped = false; // the byte (or the hook) stopped the batch before its end
+};
+
+// Tokens [a, a + n) of `batch`, sharing its arrays.
+llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
+    llama_batch s = batch;
+    s.n_tokens    = n;
+    s.token       = batch.token != nullptr ? batch.token + a : nullptr;
+    s.embd        = batch.embd != nullptr ? batch.embd + static_cast<size_t>(a) * n_embd : nullptr;
+    s.pos         = batch.pos != nullptr ? batch.pos + a : nullptr;
+    s.n_seq_id    = batch.n_seq_id != nullptr ? batch.n_seq_id + a : nullptr;
+    s.seq_id      = batch.seq_id != nullptr ? batch.seq_id + a : nullptr;
+    s.logits      = batch.logits != nullptr ? batch.logits + a : nullptr;
+    return s;
+}
+
+// Outputs requested before the last ubatch would be lost by decoding one ubatch per call.
+bool outputs_before(const llama_batch & batch, int32_t end) {
+    if (batch.logits == nullptr) {
+        return false;
+    }
+    for (int32_t i = 0; i < end; ++i) {
+        if (batch.logits[i] != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Removes what tokens [a, n_tokens) may have written: the positions from each sequence's first
+// position among them on. Used when a stopped graph left garbage cells that llama_decode kept.
+void forget(llama_context * ctx, const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t a) {
+    const int32_t n_seq_max = static_cast<int32_t>(llama_n_seq_max(ctx));
+    std::vector<llama_pos> first(n_seq_max, -1);
+    for (int32_t i = a; i < batch.n_tokens; ++i) {
+        for (int32_t k = 0; k < seq_count(batch, i); ++k) {
+            llama_pos & f = first[seq_of(batch, i, k)];
+            f = f < 0 ? pos[i] : std::min(f, pos[i]);
+        }
+    }
+    llama_memory_t mem = llama_get_memory(ctx);
+    for (llama_seq_id s = 0; s < n_seq_max; ++s) {
+        if (first[s] >= 0) {
+            llama_memory_seq_rm(mem, s, first[s], -1);
+        }
+    }
+}
+
+// Runs llama_decode. With a hook, one ubatch per call: the hook's stopped state then names the
+// exact ubatch whose graph is garbage, and the byte is also checked between ubatches.
+outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
+                   const std::vector<llama_pos> & pos) {
+    outcome o;
+    const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
+    const bool    whole    = p.hook == nullptr || batch.n_tokens <= n_ubatch ||
+                       outputs_before(batch, batch.n_tokens - (batch.n_tokens - 1) % n_ubatch - 1);
+    const int32_t step     = whole ? batch.n_tokens : n_ubatch;
+    const int32_t n_embd   = llama_model_n_embd_inp(llama_get_model(ctx));
+    for (int32_t a = 0; a < batch.n_tokens; a += step) {
+        if (a > 0 && llama_cancel::flag_is_set(p.flag)) {
+            o.stopped = true;
+            break;
+        }
+        llama_cancel_hook_reset(p.hook);
+        o.ret = llama_decode(ctx, slice(batch, a, std::min(step, batch.n_tokens - a), n_embd));
+        if (llama_cancel_hook_stopped(p.hook)) {
+            forget(ctx, batch, pos, a);
+            o.stopped = true;
+            break;
+        }
+        if (o.ret != 0) {
+            o.stopped = o.ret == 2;
+            break;
+        }
+    }
+    return o;
+}
+
 } // namespace
 
 extern "C" llama_cancel_decode_params llama_cancel_decode_default_params(void) {
-    return llama_cancel_decode_params{nullptr, nullptr, nullptr};
+    return llama_cancel_decode_params{nullptr, nullptr, nullptr, nullptr};
 }
 
 extern "C" const char * llama_cancel_status_str(int32_t status) {
@@ -170,6 +251,17 @@ int32_t decode(
     }
     const std::vector<llama_pos> pos = token_positions(batch, pos_max_before);
 
+    // Puts back the caller's abort callback and the hook's byte however the call ends.
+    struct restore {
+        llama_context *                    ctx;
+        const llama_cancel_decode_params & p;
+        const int8_t *                     hook_flag;
+        ~restore() {
+            llama_cancel_hook_set_flag(p.hook, hook_flag);
+            llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
+        }
+    } restore_on_exit{ctx, p, llama_cancel_hook_get_flag(p.hook)};
+
     chained_abort chain{p.flag, p.abort_callback, p.abort_callback_data};
     if (p.abort_callback != nullptr) {
         llama_set_abort_callback(ctx, chained_abort_callback, &chain);
@@ -177,8 +269,9 @@ int32_t decode(
         // The exported reader itself: what FFI hosts register, and what the benchmark measures.
         llama_set_abort_callback(ctx, llama_cancel_abort_callback, const_cast<int8_t *>(p.flag));
     }
-    const int32_t ret = llama_decode(ctx, batch);
-    llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
+    llama_cancel_hook_set_flag(p.hook, p.flag);
+    const outcome o   = run_decode(ctx, batch, p, pos);
+    const int32_t ret = o.ret;
 
     std::vector<llama_pos> pos_max_after(n_seq_max, -1);
     for (llama_seq_id s = 0; s < n_seq_max; ++s) {
@@ -189,7 +282,7 @@ int32_t decode(
     int32_t n_prefix = 0;
     bool    prefix   = true;
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
-        bool committed = ret == 0;
+        bool committed = !o.stopped && ret == 0;
         if (!committed) {
             committed = true;
             for (int32_t k = 0; k < seq_count(batch, i); ++k) {
@@ -210,10 +303,8 @@ int32_t decode(
     }
 
     int32_t status = LLAMA_CANCEL_ERROR;
-    if (ret == 0) {
-        status = LLAMA_CANCEL_OK;
-    } else if (ret == 2) {
-        status = LLAMA_CANCEL_CANCELLED;
+    if (ret == 0 || ret == 2) {
+        status = o.stopped ? LLAMA_CANCEL_CANCELLED : LLAMA_CANCEL_OK;
     }
     if (result != nullptr) {
         result->decode_ret  = ret;
@@ -243,6 +334,8 @@ extern "C" int32_t llama_cancel_decode(
         if (ctx != nullptr) {
             llama_set_abort_callback(ctx, params != nullptr ? params->abort_callback : nullptr,
                                      params != nullptr ? params->abort_callback_data : nullptr);
+            // the hook's own byte is restored too (the exception may have left the call's byte in it)
+
         }
         return fail(result, "internal error: %s", e.what());
     }

@@ -1,0 +1,28 @@
+// A node's estimated work in FLOPs, for placing eval-callback checkpoints.
+#pragma once
+
+#include "ggml.h"
+
+namespace llama_cancel {
+
+inline double node_work(const ggml_tensor * t) {
+    const double n = static_cast<double>(ggml_nelements(t));
+    switch (t->op) {
+        case GGML_OP_MUL_MAT:
+        case GGML_OP_MUL_MAT_ID:
+            // every output element is a dot product over src0's rows
+            return 2.0 * static_cast<double>(t->src[0]->ne[0]) * n;
+        case GGML_OP_FLASH_ATTN_EXT:
+            // q [D, n_q, H, B] against k [D, n_kv, ...]: two products per (query, key) pair
+            return 4.0 * static_cast<double>(t->src[0]->ne[0]) * static_cast<double>(t->src[1]->ne[1]) *
+                   static_cast<double>(ggml_nelements(t->src[0]) / t->src[0]->ne[0]);
+        case GGML_OP_CONV_2D:
+        case GGML_OP_CONV_TRANSPOSE_2D:
+            return 2.0 * static_cast<double>(ggml_nelements(t->src[0])) * n /
+                   static_cast<double>(t->src[0]->ne[3] > 0 ? t->src[0]->ne[3] : 1);
+        default:
+            return n;
+    }
+}
+
+} // namespace llama_cancel
