@@ -49,7 +49,8 @@ class llama_context_params(C.Structure):
 
 
 class llama_cancel_decode_params(C.Structure):
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p)]
+    _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p),
+                ("hook", C.c_void_p)]
 
 
 class llama_cancel_decode_result(C.Structure):
