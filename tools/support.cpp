@@ -2,7 +2,12 @@
 
 #include "ggml-backend.h"
 
+#include <arpa/inet.h>
 #include <chrono>
+#include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -125,6 +130,118 @@ bool ensure_model(const std::string & generator, const std::string & path, const
 double now_ms() {
     using clock = std::chrono::steady_clock;
     return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+model_ptr load_model_on(const std::string & path, const std::vector<ggml_backend_dev_t> & devices,
+                        int32_t n_gpu_layers) {
+    std::vector<ggml_backend_dev_t> list(devices);
+    list.push_back(nullptr);
+    llama_model_params mp = llama_model_default_params();
+    mp.devices            = list.data();
+    mp.n_gpu_layers       = n_gpu_layers;
+    return model_ptr(llama_model_load_from_file(path.c_str(), mp));
+}
+
+namespace {
+
+int free_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len        = sizeof(addr);
+    int port             = -1;
+    if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
+bool accepts(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family      = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port        = htons(static_cast<uint16_t>(port));
+    const bool ok = fd >= 0 && connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok;
+}
+
+} // namespace
+
+rpc_server::rpc_server(const std::string & binary, int threads) {
+    const int port = free_port();
+    if (port <= 0) {
+        std::fprintf(stderr, "rpc_server: no free port\n");
+        return;
+    }
+    endpoint_ = "127.0.0.1:" + std::to_string(port);
+    const std::string port_s = std::to_string(port), threads_s = std::to_string(threads);
+    pid_ = fork();
+    if (pid_ == 0) {
+        // The server logs every connection: to $LLAMA_CANCEL_RPC_LOG.PORT when set, else nowhere.
+        const char * log_base = std::getenv("LLAMA_CANCEL_RPC_LOG");
+        const std::string log = log_base != nullptr ? std::string(log_base) + "." + port_s : "/dev/null";
+        if (std::freopen(log.c_str(), "w", stdout) == nullptr || std::freopen(log.c_str(), "a", stderr) == nullptr) {
+            _exit(126);
+        }
+        execl(binary.c_str(), binary.c_str(), "-H", "127.0.0.1", "-p", port_s.c_str(), "-t", threads_s.c_str(), "-d",
+              "CPU", (char *) nullptr);
+        _exit(127);
+    }
+    for (int i = 0; i < 200 && pid_ > 0; ++i) {
+        if (accepts(port)) {
+            ready_ = true;
+            break;
+        }
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            std::fprintf(stderr, "rpc_server: %s exited (status %d)\n", binary.c_str(), status);
+            pid_ = -1;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+rpc_server::~rpc_server() { stop(); }
+
+void rpc_server::stop() {
+    if (pid_ > 0) {
+        kill(pid_, SIGTERM);
+        int status = 0;
+        for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        if (waitpid(pid_, &status, WNOHANG) == 0) {
+            kill(pid_, SIGKILL);
+            waitpid(pid_, &status, 0);
+        }
+        pid_ = -1;
+    }
+}
+
+ggml_backend_dev_t rpc_server::add_device() const {
+    ggml_backend_reg_t rpc = ggml_backend_reg_by_name("RPC");
+    if (rpc == nullptr) {
+        std::fprintf(stderr, "rpc_server: the RPC backend is not loaded\n");
+        return nullptr;
+    }
+    using add_server_t = ggml_backend_reg_t (*)(const char *);
+    auto add = reinterpret_cast<add_server_t>(ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"));
+    ggml_backend_reg_t reg = add != nullptr ? add(endpoint_.c_str()) : nullptr;
+    if (reg == nullptr || ggml_backend_reg_dev_count(reg) == 0) {
+        std::fprintf(stderr, "rpc_server: cannot add %s\n", endpoint_.c_str());
+        return nullptr;
+    }
+    return ggml_backend_reg_dev_get(reg, 0);
 }
 
 } // namespace lcs

@@ -73,4 +73,31 @@ bool ensure_model(const std::string & generator, const std::string & path, const
 
 double now_ms();
 
+// Loads a model on explicit devices (NULL-terminated list built here), `n_gpu_layers` of them
+// offloaded. NULL on failure.
+model_ptr load_model_on(const std::string & path, const std::vector<ggml_backend_dev_t> & devices,
+                        int32_t n_gpu_layers);
+
+// A ggml-rpc-server child process on 127.0.0.1 serving its CPU device (-d CPU, whatever other
+// devices the environment exposes); stopped by PID.
+class rpc_server {
+  public:
+    // Starts `binary` on a free port with `threads` threads; waits until it accepts connections.
+    rpc_server(const std::string & binary, int threads);
+    ~rpc_server();
+    rpc_server(const rpc_server &) = delete;
+    rpc_server & operator=(const rpc_server &) = delete;
+
+    bool               ok() const { return pid_ > 0 && ready_; }
+    const std::string & endpoint() const { return endpoint_; }
+    // Registers the server with the RPC backend; its device, or NULL with a message on stderr.
+    ggml_backend_dev_t add_device() const;
+    void stop();
+
+  private:
+    int         pid_   = -1;
+    bool        ready_ = false;
+    std::string endpoint_;
+};
+
 } // namespace lcs
