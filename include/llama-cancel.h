@@ -63,7 +63,7 @@ extern "C" {
     //
 
     // Default target compute time between two checkpoints.
-#define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 4.0f
+#define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 10.0f
 
     // Opaque. Places checkpoints by work done since the previous one, with a FLOP budget that adapts
     // to the rate measured at each checkpoint so that they fall about `interval_ms` apart on any

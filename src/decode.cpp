@@ -181,6 +181,7 @@ outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_c
         llama_cancel_hook_reset(p.hook);
         o.ret = llama_decode(ctx, slice(batch, a, std::min(step, batch.n_tokens - a), n_embd));
         if (llama_cancel_hook_stopped(p.hook)) {
+            llama_synchronize(ctx); // the graph's later splits may still run on an asynchronous backend
             forget(ctx, batch, pos, a);
             o.stopped = true;
             break;

@@ -2,6 +2,7 @@
 // floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
 // and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
 #include "bench.h"
+#include "bench_util.h"
 #include "support.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -26,6 +28,8 @@ struct options {
     std::string      json = "llama-cancel-bench.json";
     std::vector<int> batches = {64, 256, 512};
     std::vector<int> threads = {1, 2};
+    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas"};
+    int              backend_batch = 128;
     int              runs = 10;
     uint32_t         seed = 42;
 };
@@ -44,27 +48,16 @@ void usage() {
     std::fprintf(stderr,
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
+                 "                          [--backends vulkan,vulkan-1t,rpc,blas|none] [--backend-batch 128]\n"
                  "\n"
                  "Without --model, generates (once) and uses the built-in synthetic model.\n");
 }
 
-// Absolute steady-clock times in ms, so that two threads' timestamps compare directly.
+using lcs::json_escape;
+using lcs::json_list;
+using lcs::max_of;
 using lcs::now_ms;
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) {
-        return 0.0;
-    }
-    std::sort(v.begin(), v.end());
-    const double idx = p * (v.size() - 1);
-    const size_t lo  = static_cast<size_t>(idx);
-    const size_t hi  = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (idx - lo);
-}
-
-double max_of(const std::vector<double> & v) {
-    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
-}
+using lcs::percentile;
 
 // Counts reader calls and those not on the thread that called llama_decode; reads the byte through
 // the exported reader so the probe measures exactly what hosts register.
@@ -227,19 +220,6 @@ class bench {
         r.overhead_pct = (percentile(ratios, 0.5) - 1.0) * 100.0;
     }
 
-    // Stores the byte from another thread at `at` (absolute ms); returns the store time.
-    static std::thread store_at(int8_t * flag, double at, double * t_store) {
-        return std::thread([=] {
-            while (now_ms() < at - 1.0) {
-                std::this_thread::sleep_for(std::chrono::microseconds(200));
-            }
-            while (now_ms() < at) {
-            }
-            *t_store = now_ms();
-            __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
-        });
-    }
-
     void latency(llama_context * ctx, row & r) {
         std::uniform_real_distribution<double> point(0.30, 0.66);
         for (int i = 0; i < opt_.runs; ++i) {
@@ -249,7 +229,7 @@ class bench {
                 int8_t flag = 0;
                 double t_store = 0, t_ret = 0;
                 const double t0 = now_ms();
-                std::thread writer = store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = lcs::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
                 const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
                 writer.join();
                 if (status == LLAMA_CANCEL_CANCELLED) {
@@ -266,7 +246,7 @@ class bench {
                 llama_memory_clear(llama_get_memory(ctx), true);
                 lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
                 const double t0 = now_ms();
-                std::thread writer = store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = lcs::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
                 llama_decode(ctx, b.get());
                 const double t_ret = now_ms();
                 writer.join();
@@ -284,7 +264,7 @@ class bench {
         int8_t flag = 0;
         double t_store = 0;
         const double t0 = now_ms();
-        std::thread writer = store_at(&flag, t0 + 0.8 * full, &t_store);
+        std::thread writer = lcs::store_at(&flag, t0 + 0.8 * full, &t_store);
         r.rollback_status = decode_cancellable(ctx.get(), &flag);
         writer.join();
         r.rollback_pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0);
@@ -317,25 +297,36 @@ class bench {
     }
 };
 
-std::string json_escape(const std::string & s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
+// Runs this executable again with `args`. For the Vulkan rows it exposes Mesa's llvmpipe as Vulkan0
+// (ggml-vulkan hides CPU-type devices) unless the caller chose devices, and for vulkan-1t runs
+// llvmpipe on one thread. Returns the exit code.
+int run_self(const std::vector<std::string> & args, const std::string & backend) {
+    char exe[PATH_MAX] = {0};
+    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
+        return -1;
+    }
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (backend.rfind("vulkan", 0) == 0) {
+            setenv("GGML_VK_VISIBLE_DEVICES", "0", 0);
         }
-        out += c;
+        if (backend == "vulkan-1t") {
+            setenv("LP_NUM_THREADS", "1", 1);
+        }
+        std::vector<char *> argv{exe};
+        for (const auto & a : args) {
+            argv.push_back(const_cast<char *>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        execv(exe, argv.data());
+        _exit(127);
     }
-    return out;
-}
-
-std::string json_list(const std::vector<double> & v) {
-    std::string out = "[";
-    char buf[32];
-    for (size_t i = 0; i < v.size(); ++i) {
-        std::snprintf(buf, sizeof(buf), "%s%.4f", i ? ", " : "", v[i]);
-        out += buf;
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+        return -1;
     }
-    return out + "]";
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 } // namespace
@@ -359,6 +350,17 @@ int bench_main(int argc, char ** argv) {
             opt.batches = parse_list(next());
         } else if (a == "--threads") {
             opt.threads = parse_list(next());
+        } else if (a == "--backends") {
+            opt.backends.clear();
+            std::stringstream ss(next());
+            std::string item;
+            while (std::getline(ss, item, ',')) {
+                if (!item.empty() && item != "none") {
+                    opt.backends.push_back(item);
+                }
+            }
+        } else if (a == "--backend-batch") {
+            opt.backend_batch = std::atoi(next());
         } else if (a == "--runs") {
             opt.runs = std::atoi(next());
         } else if (a == "--seed") {
@@ -441,6 +443,48 @@ int bench_main(int argc, char ** argv) {
                 overhead_ok ? "met" : "MISSED", latency_ok ? "met" : "MISSED", thread_ok ? "met" : "MISSED",
                 all_cancelled ? "yes" : "NO", rollback_ok ? "ok" : "MISMATCH");
 
+    // Backend rows, each in its own process with exactly its backends loaded.
+    std::vector<std::string> backend_json;
+    bool backends_ok = true;
+    if (!opt.backends.empty()) {
+        std::printf("\nbackends: upstream's abort callback alone vs llama-cancel (abort callback + eval hook), "
+                    "byte stored at a random 30-66%% point; hook overhead with the byte at 0 (median paired ratio)\n\n");
+        std::printf("| backend | batch | threads | decode ms | abort-only p50 ms | ours p50 ms | ours max ms "
+                    "| ours/abort | hook overhead | checkpoints | abort cancelled | ours cancelled |\n");
+        std::printf("|:--------|------:|--------:|----------:|------------------:|------------:|------------:"
+                    "|-----------:|--------------:|------------:|----------------:|---------------:|\n");
+        std::fflush(stdout);
+    }
+    for (const std::string & name : opt.backends) {
+        const std::string out = opt.json + "." + name + ".tmp";
+        std::remove(out.c_str());
+        const int rc = run_self({"bench-backend", name, "--model", opt.model, "--runs", std::to_string(opt.runs),
+                                 "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
+                                 std::to_string(opt.seed), "--json", out},
+                                name);
+        std::ifstream in(out);
+        std::stringstream text;
+        text << in.rdbuf();
+        std::remove(out.c_str());
+        std::string j = text.str();
+        while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
+            j.pop_back();
+        }
+        if (rc != 0 || j.empty()) {
+            std::printf("| %-7s | skipped: the setup failed (exit %d), see the messages above |\n", name.c_str(), rc);
+            j = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " + std::to_string(rc) + "\"}";
+            backends_ok = false;
+        } else {
+            backends_ok = backends_ok && j.find("\"latency_le_10pct_of_abort\": true") != std::string::npos &&
+                          j.find("\"overhead_le_3pct\": true") != std::string::npos;
+        }
+        backend_json.push_back(j);
+    }
+    if (!opt.backends.empty()) {
+        std::printf("\ntargets (backends): ours/abort p50 <= 10%%, hook overhead <= 3%%: %s\n",
+                    backends_ok ? "met" : "MISSED (see rows)");
+    }
+
     std::ofstream js(opt.json);
     js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
        << "\", \"n_params\": " << llama_model_n_params(model.get()) << "},\n";
@@ -470,7 +514,12 @@ int bench_main(int argc, char ** argv) {
            << ", \"expected_pos_max\": " << r.rollback_ubatch - 1 << ", \"ok\": " << (r.rollback_ok ? "true" : "false")
            << "}}" << (i + 1 < rows.size() ? "," : "") << "\n";
     }
-    js << "  ]\n}\n";
+    js << "  ],\n  \"backends\": [";
+    for (size_t i = 0; i < backend_json.size(); ++i) {
+        js << (i ? ",\n    " : "\n    ") << backend_json[i];
+    }
+    js << (backend_json.empty() ? "]" : "\n  ]") << ",\n  \"backends_targets_met\": " << (backends_ok ? "true" : "false")
+       << "\n}\n";
     js.close();
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());

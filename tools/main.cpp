@@ -9,7 +9,8 @@ static void usage() {
                  "usage: llama-cancel COMMAND [OPTIONS]\n"
                  "\n"
                  "commands:\n"
-                 "  bench    measure cancel latency and reader overhead (default: built-in synthetic model)\n"
+                 "  bench           measure cancel latency and overhead (default: built-in synthetic model)\n"
+                 "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
                  "\n"
                  "run `llama-cancel COMMAND --help` for a command's options\n");
 }
@@ -21,6 +22,9 @@ int main(int argc, char ** argv) {
     }
     if (std::strcmp(argv[1], "bench") == 0) {
         return bench_main(argc - 1, argv + 1);
+    }
+    if (std::strcmp(argv[1], "bench-backend") == 0) {
+        return bench_backend_main(argc - 1, argv + 1);
     }
     std::fprintf(stderr, "llama-cancel: unknown command '%s'\n\n", argv[1]);
     usage();

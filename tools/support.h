@@ -39,10 +39,11 @@ struct context_options {
     uint32_t n_ubatch  = 512;
     int32_t  n_threads = 2;
     uint32_t n_seq_max = 1;
+    bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
     ggml_backend_sched_eval_callback cb_eval      = nullptr;
     void *                           cb_eval_data = nullptr;
 };
-// Context with op_offload and offload_kqv off, as the CPU protocol needs. NULL on failure.
+// Context with op_offload off (and offload_kqv as asked), as the protocols need. NULL on failure.
 context_ptr make_context(llama_model * model, const context_options & opt);
 
 // Deterministic prompt of `n` ordinary (non-control) tokens.

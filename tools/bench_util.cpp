@@ -1,0 +1,59 @@
+#include "bench_util.h"
+
+#include "support.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace lcs {
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) {
+        return 0.0;
+    }
+    std::sort(v.begin(), v.end());
+    const double idx = p * (v.size() - 1);
+    const size_t lo  = static_cast<size_t>(idx);
+    const size_t hi  = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (idx - lo);
+}
+
+double max_of(const std::vector<double> & v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+}
+
+std::thread store_at(int8_t * flag, double at, double * t_store) {
+    return std::thread([=] {
+        while (now_ms() < at - 1.0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        while (now_ms() < at) {
+        }
+        *t_store = now_ms();
+        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+    });
+}
+
+std::string json_escape(const std::string & s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out;
+}
+
+std::string json_list(const std::vector<double> & v) {
+    std::string out = "[";
+    char buf[32];
+    for (size_t i = 0; i < v.size(); ++i) {
+        std::snprintf(buf, sizeof(buf), "%s%.4f", i ? ", " : "", v[i]);
+        out += buf;
+    }
+    return out + "]";
+}
+
+} // namespace lcs
