@@ -173,6 +173,84 @@ extern "C" {
             int32_t                                 * n_committed_seq,
             int32_t                                   n_seq);
 
+    //
+    // Token loop
+    //
+
+    enum llama_cancel_stop_reason {
+        LLAMA_CANCEL_STOP_LENGTH    = 0, // n_predict tokens generated
+        LLAMA_CANCEL_STOP_EOG       = 1, // the model produced an end-of-generation token (not in out)
+        LLAMA_CANCEL_STOP_CANCELLED = 2, // the byte was set, or on_token returned false
+        LLAMA_CANCEL_STOP_ERROR     = 3, // see result->message
+    };
+
+    // Called on the generating thread with each sampled token; return false to stop. Native code
+    // only (a Dart isolate callback must not be used here); NULL for none.
+    typedef bool (*llama_cancel_token_callback)(llama_token token, void * user_data);
+
+    struct llama_cancel_generate_params {
+        const int8_t *              flag;      // caller-owned byte, nonzero = stop; NULL never cancels
+        int32_t                     n_predict; // most tokens to generate
+        llama_seq_id                seq_id;    // sequence to continue (its memory is kept)
+        struct llama_sampler *      sampler;   // caller-owned sampler chain; NULL = greedy
+        struct llama_cancel_hook *  hook;      // hook bound to ctx (llama_cancel_hook_bind), or NULL
+        llama_cancel_token_callback on_token;
+        void *                      on_token_data;
+    };
+
+    struct llama_cancel_generate_result {
+        int32_t   status;                // LLAMA_CANCEL_OK, _CANCELLED or _ERROR, as returned
+        int32_t   stop_reason;           // enum llama_cancel_stop_reason
+        int32_t   n_prompt_committed;    // prompt tokens now in memory (all unless stopped in the prefill)
+        int32_t   n_generated;           // tokens written to out
+        int32_t   n_generated_committed; // of those, decoded into memory (n_generated or one fewer)
+        llama_pos n_past;                // next position of seq_id: where a resumed request continues
+        char      message[256];          // readable reason for LLAMA_CANCEL_ERROR
+    };
+
+    // Defaults: no byte, n_predict 32, sequence 0, greedy, no hook, no callback.
+    LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
+
+    // Decodes `prompt` after what seq_id already holds (in n_batch chunks, each a cancellable
+    // decode), then samples and decodes up to n_predict tokens into `out` (caller-owned, at least
+    // n_predict entries). The byte is honoured inside every decode (both hooks, as
+    // llama_cancel_decode) and between tokens. Returns LLAMA_CANCEL_OK (length or end of
+    // generation), LLAMA_CANCEL_CANCELLED or LLAMA_CANCEL_ERROR; `result` (may be NULL) tells what
+    // was generated and what is in memory. Memory always holds only whole ubatches: the context is
+    // ready for the next request, or to resume from result->n_past. Call it on the context's thread.
+    LLAMA_CANCEL_API int32_t llama_cancel_generate(
+            struct llama_context                      * ctx,
+            const llama_token                         * prompt,
+            int32_t                                     n_prompt,
+            const struct llama_cancel_generate_params * params,
+            llama_token                               * out,
+            int32_t                                     n_out_max,
+            struct llama_cancel_generate_result       * result);
+
+    // Static, readable name of a stop reason; never NULL.
+    LLAMA_CANCEL_API const char * llama_cancel_stop_reason_str(int32_t reason);
+
+    //
+    // Cancellable model load
+    //
+
+    struct llama_cancel_load_result {
+        int32_t status;       // LLAMA_CANCEL_OK, LLAMA_CANCEL_CANCELLED or LLAMA_CANCEL_ERROR
+        char    message[256]; // readable reason when the model is NULL, empty otherwise
+    };
+
+    // Loads a model like llama_model_load_from_file, stopping when the byte at `flag` is nonzero:
+    // llama.cpp's progress callback reads it while tensors load (params.progress_callback, if any,
+    // is chained behind it). Returns the model (free it with llama_model_free), or NULL with
+    // result->status CANCELLED (byte set before or during the load; llama.cpp frees what it had
+    // allocated) or ERROR (NULL or missing path, not a GGUF file, truncated or corrupt model).
+    // Blocks the calling thread; any thread may store into the byte. `result` may be NULL.
+    LLAMA_CANCEL_API struct llama_model * llama_cancel_model_load(
+            const char                      * path,
+            struct llama_model_params         params,
+            const int8_t                    * flag,
+            struct llama_cancel_load_result * result);
+
     // Returns a static, readable name for a status ("ok", "cancelled", "error"); never NULL.
     LLAMA_CANCEL_API const char * llama_cancel_status_str(int32_t status);
 

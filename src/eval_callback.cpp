@@ -22,6 +22,7 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
     if (ask) {
         return llama_cancel::flag_is_set(byte) || llama_cancel::node_work(t) >= LLAMA_CANCEL_EVAL_NODE_WORK;
     }
+    llama_cancel::wait_computed(t);
     return !llama_cancel::flag_is_set(byte);
 }
 
@@ -150,6 +151,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     }
 
     // ask == false: the view up to `t` is computed and the backend synchronized.
+    llama_cancel::wait_computed(t);
     bool keep_going = true;
     if (h->chain_asked && h->chain_node == t) {
         keep_going = p.chain(t, false, p.chain_data);

@@ -1,7 +1,11 @@
 // A node's estimated work in FLOPs, for placing eval-callback checkpoints.
 #pragma once
 
+#include "ggml-backend.h"
 #include "ggml.h"
+
+#include <cstdint>
+#include <cstring>
 
 namespace llama_cancel {
 
@@ -22,6 +26,20 @@ inline double node_work(const ggml_tensor * t) {
                    static_cast<double>(t->src[0]->ne[3] > 0 ? t->src[0]->ne[3] : 1);
         default:
             return n;
+    }
+}
+
+// Makes sure `t` is computed before a checkpoint reads the byte. The scheduler synchronizes the
+// backend first, but the RPC backend's synchronize does not wait (its graph_compute is
+// asynchronous; the server runs commands in order): reading one byte of the node does.
+inline void wait_computed(const ggml_tensor * t) {
+    if (t->buffer == nullptr || ggml_backend_buffer_is_host(t->buffer) || ggml_nbytes(t) == 0) {
+        return;
+    }
+    const char * name = ggml_backend_buffer_name(t->buffer);
+    if (name != nullptr && std::strncmp(name, "RPC", 3) == 0) {
+        uint8_t byte = 0;
+        ggml_backend_tensor_get(t, &byte, 0, 1);
     }
 }
 

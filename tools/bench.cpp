@@ -1,7 +1,7 @@
 // The cancel benchmark: reader overhead, cancel latency, rollback, thread probe and the physical
 // floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
 // and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
-#include "bench.h"
+#include "commands.h"
 #include "bench_util.h"
 #include "support.h"
 

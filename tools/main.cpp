@@ -1,5 +1,5 @@
 // llama-cancel command-line tool: dispatches to its subcommands.
-#include "bench.h"
+#include "commands.h"
 
 #include <cstdio>
 #include <cstring>
@@ -11,6 +11,7 @@ static void usage() {
                  "commands:\n"
                  "  bench           measure cancel latency and overhead (default: built-in synthetic model)\n"
                  "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
+                 "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
                  "\n"
                  "run `llama-cancel COMMAND --help` for a command's options\n");
 }
@@ -22,6 +23,9 @@ int main(int argc, char ** argv) {
     }
     if (std::strcmp(argv[1], "bench") == 0) {
         return bench_main(argc - 1, argv + 1);
+    }
+    if (std::strcmp(argv[1], "generate") == 0) {
+        return generate_main(argc - 1, argv + 1);
     }
     if (std::strcmp(argv[1], "bench-backend") == 0) {
         return bench_backend_main(argc - 1, argv + 1);

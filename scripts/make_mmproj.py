@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Write a synthetic multimodal projector ("mmproj") GGUF for tests and benchmarks.
+
+The projector goes next to a text model written by make_model.py: libmtmd
+(mtmd_init_from_file) loads it, encodes an image or an audio clip with it and hands
+the embeddings, n_embd_text wide, to the text model. The weights are seeded random
+numbers (numpy default_rng), scaled so that the activations stay finite and the
+output embeddings come out about unit-sized; they mean nothing. The same arguments
+give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
+
+    make_mmproj.py OUT.gguf --kind vision|audio --n-embd-text N [--preset tiny|small]
+                   [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
+                   vision: [--image-size N] [--patch-size N] [--merge N]
+                   audio:  [--projector ultravox|qwen2a] [--n-mel N] [--stack N]
+                           [--n-pos N]
+
+--n-embd-text must equal the text model's n_embd (make_model.py --n-embd), or
+mtmd_init_from_file refuses the pair.
+
+Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
+  vision   projector type "gemma3": a SigLIP ViT (conv2d patch embedding, learned
+           position embedding, pre-norm layers with biases, GELU FFN, post-norm), then
+           an average pool of merge x merge patches, an RMS norm and one matrix.
+           libmtmd resizes any input image to image-size x image-size (no slicing), so
+           one image always gives ((image-size / patch-size) / merge)^2 tokens. For
+           this type mtmd decodes the image tokens with non-causal attention and puts
+           "<start_of_image>" / "<end_of_image>" text around them.
+  audio    a whisper encoder (two conv1d, stride 2 on the second, learned position
+           embedding, pre-norm layers, no bias on K, GELU FFN, post-norm) and
+           projector "ultravox" (default: stack `stack` frames, RMS norm, SwiGLU MLP,
+           RMS norm, matrix) or "qwen2a" (average pool by 2, one matrix with bias).
+           libmtmd cuts the 16 kHz PCM into 30 s chunks of 3000 mel frames (a short
+           clip is padded to 30 s), i.e. 1500 encoder positions per chunk whatever the
+           clip's length, so --n-pos must be at least 1500 and one chunk gives
+           1500 / stack tokens (ultravox; stack must divide 1500, libmtmd 0.7.0 aborts
+           with "Invalid number of output tokens" otherwise) or 750 tokens (qwen2a).
+
+Presets (explicit flags override them). Sizes at --n-embd-text 256. Times: one
+mtmd_encode_chunk on 2 threads of Debian's CPU backend (BLAS unloaded, machine
+otherwise idle; on a machine busy with other work 2-thread encodes get many times
+slower):
+  tiny  (default)  vision: 64x64 image, patch 8, n_embd 64, 2 layers, merge 2 -> 16
+                   tokens, 0.4 MB, ~1 ms.
+                   audio: 80 mel bins, n_embd 32, 1 layer, ultravox stack 15 -> 100
+                   tokens per chunk, 1.5 MB, ~17 ms (attention over 1500 positions).
+  small            vision: 224x224 image, patch 14, n_embd 384, 8 layers, merge 2 -> 64
+                   tokens, 58 MB, ~180 ms.
+                   audio: 80 mel bins, n_embd 192, 3 layers, stack 10 -> 150 tokens,
+                   11 MB, ~250 ms. (For cancelling inside an encode.)
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import gguf
+
+PRESETS = {
+    ("vision", "tiny"): dict(n_embd=64, n_ff=128, n_layer=2, n_head=4,
+                             image_size=64, patch_size=8, merge=2),
+    ("vision", "small"): dict(n_embd=384, n_ff=1536, n_layer=8, n_head=6,
+                              image_size=224, patch_size=14, merge=2),
+    ("audio", "tiny"): dict(n_embd=32, n_ff=64, n_layer=1, n_head=2,
+                            n_mel=80, stack=15, n_pos=1500),
+    ("audio", "small"): dict(n_embd=192, n_ff=768, n_layer=3, n_head=4,
+                             n_mel=80, stack=10, n_pos=1500),
+}
+VISION_KEYS = ("image_size", "patch_size", "merge")
+AUDIO_KEYS = ("n_mel", "stack", "n_pos", "projector")
+COMMON_KEYS = ("n_embd", "n_ff", "n_layer", "n_head")
+
+WHISPER_N_POS = 1500    # libmtmd: 30 s chunks, 100 mel frames/s, conv stride 2
+EPS = 1e-6
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Write a synthetic libmtmd projector (mmproj) GGUF with seeded random weights.")
+    p.add_argument("out", metavar="OUT.gguf", help="output file (written atomically via OUT.tmp)")
+    p.add_argument("--kind", choices=["vision", "audio"], required=True)
+    p.add_argument("--n-embd-text", type=int, required=True,
+                   help="output width: the text model's n_embd")
+    p.add_argument("--preset", choices=["tiny", "small"], default="tiny",
+                   help="size preset (default tiny); explicit flags override it")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--n-embd", type=int, help="encoder width")
+    p.add_argument("--n-ff", type=int, help="encoder FFN width")
+    p.add_argument("--n-layer", type=int, help="encoder layers")
+    p.add_argument("--n-head", type=int, help="encoder attention heads")
+    g = p.add_argument_group("vision")
+    g.add_argument("--image-size", type=int, help="square input size the image is resized to")
+    g.add_argument("--patch-size", type=int)
+    g.add_argument("--merge", type=int,
+                   help="average-pool merge x merge patches into one token (gemma3 scale factor)")
+    g = p.add_argument_group("audio")
+    g.add_argument("--projector", choices=["ultravox", "qwen2a"], help="default ultravox")
+    g.add_argument("--n-mel", type=int, help="mel bins")
+    g.add_argument("--stack", type=int, help="ultravox: frames stacked into one token")
+    g.add_argument("--n-pos", type=int, help="rows of the position embedding (>= %d)" % WHISPER_N_POS)
+    a = p.parse_args(argv)
+
+    cfg = dict(PRESETS[(a.kind, a.preset)], seed=a.seed, kind=a.kind, n_embd_text=a.n_embd_text)
+    if a.kind == "audio":
+        cfg["projector"] = "ultravox"
+    for k in COMMON_KEYS + (VISION_KEYS if a.kind == "vision" else AUDIO_KEYS):
+        v = getattr(a, k)
+        if v is not None:
+            cfg[k] = v
+    other = AUDIO_KEYS if a.kind == "vision" else VISION_KEYS
+    for k in other:
+        if getattr(a, k) is not None:
+            p.error("--%s does not apply to --kind %s" % (k.replace("_", "-"), a.kind))
+
+    def need(ok, msg):
+        if not ok:
+            p.error(msg)
+    need(cfg["seed"] >= 0, "--seed must be >= 0")
+    need(cfg["n_embd_text"] >= 1, "--n-embd-text must be >= 1")
+    for k in COMMON_KEYS:
+        need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
+    need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
+    # libmtmd swaps ffn_up/ffn_down of legacy files when ffn_down's input width equals
+    # n_embd; keep the two widths apart so that the check cannot misfire
+    need(cfg["n_ff"] != cfg["n_embd"], "--n-ff must differ from --n-embd")
+    if a.kind == "vision":
+        for k in VISION_KEYS:
+            need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
+        need(cfg["image_size"] % cfg["patch_size"] == 0, "--image-size must be a multiple of --patch-size")
+        side = cfg["image_size"] // cfg["patch_size"]
+        need(side % cfg["merge"] == 0, "image-size / patch-size must be a multiple of --merge")
+    else:
+        for k in ("n_mel", "stack", "n_pos"):
+            need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
+        need(cfg["n_pos"] >= WHISPER_N_POS, "--n-pos must be >= %d" % WHISPER_N_POS)
+        # libmtmd 0.7.0 counts floor(1500 / stack) tokens but its graph makes
+        # ceil(1500 / stack) and aborts ("Invalid number of output tokens") if they differ
+        need(cfg["projector"] != "ultravox" or WHISPER_N_POS % cfg["stack"] == 0,
+             "--stack must divide %d" % WHISPER_N_POS)
+    return a.out, cfg
+
+
+class Weights:
+    """Seeded random tensors. numpy shapes are ggml's ne reversed: a matrix that maps
+    n_in -> n_out is (n_out, n_in)."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def normal(self, shape, std, dtype=np.float32):
+        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(dtype)
+
+    def linear(self, n_out, n_in, gain=1.0):
+        return self.normal((n_out, n_in), gain / np.sqrt(n_in))
+
+    def bias(self, n, std=0.02):
+        return self.normal((n,), std)
+
+    @staticmethod
+    def ones(n):
+        return np.ones(n, dtype=np.float32)
+
+    @staticmethod
+    def zeros(*shape):
+        return np.zeros(shape, dtype=np.float32)
+
+
+def add_encoder_layers(w, W, prefix, cfg, k_bias):
+    """Pre-norm transformer layers as libmtmd's build_vit reads them."""
+    d, f = cfg["n_embd"], cfg["n_ff"]
+    # residual writers are scaled down so the residual stream grows slowly with depth
+    gain_out = 1.0 / np.sqrt(2.0 * cfg["n_layer"])
+    for b in range(cfg["n_layer"]):
+        blk = "%s.blk.%d." % (prefix, b)
+        w.add_tensor(blk + "ln1.weight", W.ones(d))
+        w.add_tensor(blk + "ln1.bias", W.zeros(d))
+        w.add_tensor(blk + "attn_q.weight", W.linear(d, d))
+        w.add_tensor(blk + "attn_q.bias", W.bias(d))
+        w.add_tensor(blk + "attn_k.weight", W.linear(d, d))
+        if k_bias:
+            w.add_tensor(blk + "attn_k.bias", W.bias(d))
+        w.add_tensor(blk + "attn_v.weight", W.linear(d, d))
+        w.add_tensor(blk + "attn_v.bias", W.bias(d))
+        w.add_tensor(blk + "attn_out.weight", W.linear(d, d, gain_out))
+        w.add_tensor(blk + "attn_out.bias", W.bias(d))
+        w.add_tensor(blk + "ln2.weight", W.ones(d))
+        w.add_tensor(blk + "ln2.bias", W.zeros(d))
+        w.add_tensor(blk + "ffn_up.weight", W.linear(f, d))
+        w.add_tensor(blk + "ffn_up.bias", W.bias(f))
+        w.add_tensor(blk + "ffn_down.weight", W.linear(d, f, gain_out))
+        w.add_tensor(blk + "ffn_down.bias", W.bias(d))
+    w.add_tensor(prefix + ".post_ln.weight", W.ones(d))
+    w.add_tensor(prefix + ".post_ln.bias", W.zeros(d))
+
+
+def build_vision(w, W, cfg):
+    d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
+    n_patches = (cfg["image_size"] // p) ** 2
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+    w.add_vision_projector_scale_factor(cfg["merge"])
+
+    # conv2d kernel, ggml ne [p, p, 3, n_embd]; pixels are normalised to [-1, 1]
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), 1.0 / np.sqrt(3 * p * p)))
+    w.add_tensor("v.patch_embd.bias", W.bias(d))
+    w.add_tensor("v.position_embd.weight", W.normal((n_patches, d), 0.5))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    # gemma3 projector: rms_norm * soft_emb_norm, then x @ input_projection (stored
+    # transposed: ggml ne [n_embd_text, n_embd])
+    w.add_tensor("mm.soft_emb_norm.weight", W.ones(d))
+    w.add_tensor("mm.input_projection.weight", W.normal((d, n_text), 1.0 / np.sqrt(d)))
+
+
+def build_audio(w, W, cfg):
+    d, n_mel, n_text = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"]
+
+    w.add_clip_has_audio_encoder(True)
+    w.add_clip_projector_type(cfg["projector"])
+    w.add_audio_projection_dim(n_text)
+    w.add_audio_embedding_length(d)
+    w.add_audio_feed_forward_length(cfg["n_ff"])
+    w.add_audio_block_count(cfg["n_layer"])
+    w.add_audio_head_count(cfg["n_head"])
+    w.add_audio_attention_layernorm_eps(EPS)
+    w.add_audio_num_mel_bins(n_mel)
+    if cfg["projector"] == "ultravox":
+        w.add_audio_stack_factor(cfg["stack"])
+
+    # conv1d kernels, ggml ne [3, in, out], f16 as upstream's converter writes them;
+    # biases are ne [1, out] (one value per channel, broadcast over time)
+    w.add_tensor("a.conv1d.1.weight", W.normal((d, n_mel, 3), 1.0 / np.sqrt(3 * n_mel), np.float16))
+    w.add_tensor("a.conv1d.1.bias", W.normal((d, 1), 0.02))
+    w.add_tensor("a.conv1d.2.weight", W.normal((d, d, 3), 1.0 / np.sqrt(3 * d), np.float16))
+    w.add_tensor("a.conv1d.2.bias", W.normal((d, 1), 0.02))
+    w.add_tensor("a.position_embd.weight", W.normal((cfg["n_pos"], d), 0.5))
+    add_encoder_layers(w, W, "a", cfg, k_bias=False)   # whisper: no bias on K (libmtmd asserts it)
+
+    if cfg["projector"] == "ultravox":
+        s = cfg["stack"]
+        hidden = n_text
+        w.add_tensor("mm.a.norm_pre.weight", W.ones(d * s))
+        w.add_tensor("mm.a.mlp.1.weight", W.linear(2 * hidden, d * s))   # SwiGLU: 2 halves
+        w.add_tensor("mm.a.norm_mid.weight", W.ones(hidden))
+        w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, hidden))
+    else:
+        w.add_tensor("mm.a.fc.weight", W.linear(n_text, d))
+        w.add_tensor("mm.a.fc.bias", W.bias(n_text))
+
+
+def build(path, cfg):
+    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.MMPROJ])
+    w.add_type(gguf.GGUFType.MMPROJ)
+    w.add_name("llama-cancel synthetic %s mmproj %dx%d seed %d"
+               % (cfg["kind"], cfg["n_layer"], cfg["n_embd"], cfg["seed"]))
+    w.add_file_type(int(gguf.LlamaFileType.ALL_F32))
+    W = Weights(cfg["seed"])
+    if cfg["kind"] == "vision":
+        build_vision(w, W, cfg)
+    else:
+        build_audio(w, W, cfg)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main(argv=None):
+    out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    tmp = out + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    try:
+        build(tmp, cfg)
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

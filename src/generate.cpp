@@ -1,0 +1,161 @@
+// llama_cancel_generate: prefill, then sample and decode token by token, under the caller's byte.
+#include "llama-cancel.h"
+
+#include "flag.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+namespace {
+
+int32_t fail(llama_cancel_generate_result * r, const char * fmt, ...) {
+    if (r != nullptr) {
+        r->status      = LLAMA_CANCEL_ERROR;
+        r->stop_reason = LLAMA_CANCEL_STOP_ERROR;
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
+        va_end(ap);
+    }
+    return LLAMA_CANCEL_ERROR;
+}
+
+struct batch_guard {
+    llama_batch b;
+    explicit batch_guard(int32_t n) : b(llama_batch_init(n, 0, 1)) {}
+    ~batch_guard() { llama_batch_free(b); }
+};
+
+// Fills `b` with tokens at consecutive positions of one sequence; logits for the last one only.
+void fill(llama_batch & b, const llama_token * tokens, int32_t n, llama_pos pos, llama_seq_id seq) {
+    b.n_tokens = n;
+    for (int32_t i = 0; i < n; ++i) {
+        b.token[i]     = tokens[i];
+        b.pos[i]       = pos + i;
+        b.n_seq_id[i]  = 1;
+        b.seq_id[i][0] = seq;
+        b.logits[i]    = i == n - 1;
+    }
+}
+
+llama_token greedy(llama_context * ctx, int32_t n_vocab) {
+    const float * logits = llama_get_logits_ith(ctx, -1);
+    return static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
+}
+
+int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prompt,
+                 const llama_cancel_generate_params & p, llama_token * out, int32_t n_out_max,
+                 llama_cancel_generate_result * r) {
+    if (ctx == nullptr) {
+        return fail(r, "ctx is NULL");
+    }
+    if (prompt == nullptr || n_prompt <= 0) {
+        return fail(r, "the prompt needs at least one token");
+    }
+    if (p.n_predict < 0 || (p.n_predict > 0 && (out == nullptr || n_out_max < p.n_predict))) {
+        return fail(r, "out holds %d tokens, fewer than n_predict %d", out == nullptr ? 0 : n_out_max, p.n_predict);
+    }
+    if (p.seq_id < 0 || p.seq_id >= static_cast<llama_seq_id>(llama_n_seq_max(ctx))) {
+        return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, llama_n_seq_max(ctx));
+    }
+    const llama_vocab * vocab   = llama_model_get_vocab(llama_get_model(ctx));
+    const int32_t       n_vocab = llama_vocab_n_tokens(vocab);
+    llama_memory_t      mem     = llama_get_memory(ctx);
+    auto next_pos = [&] { return llama_memory_seq_pos_max(mem, p.seq_id) + 1; };
+
+    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+    dp.flag = p.flag;
+    dp.hook = p.hook;
+    llama_cancel_decode_result dr;
+
+    auto finish = [&](int32_t status, int32_t reason) {
+        if (r != nullptr) {
+            r->status      = status;
+            r->stop_reason = reason;
+            r->n_past      = next_pos();
+            if (status == LLAMA_CANCEL_ERROR) {
+                std::snprintf(r->message, sizeof(r->message), "%s", dr.message);
+            }
+        }
+        return status;
+    };
+
+    // Prefill in chunks of n_batch; each is a cancellable decode.
+    const int32_t n_batch = static_cast<int32_t>(llama_n_batch(ctx));
+    batch_guard   batch(std::min(n_prompt, n_batch));
+    int32_t       done = 0;
+    while (done < n_prompt) {
+        const int32_t n = std::min(n_batch, n_prompt - done);
+        fill(batch.b, prompt + done, n, next_pos(), p.seq_id);
+        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr, 0);
+        done += st == LLAMA_CANCEL_OK ? n : dr.n_committed;
+        if (r != nullptr) {
+            r->n_prompt_committed = done;
+        }
+        if (st != LLAMA_CANCEL_OK) {
+            return finish(st, st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR);
+        }
+    }
+
+    // Token loop: the byte is read inside every decode and between tokens.
+    for (int32_t i = 0; i < p.n_predict; ++i) {
+        if (llama_cancel::flag_is_set(p.flag)) {
+            return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
+        }
+        const llama_token tok = p.sampler != nullptr ? llama_sampler_sample(p.sampler, ctx, -1) : greedy(ctx, n_vocab);
+        if (llama_vocab_is_eog(vocab, tok)) {
+            return finish(LLAMA_CANCEL_OK, LLAMA_CANCEL_STOP_EOG);
+        }
+        out[i] = tok;
+        if (r != nullptr) {
+            r->n_generated = i + 1;
+        }
+        if (p.on_token != nullptr && !p.on_token(tok, p.on_token_data)) {
+            return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
+        }
+        fill(batch.b, &tok, 1, next_pos(), p.seq_id);
+        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr, 0);
+        if (st != LLAMA_CANCEL_OK) {
+            return finish(st, st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR);
+        }
+        if (r != nullptr) {
+            r->n_generated_committed = i + 1;
+        }
+    }
+    return finish(LLAMA_CANCEL_OK, LLAMA_CANCEL_STOP_LENGTH);
+}
+
+} // namespace
+
+extern "C" llama_cancel_generate_params llama_cancel_generate_default_params(void) {
+    llama_cancel_generate_params p{};
+    p.n_predict = 32;
+    return p;
+}
+
+extern "C" const char * llama_cancel_stop_reason_str(int32_t reason) {
+    switch (reason) {
+        case LLAMA_CANCEL_STOP_LENGTH:    return "length";
+        case LLAMA_CANCEL_STOP_EOG:       return "end of generation";
+        case LLAMA_CANCEL_STOP_CANCELLED: return "cancelled";
+        case LLAMA_CANCEL_STOP_ERROR:     return "error";
+        default:                          return "unknown";
+    }
+}
+
+extern "C" int32_t llama_cancel_generate(llama_context * ctx, const llama_token * prompt, int32_t n_prompt,
+                                         const llama_cancel_generate_params * params, llama_token * out,
+                                         int32_t n_out_max, llama_cancel_generate_result * result) {
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+    }
+    const llama_cancel_generate_params p = params != nullptr ? *params : llama_cancel_generate_default_params();
+    try {
+        return generate(ctx, prompt, n_prompt, p, out, n_out_max, result);
+    } catch (const std::exception & e) {
+        return fail(result, "internal error: %s", e.what());
+    }
+}

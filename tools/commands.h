@@ -1,0 +1,11 @@
+// The llama-cancel CLI's subcommands, each `int NAME_main(argc, argv)` with argv[0] the subcommand.
+#pragma once
+
+// `llama-cancel bench`: the cancel benchmark (the project's main job).
+int bench_main(int argc, char ** argv);
+
+// `llama-cancel bench-backend NAME`: one backend row (vulkan, rpc, blas), in its own process.
+int bench_backend_main(int argc, char ** argv);
+
+// `llama-cancel generate`: generation from a prompt that Ctrl-C stops at once.
+int generate_main(int argc, char ** argv);
