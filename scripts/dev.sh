@@ -20,7 +20,7 @@ jobs=${LLAMA_CANCEL_JOBS:-$(nproc)}
 
 # Debian sid packages the root holds. Changing this list installs the difference on the next call.
 packages=(
-    g++ cmake ninja-build pkg-config file binutils procps
+    g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib
     libllama-dev libggml-dev libgtest-dev
     python3 python3-gguf python3-numpy
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
