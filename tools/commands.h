@@ -9,3 +9,6 @@ int bench_backend_main(int argc, char ** argv);
 
 // `llama-cancel generate`: generation from a prompt that Ctrl-C stops at once.
 int generate_main(int argc, char ** argv);
+
+// `llama-cancel stress`: cancel/resume cycles at random nodes and cancel storms; nonzero on a fault.
+int stress_main(int argc, char ** argv);
