@@ -2,7 +2,8 @@
 # llama-cancel's one entry point for set-up, build, tests and benchmark.
 #
 #   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job)
-#   scripts/dev.sh test           build, then run every test (what .ci/run calls)
+#   scripts/dev.sh test           build, then run every test, then the ASan/UBSan and TSan
+#                                 builds' tests (what .ci/run calls)
 #   scripts/dev.sh build          configure and build only
 #   scripts/dev.sh run CMD...     run CMD in the build environment, from the checkout
 #
@@ -104,6 +105,18 @@ build() {
     in_env cmake --build "$dir" -j "$jobs"
 }
 
+# A sanitizer build (NAME, -fsanitize value) of what the labelled tests need, then those tests.
+sanitized_tests() {
+    local dir
+    dir="$(build_dir)-$1"
+    in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2"
+    in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate llama-cancel-cli
+    # One ggml thread under TSan: ggml's OpenMP workers synchronize in code TSan cannot see.
+    in_env env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
+        LLAMA_CANCEL_THREADS="$([ "$1" = tsan ] && echo 1 || echo 2)" \
+        ctest --test-dir "$dir" --output-on-failure -L "$1"
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -111,6 +124,8 @@ case "$cmd" in
     test)
         build
         in_env ctest --test-dir "$(build_dir)" --output-on-failure -j "$jobs" "$@"
+        sanitized_tests asan address,undefined
+        sanitized_tests tsan thread
         ;;
     bench)
         build

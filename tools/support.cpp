@@ -54,8 +54,11 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.n_batch         = opt.n_batch;
     cp.n_ubatch        = opt.n_ubatch;
     cp.n_seq_max       = opt.n_seq_max;
-    cp.n_threads       = opt.n_threads;
-    cp.n_threads_batch = opt.n_threads;
+    // LLAMA_CANCEL_THREADS overrides: the ThreadSanitizer run uses 1, since ggml's CPU backend
+    // synchronizes its OpenMP workers in code TSan cannot see.
+    const char * threads = std::getenv("LLAMA_CANCEL_THREADS");
+    cp.n_threads       = threads != nullptr ? std::atoi(threads) : opt.n_threads;
+    cp.n_threads_batch = cp.n_threads;
     cp.op_offload      = false;
     cp.offload_kqv     = opt.offload_kqv;
     cp.no_perf         = true;
