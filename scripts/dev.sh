@@ -21,7 +21,7 @@ jobs=${LLAMA_CANCEL_JOBS:-$(nproc)}
 
 # Debian sid packages the root holds. Changing this list installs the difference on the next call.
 packages=(
-    g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib
+    g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib clang libclang-rt-dev
     libllama-dev libggml-dev libgtest-dev
     python3 python3-gguf python3-numpy
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
@@ -117,6 +117,16 @@ sanitized_tests() {
         ctest --test-dir "$dir" --output-on-failure -L "$1"
 }
 
+# The libFuzzer targets, built with clang, each run briefly.
+fuzz_tests() {
+    local dir
+    dir="$(build_dir)-fuzz"
+    in_env env CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+        -DLLAMA_CANCEL_SANITIZE=fuzzer-no-link,address,undefined -DLLAMA_CANCEL_FUZZ=ON
+    in_env cmake --build "$dir" -j "$jobs" --target fuzz_decode
+    in_env ctest --test-dir "$dir" --output-on-failure -L fuzz
+}
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -126,6 +136,7 @@ case "$cmd" in
         in_env ctest --test-dir "$(build_dir)" --output-on-failure -j "$jobs" "$@"
         sanitized_tests asan address,undefined
         sanitized_tests tsan thread
+        fuzz_tests
         ;;
     bench)
         build
