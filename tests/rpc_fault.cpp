@@ -1,0 +1,54 @@
+// Fault: the RPC server is killed while decodes run on it. Upstream's RPC client does not return
+// an error: it calls GGML_ABORT("Remote RPC server crashed or returned malformed response") on its
+// dispatcher thread and the process ends with SIGABRT, whatever the caller (or llama-cancel) does.
+// CTest expects that message; if upstream ever returns an error instead, the statuses printed
+// here say so and the test fails until the README's limitation note is updated.
+//   rpc_fault SMALL_MODEL RPC_SERVER
+#include "support.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+int main(int argc, char ** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: rpc_fault MODEL RPC_SERVER\n");
+        return 2;
+    }
+    lcs::quiet_logs(false);
+    lcs::backend_set set;
+    set.rpc = true;
+    lcs::load_backends(set);
+    lcs::rpc_server srv(argv[2], 1);
+    ggml_backend_dev_t dev = srv.ok() ? srv.add_device() : nullptr;
+    if (dev == nullptr) {
+        return 3;
+    }
+    auto model = lcs::load_model_on(argv[1], {dev}, -1);
+    lcs::context_options opt;
+    opt.n_batch = opt.n_ubatch = 256;
+    opt.offload_kqv = true;
+    auto ctx = lcs::make_context(model.get(), opt);
+    auto prompt = lcs::make_prompt(model.get(), 256);
+    std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::fprintf(stderr, "killing the RPC server mid-decode\n");
+        srv.stop();
+    });
+    int8_t flag = 0;
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = &flag;
+    for (int i = 0; i < 100; ++i) {
+        llama_memory_clear(llama_get_memory(ctx.get()), true);
+        lcs::seq_batch b(prompt, 0, 256, 0);
+        llama_cancel_decode_result r;
+        const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
+        llama_synchronize(ctx.get());
+        if (st != LLAMA_CANCEL_OK) {
+            std::fprintf(stderr, "decode %d after the kill: %s (%s)\n", i, llama_cancel_status_str(st), r.message);
+        }
+    }
+    killer.join();
+    std::fprintf(stderr, "the process survived the server's death\n");
+    return 0;
+}
