@@ -3,12 +3,13 @@
 there, the thread probe saw reader calls and none off-thread, and each figure is a number.
 Timing figures are not asserted. usage: bench_smoke.py LLAMA_CANCEL TINY_MODEL OUT_JSON"""
 import json
+import os
 import subprocess
 import sys
 
 exe, model, out = sys.argv[1:4]
 subprocess.run([exe, "bench", "--model", model, "--runs", "2", "--batches", "32,64", "--threads", "1",
-                "--json", out], check=True)
+                "--backends", "rpc", "--json", out], check=True)
 with open(out) as f:
     data = json.load(f)
 rows = data["rows"]
@@ -22,4 +23,9 @@ for r in rows:
         assert isinstance(r[key], (int, float)), key
 for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_thread", "rollback_ok"):
     assert isinstance(data["targets"][key], bool), key
+backends = data["backends"]
+assert [b["backend"] for b in backends] == ["rpc"], backends
+assert "error" not in backends[0] and backends[0]["llama_cancel_ms"]["cancelled"] >= 0, backends
+png = out[:-len(".json")] + ".png"
+assert os.path.getsize(png) > 10000, "no plot next to the JSON"
 print("bench smoke: ok")

@@ -526,5 +526,8 @@ int bench_main(int argc, char ** argv) {
         return 1;
     }
     std::printf("\nsaved %s\n", opt.json.c_str());
+    if (lcs::run_command({"python3", LLAMA_CANCEL_PLOTTER, opt.json}) != 0) {
+        std::printf("(no plot: %s needs python3 with matplotlib)\n", LLAMA_CANCEL_PLOTTER);
+    }
     return 0;
 }

@@ -110,20 +110,33 @@ std::vector<float> last_logits(llama_context * ctx) {
     return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
 }
 
+int run_command(const std::vector<std::string> & args) {
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        std::vector<char *> argv;
+        for (const auto & a : args) {
+            argv.push_back(const_cast<char *>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        execvp(argv[0], argv.data());
+        std::perror(argv[0]);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset) {
     struct stat st{};
     if (stat(path.c_str(), &st) == 0) {
         return true;
     }
     std::fprintf(stderr, "generating the synthetic '%s' model at %s ...\n", preset.c_str(), path.c_str());
-    const pid_t pid = fork();
-    if (pid == 0) {
-        execlp("python3", "python3", generator.c_str(), path.c_str(), "--preset", preset.c_str(), (char *) nullptr);
-        std::perror("python3");
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (run_command({"python3", generator, path, "--preset", preset}) != 0) {
         std::fprintf(stderr, "error: %s failed to generate %s\n", generator.c_str(), path.c_str());
         return false;
     }

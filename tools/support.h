@@ -68,6 +68,9 @@ class seq_batch {
 // Logits of the last output of the last decode, copied.
 std::vector<float> last_logits(llama_context * ctx);
 
+// Runs a program (PATH lookup) and waits; its exit code, 128 + signal, or -1.
+int run_command(const std::vector<std::string> & args);
+
 // Generates a synthetic model with scripts/make_model.py unless `path` exists. Returns false and
 // prints why on failure.
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset);

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Plots a `llama-cancel bench` JSON file next to it (same name, .png): cancel latency per CPU
+configuration against what a host sees today, overheads, and the backend rows.
+
+    plot_bench.py llama-cancel-bench.json
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows = data["rows"]
+    backends = [b for b in data.get("backends", []) if "llama_cancel_ms" in b]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.5))
+
+    ax = axes[0]
+    labels = [f"b{r['batch']} t{r['threads']}" for r in rows]
+    ours = [r["cancel_ms"]["all"] or [0.0] for r in rows]
+    today = [r["today_ms"]["all"] or [0.0] for r in rows]
+    pos = range(len(rows))
+    ax.boxplot(today, positions=[p - 0.18 for p in pos], widths=0.3, patch_artist=True,
+               boxprops=dict(facecolor="#f4a582"), medianprops=dict(color="black"))
+    ax.boxplot(ours, positions=[p + 0.18 for p in pos], widths=0.3, patch_artist=True,
+               boxprops=dict(facecolor="#92c5de"), medianprops=dict(color="black"))
+    ax.scatter([p + 0.18 for p in pos], [r["longest_node_ms"] for r in rows], marker="_", s=300, color="#b2182b",
+               label="longest graph node", zorder=3)
+    ax.set_yscale("log")
+    ax.set_xticks(list(pos))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("store to return, ms (log)")
+    ax.set_title("CPU: cancel latency, today (orange) vs llama-cancel (blue)")
+    ax.legend(loc="upper left")
+
+    ax = axes[1]
+    names = [f"CPU b{r['batch']} t{r['threads']}" for r in rows] + [f"{b['backend']} hook" for b in backends]
+    values = [r["reader_overhead_pct"] for r in rows] + [b["hook_overhead_pct"] for b in backends]
+    colors = ["#4393c3"] * len(rows) + ["#d6604d"] * len(backends)
+    ax.barh(names, values, color=colors)
+    ax.axvline(1.0, color="#4393c3", linestyle="--", linewidth=1, label="CPU target 1%")
+    ax.axvline(3.0, color="#d6604d", linestyle="--", linewidth=1, label="backend target 3%")
+    ax.set_xlabel("overhead with the byte at 0, % (median paired ratio)")
+    ax.set_title("Overhead")
+    ax.legend(loc="lower right")
+
+    ax = axes[2]
+    if backends:
+        bl = [b["backend"] for b in backends]
+        x = range(len(backends))
+        ax.bar([i - 0.2 for i in x], [b["abort_callback_only_ms"]["p50"] for b in backends], width=0.4,
+               color="#f4a582", label="abort callback alone (p50)")
+        ax.bar([i + 0.2 for i in x], [b["llama_cancel_ms"]["p50"] for b in backends], width=0.4,
+               color="#92c5de", label="llama-cancel (p50)")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(bl)
+        ax.set_yscale("log")
+        ax.set_ylabel("store to return, ms (log)")
+        ax.legend()
+    ax.set_title("Backends: cancel latency")
+
+    fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
+                 f"{data['cores']} cores, {data['runs']} runs")
+    fig.tight_layout()
+    out = os.path.splitext(path)[0] + ".png"
+    fig.savefig(out, dpi=110)
+    print(f"saved {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
