@@ -414,3 +414,72 @@ TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
     EXPECT_NE(std::string(r.message).find("at least one"), std::string::npos) << r.message;
     EXPECT_EQ(pos_max(ctx.get()), -1);
 }
+
+// A store after llama_cancel_decode returned changes nothing of that decode; the next call sees it.
+TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
+    auto ctx = context(64, 32);
+    auto prompt = lcs::make_prompt(g_model, 64);
+    int8_t flag = 0;
+    auto p = params_with(&flag);
+    lcs::seq_batch a(prompt, 0, 32, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    const auto logits = lcs::last_logits(ctx.get());
+    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // too late for that decode
+    EXPECT_EQ(lcs::last_logits(ctx.get()), logits);
+    EXPECT_EQ(pos_max(ctx.get()), 31);
+    llama_cancel_decode_result r;
+    lcs::seq_batch b(prompt, 32, 32, 32);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(pos_max(ctx.get()), 31);
+    EXPECT_EQ(lcs::last_logits(ctx.get()), logits) << "a cancelled-on-entry call leaves the outputs too";
+}
+
+// Two threads store into the byte at the same moment while the graph runs: one clean cancel.
+TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
+    auto ctx = context(256, 64);
+    auto prompt = lcs::make_prompt(g_model, 256);
+    int8_t flag = 0;
+    std::atomic<bool> started{false};
+    struct gate {
+        std::atomic<bool> * started;
+        int8_t *            flag;
+        int                 calls = 0;
+        static bool cb(void * data) {
+            auto * g = static_cast<gate *>(data);
+            if (++g->calls == 40) { // inside the first ubatch
+                g->started->store(true);
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
+                }
+            }
+            return false;
+        }
+    } g{&started, &flag};
+    llama_cancel_decode_params p = params_with(&flag);
+    p.abort_callback      = gate::cb;
+    p.abort_callback_data = &g;
+    llama_cancel_decode_result r;
+    int32_t status = 99;
+    std::thread worker([&] {
+        lcs::seq_batch b(prompt, 0, 256, 0);
+        status = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
+    });
+    while (!started) {
+        std::this_thread::yield();
+    }
+    std::atomic<int> ready{0};
+    auto cancel = [&] {
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+    };
+    std::thread c1(cancel), c2(cancel);
+    c1.join();
+    c2.join();
+    worker.join();
+    EXPECT_EQ(status, LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(pos_max(ctx.get()), -1);
+}
