@@ -447,7 +447,7 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
         int                 calls = 0;
         static bool cb(void * data) {
             auto * g = static_cast<gate *>(data);
-            if (++g->calls == 40) { // inside the first ubatch
+            if (++g->calls == 5) { // inside the first ubatch
                 g->started->store(true);
                 const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
                 while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
