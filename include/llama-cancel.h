@@ -254,6 +254,83 @@ extern "C" {
     // Returns a static, readable name for a status ("ok", "cancelled", "error"); never NULL.
     LLAMA_CANCEL_API const char * llama_cancel_status_str(int32_t status);
 
+    //
+    // Multimodal (mtmd): cancellable encode + embedding decode of a chunk list
+    //
+    // Declared here without mtmd.h; defined only when the library was built with libmtmd (CMake
+    // finds it beside libllama and says "mtmd support"). Upstream's hazard: a graph that
+    // mtmd_context_params.cb_eval stops still makes mtmd_encode_chunk return 0 with garbage
+    // embeddings, and mtmd_helper_eval_chunks returns llama_decode's 2 leaving half a chunk in memory.
+
+    struct mtmd_context;
+    struct mtmd_input_chunks;
+
+    // Creates an mtmd context for `text_model` from the projector file at `mmproj_path`, with
+    // `encode_hook` bound as its eval callback (cb_eval = llama_cancel_hook_eval_callback,
+    // cb_eval_user_data = encode_hook; NULL binds none), `n_threads` encode threads (<= 0: mtmd's
+    // default) and the GPU when `use_gpu`; everything else as mtmd_context_params_default(). The byte
+    // at `flag` stops the projector load (mtmd's progress callback; a byte set on entry: nothing is
+    // opened). Returns the context (free it with mtmd_free before the hook), or NULL with
+    // result->status CANCELLED or ERROR (NULL path or model, missing file, not GGUF, a projector mtmd
+    // refuses) and a message.
+    // Hosts that fill mtmd_context_params themselves make the same two assignments instead.
+    // Blocks the calling thread; any thread may store into the byte. `result` may be NULL.
+    LLAMA_CANCEL_API struct mtmd_context * llama_cancel_mtmd_init_from_file(
+            const char                      * mmproj_path,
+            const struct llama_model        * text_model,
+            struct llama_cancel_hook        * encode_hook,
+            int32_t                           n_threads,
+            bool                              use_gpu,
+            const int8_t                    * flag,
+            struct llama_cancel_load_result * result);
+
+    struct llama_cancel_mtmd_params {
+        const int8_t *             flag;        // caller-owned byte, nonzero = stop; NULL never cancels
+        struct llama_cancel_hook * decode_hook; // hook bound to the llama context (llama_cancel_hook_bind), or NULL
+        llama_seq_id               seq_id;      // sequence the chunks go to
+        int32_t                    n_batch;     // tokens per decode call (<= 0: the context's n_batch)
+        bool                       logits_last; // logits for the last token of the last chunk (text or media)
+    };
+
+    struct llama_cancel_mtmd_result {
+        int32_t   status;        // LLAMA_CANCEL_OK, _CANCELLED or _ERROR, as returned
+        size_t    n_chunks_done; // chunks [0, n_chunks_done) are in memory: resume with first_chunk = this
+        llama_pos n_past;        // next position of seq_id: resume with n_past = this
+        char      message[256];  // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
+    };
+
+    // Defaults: no byte, no decode hook, sequence 0, the context's n_batch, logits_last true.
+    LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
+
+    // Evaluates chunks[first_chunk..] (text, image and audio, as mtmd_tokenize made them) into
+    // sequence params->seq_id of `lctx` from position `n_past` on, like mtmd_helper_eval_chunks, with
+    // the byte honoured inside every encode (through `encode_hook`, the hook bound to `mctx` at its
+    // creation, or NULL), inside every decode (llama_cancel_decode with params->decode_hook; text and
+    // embeddings in n_batch slices, non-causal attention for the media chunks that need it, restored
+    // to causal after) and between chunks. `encode_hook` may be params->decode_hook: both run on the
+    // calling thread, one after the other. Call it on the thread that owns `lctx` and `mctx`; any
+    // thread may store into the byte. Nothing is kept past the call; `params` NULL = the defaults.
+    // - LLAMA_CANCEL_OK: every chunk is in memory; result->n_past is after the last one.
+    // - LLAMA_CANCEL_CANCELLED: memory holds exactly chunks [first_chunk, n_chunks_done): the chunk the
+    //   byte stopped is removed whole (llama_memory_seq_rm from its first position), and an encode a
+    //   stopped graph left garbage is never decoded (mtmd_get_output_embd then holds garbage too).
+    //   Call again with first_chunk = n_chunks_done and n_past = result->n_past to resume: on the CPU
+    //   the final logits are bit-identical to an uninterrupted call with the same n_batch. A byte set
+    //   on entry returns this at once, memory untouched.
+    // - LLAMA_CANCEL_ERROR: NULL mctx, lctx or chunks, first_chunk past the end, a bad seq_id or
+    //   n_batch, an M-RoPE projector (its positions are not supported yet), a failed encode or decode;
+    //   result->message says which. Memory holds chunks [first_chunk, n_chunks_done), as for a cancel.
+    // Positions from n_past on must be free in seq_id. `result` may be NULL.
+    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(
+            struct mtmd_context                   * mctx,
+            struct llama_cancel_hook              * encode_hook,
+            struct llama_context                  * lctx,
+            const struct mtmd_input_chunks        * chunks,
+            size_t                                  first_chunk,
+            llama_pos                               n_past,
+            const struct llama_cancel_mtmd_params * params,
+            struct llama_cancel_mtmd_result       * result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,419 @@
+// Multimodal (mtmd) chunks under the caller's byte: clip encodes stopped through the eval-callback
+// hook bound to the mtmd context, embedding and text decodes through llama_cancel_decode, and a
+// chunk-granular rollback so that an interrupted evaluation resumes bit-identically.
+//
+// Upstream (llama.cpp 0.7.0) reports a stopped clip graph as success (mtmd_encode_chunk returns 0
+// with garbage embeddings), and mtmd_helper_eval_chunks leaves the finished sub-batches of a
+// stopped chunk in memory without saying where to resume. This file never decodes embeddings of
+// a stopped encode and always leaves memory at a chunk boundary.
+#include "llama-cancel.h"
+
+#include "flag.h"
+
+#include "mtmd.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <sys/stat.h>
+#include <vector>
+
+namespace {
+
+int32_t fail(llama_cancel_mtmd_result * r, const char * fmt, ...) {
+    if (r != nullptr) {
+        r->status = LLAMA_CANCEL_ERROR;
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
+        va_end(ap);
+    }
+    return LLAMA_CANCEL_ERROR;
+}
+
+// What one chunk's evaluation ended with; `message` is set for errors.
+struct chunk_outcome {
+    int32_t status = LLAMA_CANCEL_OK;
+    char    message[256] = {0};
+};
+
+chunk_outcome chunk_fail(const char * fmt, ...) {
+    chunk_outcome o;
+    o.status = LLAMA_CANCEL_ERROR;
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(o.message, sizeof(o.message), fmt, ap);
+    va_end(ap);
+    return o;
+}
+
+chunk_outcome from_decode(int32_t status, const llama_cancel_decode_result & dr, const char * what) {
+    chunk_outcome o;
+    o.status = status;
+    if (status == LLAMA_CANCEL_ERROR) {
+        std::snprintf(o.message, sizeof(o.message), "decoding %s: %.200s", what, dr.message);
+    }
+    return o;
+}
+
+// One sequence's batch of tokens or embeddings at consecutive positions, a slice at a time.
+struct slice_batch {
+    std::vector<llama_pos>      pos;
+    std::vector<int32_t>        n_seq_id;
+    std::vector<llama_seq_id>   seq;
+    std::vector<llama_seq_id *> seq_ptr;
+    std::vector<int8_t>         logits;
+
+    explicit slice_batch(int32_t n_max, llama_seq_id seq_id)
+        : pos(n_max), n_seq_id(n_max, 1), seq(1, seq_id), seq_ptr(n_max), logits(n_max, 0) {
+        for (auto & p : seq_ptr) {
+            p = seq.data();
+        }
+    }
+
+    // `n` entries from position `pos0`; the output of the last one when `output_last`.
+    llama_batch get(const llama_token * token, const float * embd, int32_t n, llama_pos pos0, bool output_last) {
+        for (int32_t i = 0; i < n; ++i) {
+            pos[i]    = pos0 + i;
+            logits[i] = output_last && i == n - 1;
+        }
+        llama_batch b{};
+        b.n_tokens = n;
+        b.token    = const_cast<llama_token *>(token);
+        b.embd     = const_cast<float *>(embd);
+        b.pos      = pos.data();
+        b.n_seq_id = n_seq_id.data();
+        b.seq_id   = seq_ptr.data();
+        b.logits   = logits.data();
+        return b;
+    }
+};
+
+struct eval_state {
+    mtmd_context *                   mctx;
+    llama_cancel_hook *              encode_hook;
+    llama_context *                  lctx;
+    const llama_cancel_mtmd_params & p;
+    int32_t                          n_batch;
+    slice_batch &                    batch;
+};
+
+chunk_outcome eval_text(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
+    size_t n = 0;
+    const llama_token * tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
+    if (n == 0) {
+        return {};
+    }
+    if (tokens == nullptr) {
+        return chunk_fail("text chunk without tokens");
+    }
+    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+    dp.flag = s.p.flag;
+    dp.hook = s.p.decode_hook;
+    llama_cancel_decode_result dr;
+    const int32_t n_tokens = static_cast<int32_t>(n);
+    for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
+        const int32_t k    = std::min(s.n_batch, n_tokens - a);
+        const bool    last = a + k == n_tokens;
+        const llama_batch b  = s.batch.get(tokens + a, nullptr, k, pos0 + a, output_last && last);
+        const int32_t     st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr, 0);
+        if (st != LLAMA_CANCEL_OK) {
+            return from_decode(st, dr, "text");
+        }
+    }
+    return {};
+}
+
+// Restores causal attention however the embedding decode ends (mtmd's helper does the same).
+struct causal_guard {
+    llama_context * ctx = nullptr;
+    ~causal_guard() {
+        if (ctx != nullptr) {
+            llama_set_causal_attn(ctx, true);
+        }
+    }
+};
+
+// Puts the hook's own byte back after the encode.
+struct hook_flag_guard {
+    llama_cancel_hook * hook;
+    const int8_t *      saved;
+    hook_flag_guard(llama_cancel_hook * h, const int8_t * flag) : hook(h), saved(llama_cancel_hook_get_flag(h)) {
+        llama_cancel_hook_set_flag(hook, flag);
+        llama_cancel_hook_reset(hook);
+    }
+    ~hook_flag_guard() { llama_cancel_hook_set_flag(hook, saved); }
+};
+
+chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
+    const char *  name     = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio";
+    const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk));
+
+    // The encode: the hook bound to mctx reads the byte at its checkpoints. A graph it stopped
+    // still returns 0, so its stopped state (or the byte, for a stateless callback) decides.
+    int32_t ret     = 0;
+    bool    stopped = false;
+    {
+        hook_flag_guard guard(s.encode_hook, s.p.flag);
+        ret     = mtmd_encode_chunk(s.mctx, chunk);
+        stopped = llama_cancel_hook_stopped(s.encode_hook);
+    }
+    if (stopped || llama_cancel::flag_is_set(s.p.flag)) {
+        chunk_outcome o;
+        o.status = LLAMA_CANCEL_CANCELLED;
+        return o;
+    }
+    if (ret != 0) {
+        return chunk_fail("mtmd_encode_chunk failed on the %s chunk (returned %d)", name, ret);
+    }
+    const float * embd = mtmd_get_output_embd(s.mctx);
+    if (embd == nullptr) {
+        return chunk_fail("mtmd_get_output_embd returned NULL after encoding the %s chunk", name);
+    }
+    if (n_tokens <= 0) {
+        return {};
+    }
+
+    causal_guard causal;
+    if (mtmd_decode_use_non_causal(s.mctx, chunk)) {
+        llama_set_causal_attn(s.lctx, false);
+        causal.ctx = s.lctx;
+    }
+    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+    dp.flag = s.p.flag;
+    dp.hook = s.p.decode_hook;
+    llama_cancel_decode_result dr;
+    const size_t n_embd = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
+    for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
+        const int32_t k    = std::min(s.n_batch, n_tokens - a);
+        const bool    last = a + k == n_tokens;
+        const int32_t st =
+            llama_cancel_decode(s.lctx, s.batch.get(nullptr, embd + static_cast<size_t>(a) * n_embd, k, pos0 + a,
+                                                    output_last && last),
+                                &dp, &dr, nullptr, 0);
+        if (st != LLAMA_CANCEL_OK) {
+            return from_decode(st, dr, name);
+        }
+    }
+    return {};
+}
+
+int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
+                    const mtmd_input_chunks * chunks, size_t first_chunk, llama_pos n_past,
+                    const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
+    if (r != nullptr) {
+        r->n_chunks_done = first_chunk;
+        r->n_past        = n_past;
+    }
+    if (mctx == nullptr) {
+        return fail(r, "mctx is NULL");
+    }
+    if (lctx == nullptr) {
+        return fail(r, "lctx is NULL");
+    }
+    if (chunks == nullptr) {
+        return fail(r, "chunks is NULL");
+    }
+    const size_t n_chunks = mtmd_input_chunks_size(chunks);
+    if (first_chunk > n_chunks) {
+        return fail(r, "first_chunk %zu is past the end of the %zu chunks", first_chunk, n_chunks);
+    }
+    if (n_past < 0) {
+        return fail(r, "n_past is %d; positions start at 0", n_past);
+    }
+    const uint32_t n_seq_max = llama_n_seq_max(lctx);
+    if (p.seq_id < 0 || static_cast<uint32_t>(p.seq_id) >= n_seq_max) {
+        return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, n_seq_max);
+    }
+    const int32_t ctx_n_batch = static_cast<int32_t>(llama_n_batch(lctx));
+    const int32_t n_batch     = p.n_batch > 0 ? p.n_batch : ctx_n_batch;
+    if (n_batch > ctx_n_batch) {
+        return fail(r, "n_batch %d is more than the context's n_batch %d", n_batch, ctx_n_batch);
+    }
+    for (size_t i = first_chunk; i < n_chunks; ++i) {
+        const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks, i);
+        if (c == nullptr) {
+            return fail(r, "chunk %zu is NULL", i);
+        }
+        const auto type = mtmd_input_chunk_get_type(c);
+        if (type != MTMD_INPUT_CHUNK_TYPE_TEXT && type != MTMD_INPUT_CHUNK_TYPE_IMAGE &&
+            type != MTMD_INPUT_CHUNK_TYPE_AUDIO) {
+            return fail(r, "chunk %zu has unknown type %d", i, static_cast<int>(type));
+        }
+        if (type != MTMD_INPUT_CHUNK_TYPE_TEXT && mtmd_decode_use_mrope(mctx)) {
+            return fail(r, "M-RoPE projectors not supported yet (chunk %zu needs M-RoPE positions)", i);
+        }
+    }
+
+    slice_batch batch(n_batch, p.seq_id);
+    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch};
+    llama_memory_t mem = llama_get_memory(lctx);
+    llama_pos      pos = n_past;
+    for (size_t i = first_chunk; i < n_chunks; ++i) {
+        if (llama_cancel::flag_is_set(p.flag)) {
+            if (r != nullptr) {
+                r->status = LLAMA_CANCEL_CANCELLED;
+            }
+            return LLAMA_CANCEL_CANCELLED;
+        }
+        const mtmd_input_chunk * chunk       = mtmd_input_chunks_get(chunks, i);
+        const bool               output_last = p.logits_last && i + 1 == n_chunks;
+        chunk_outcome            o;
+        try {
+            o = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT ? eval_text(s, chunk, pos, output_last)
+                                                                               : eval_media(s, chunk, pos, output_last);
+        } catch (const std::exception & e) {
+            o = chunk_fail("internal error: %s", e.what()); // rolled back below like any failed chunk
+        }
+        if (o.status != LLAMA_CANCEL_OK) {
+            // Chunk granularity: whatever this chunk wrote goes, so that memory ends at a boundary.
+            llama_synchronize(lctx);
+            llama_memory_seq_rm(mem, p.seq_id, pos, -1);
+            if (r != nullptr) {
+                r->status = o.status;
+                if (o.status == LLAMA_CANCEL_ERROR) {
+                    std::snprintf(r->message, sizeof(r->message), "chunk %zu: %.200s", i, o.message);
+                }
+            }
+            return o.status;
+        }
+        pos += mtmd_input_chunk_get_n_pos(chunk);
+        if (r != nullptr) {
+            r->n_chunks_done = i + 1;
+            r->n_past        = pos;
+        }
+    }
+    if (r != nullptr) {
+        r->status = LLAMA_CANCEL_OK;
+    }
+    return LLAMA_CANCEL_OK;
+}
+
+//
+// Context creation with the hook bound
+//
+
+struct load_state {
+    const int8_t * flag;
+    bool           cancelled;
+};
+
+bool progress_callback(float, void * user_data) {
+    auto * st = static_cast<load_state *>(user_data);
+    if (llama_cancel::flag_is_set(st->flag)) {
+        st->cancelled = true;
+        return false;
+    }
+    return true;
+}
+
+mtmd_context * init_fail(llama_cancel_load_result * r, int32_t status, const char * fmt, ...) {
+    if (r != nullptr) {
+        r->status = status;
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
+        va_end(ap);
+    }
+    return nullptr;
+}
+
+mtmd_context * init(const char * path, const llama_model * model, llama_cancel_hook * hook, int32_t n_threads,
+                    bool use_gpu, const int8_t * flag, llama_cancel_load_result * r) {
+    if (path == nullptr) {
+        return init_fail(r, LLAMA_CANCEL_ERROR, "mmproj path is NULL");
+    }
+    if (model == nullptr) {
+        return init_fail(r, LLAMA_CANCEL_ERROR, "text model is NULL");
+    }
+    if (llama_cancel::flag_is_set(flag)) {
+        return init_fail(r, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
+    }
+    struct stat st{};
+    if (stat(path, &st) != 0) {
+        return init_fail(r, LLAMA_CANCEL_ERROR, "cannot open mmproj file %s: %s", path, std::strerror(errno));
+    }
+    FILE * f = std::fopen(path, "rb");
+    char   magic[4] = {0, 0, 0, 0};
+    const size_t n_read = f != nullptr ? std::fread(magic, 1, sizeof(magic), f) : 0;
+    if (f != nullptr) {
+        std::fclose(f);
+    }
+    if (!S_ISREG(st.st_mode) || n_read != sizeof(magic) || std::memcmp(magic, "GGUF", 4) != 0) {
+        return init_fail(r, LLAMA_CANCEL_ERROR, "%s is not a GGUF file", path);
+    }
+
+    load_state          progress{flag, false};
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.use_gpu = use_gpu;
+    if (n_threads > 0) {
+        mp.n_threads = n_threads;
+    }
+    mp.progress_callback           = progress_callback;
+    mp.progress_callback_user_data = &progress;
+    if (hook != nullptr) {
+        mp.cb_eval           = llama_cancel_hook_eval_callback;
+        mp.cb_eval_user_data = hook;
+    }
+    // mtmd's warmup only reserves compute memory (no graph runs, the hook is not asked).
+    mtmd_context * mctx = mtmd_init_from_file(path, model, mp);
+    if (mctx == nullptr) {
+        if (progress.cancelled) {
+            return init_fail(r, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
+        }
+        return init_fail(r, LLAMA_CANCEL_ERROR,
+                         "libmtmd could not load %s for this text model (wrong n_embd, unsupported or corrupt "
+                         "projector; its log says why)", path);
+    }
+    if (r != nullptr) {
+        r->status = LLAMA_CANCEL_OK;
+    }
+    return mctx;
+}
+
+} // namespace
+
+extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
+    llama_cancel_mtmd_params p{};
+    p.flag        = nullptr;
+    p.decode_hook = nullptr;
+    p.seq_id      = 0;
+    p.n_batch     = 0;
+    p.logits_last = true;
+    return p;
+}
+
+extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                                 llama_context * lctx, const mtmd_input_chunks * chunks,
+                                                 size_t first_chunk, llama_pos n_past,
+                                                 const llama_cancel_mtmd_params * params,
+                                                 llama_cancel_mtmd_result * result) {
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+    }
+    const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
+    // No exception crosses the C ABI (allocation failures are the only ones expected here). The
+    // guards have restored causal attention and the hook's byte by the time one arrives here.
+    try {
+        return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, result);
+    } catch (const std::exception & e) {
+        return fail(result, "internal error: %s", e.what());
+    }
+}
+
+extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path, const llama_model * text_model,
+                                                           llama_cancel_hook * encode_hook, int32_t n_threads,
+                                                           bool use_gpu, const int8_t * flag,
+                                                           llama_cancel_load_result * result) {
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+    }
+    try {
+        return init(mmproj_path, text_model, encode_hook, n_threads, use_gpu, flag, result);
+    } catch (const std::exception & e) {
+        return init_fail(result, LLAMA_CANCEL_ERROR, "internal error: %s", e.what());
+    }
+}
