@@ -31,31 +31,17 @@ struct setup {
 };
 setup * g = nullptr;
 
-// Counts asks; asks for node number `at` and stores the byte when it is computed.
-struct trigger {
-    int      asks = 0;
-    int      at   = -1;
-    int8_t * flag = nullptr;
-    static bool cb(ggml_tensor *, bool ask, void * data) {
-        auto * t = static_cast<trigger *>(data);
-        if (ask) {
-            return ++t->asks == t->at;
-        }
-        __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
-        return true;
-    }
-};
 
 struct hooked_context {
-    std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)> hook{nullptr, llama_cancel_hook_free};
+    lcs::hook_ptr hook;
     lcs::context_ptr ctx;
 };
 
-hooked_context make(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, trigger * trig = nullptr) {
+hooked_context make(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, lcs::node_trigger * trig = nullptr) {
     hooked_context h;
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     if (trig != nullptr) {
-        hp.chain      = trigger::cb;
+        hp.chain      = lcs::node_trigger::eval_cb;
         hp.chain_data = trig;
     }
     h.hook.reset(llama_cancel_hook_init(&hp));
@@ -140,7 +126,7 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
 TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
     const int n = 64;
     auto prompt = lcs::make_prompt(g->model.get(), n, 5);
-    trigger trig;
+    lcs::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 10;
@@ -158,7 +144,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const auto want = decode_plain(g->model.get(), prompt, u);
 
     // Nodes asked per ubatch, counted on an uninterrupted run.
-    trigger count;
+    lcs::node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
@@ -166,10 +152,10 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
         lcs::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     }
-    const int per_ubatch = count.asks;
+    const int per_ubatch = count.calls;
     ASSERT_GT(per_ubatch, 8);
 
-    trigger trig;
+    lcs::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
@@ -223,8 +209,7 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.chain      = early::cb;
     hp.chain_data = &e;
-    std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)> hook(llama_cancel_hook_init(&hp),
-                                                                                 llama_cancel_hook_free);
+    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
     lcs::context_options opt;
     opt.n_batch = opt.n_ubatch = n;
     opt.cb_eval      = llama_cancel_hook_eval_callback;

@@ -17,33 +17,18 @@ namespace {
 std::string g_path;
 llama_model * g_model = nullptr;
 
-using hook_ptr = std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)>;
 
-// Chained eval callback: asks for node number `at` and stores the byte once it is computed.
-struct trigger {
-    int      asks = 0;
-    int      at   = -1;
-    int8_t * flag = nullptr;
-    static bool cb(ggml_tensor *, bool ask, void * data) {
-        auto * t = static_cast<trigger *>(data);
-        if (ask) {
-            return ++t->asks == t->at;
-        }
-        __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
-        return true;
-    }
-};
 
 struct setup {
-    hook_ptr         hook{nullptr, llama_cancel_hook_free};
+    lcs::hook_ptr    hook;
     lcs::context_ptr ctx;
 };
 
-setup make(uint32_t n_batch, trigger * trig = nullptr) {
+setup make(uint32_t n_batch, lcs::node_trigger * trig = nullptr) {
     setup s;
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     if (trig != nullptr) {
-        hp.chain      = trigger::cb;
+        hp.chain      = lcs::node_trigger::eval_cb;
         hp.chain_data = trig;
     }
     s.hook.reset(llama_cancel_hook_init(&hp));
@@ -118,7 +103,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     auto prompt = lcs::make_prompt(g_model, 64, 4);
     const auto want = reference(prompt, 6);
 
-    trigger count;
+    lcs::node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
@@ -126,10 +111,10 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
         lcs::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(c.ctx.get(), b.get()), 0);
     }
-    trigger trig;
+    lcs::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
-    trig.at   = 2 * count.asks + count.asks / 2; // inside the third prefill ubatch
+    trig.at   = 2 * count.calls + count.calls / 2; // inside the third prefill ubatch
     auto s = make(u, &trig);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
     p.flag      = &flag;

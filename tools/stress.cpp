@@ -16,30 +16,6 @@
 
 namespace {
 
-using hook_ptr = std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)>;
-
-// Stores the byte at a chosen abort-callback call (CPU path) or eval-callback ask (hook path).
-struct trigger {
-    int      calls = 0;
-    int      at    = -1;
-    int8_t * flag  = nullptr;
-    void tick() {
-        if (++calls == at) {
-            __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
-        }
-    }
-    static bool abort_cb(void * d) {
-        static_cast<trigger *>(d)->tick();
-        return false;
-    }
-    static bool eval_cb(ggml_tensor *, bool ask, void * d) {
-        auto * t = static_cast<trigger *>(d);
-        if (ask) {
-            t->tick();
-        }
-        return false;
-    }
-};
 
 struct stress_options {
     std::string model;
@@ -83,13 +59,13 @@ int stress_main(int argc, char ** argv) {
     }
     const auto prompt = lcs::make_prompt(model.get(), o.n, o.seed);
 
-    trigger trig;
+    lcs::node_trigger trig;
     int8_t  flag = 0;
     trig.flag = &flag;
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    hp.chain      = trigger::eval_cb;
+    hp.chain      = lcs::node_trigger::eval_cb;
     hp.chain_data = &trig;
-    hook_ptr hook(llama_cancel_hook_init(&hp), llama_cancel_hook_free);
+    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
     lcs::context_options opt;
     opt.n_ctx        = static_cast<uint32_t>(o.n);
     opt.n_batch      = static_cast<uint32_t>(o.n);
@@ -104,21 +80,28 @@ int stress_main(int argc, char ** argv) {
         return 1;
     }
 
-    // Reference, and the number of trigger ticks a whole prefill makes on each path.
+    // Mode 0 stops through the abort callback (the trigger chained as the caller's), mode 1 through
+    // the eval hook (the trigger chained behind it).
+    auto params_for = [&](int mode) {
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag = &flag;
+        if (mode == 0) {
+            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback_data = &trig;
+        } else {
+            p.hook = hook.get();
+        }
+        return p;
+    };
+
+    // Reference, and the number of trigger calls a whole prefill makes on each path.
     std::vector<float> want;
     int ticks[2] = {0, 0};
     for (int mode = 0; mode < 2; ++mode) {
         llama_context * ctx = mode == 0 ? plain.get() : hooked.get();
         trig.calls = 0;
         trig.at    = -1;
-        llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = &flag;
-        if (mode == 0) {
-            p.abort_callback      = trigger::abort_cb;
-            p.abort_callback_data = &trig;
-        } else {
-            p.hook = hook.get();
-        }
+        const llama_cancel_decode_params p = params_for(mode);
         lcs::seq_batch b(prompt, 0, o.n, 0);
         if (llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0) != LLAMA_CANCEL_OK) {
             std::fprintf(stderr, "error: reference decode failed\n");
@@ -147,14 +130,7 @@ int stress_main(int argc, char ** argv) {
             flag       = 0;
             trig.calls = 0;
             trig.at    = attempt < 3 ? std::uniform_int_distribution<int>(1, ticks[mode])(rng) : -1;
-            llama_cancel_decode_params p = llama_cancel_decode_default_params();
-            p.flag = &flag;
-            if (mode == 0) {
-                p.abort_callback      = trigger::abort_cb;
-                p.abort_callback_data = &trig;
-            } else {
-                p.hook = hook.get();
-            }
+            const llama_cancel_decode_params p = params_for(mode);
             llama_cancel_decode_result r;
             lcs::seq_batch b(prompt, committed, o.n - committed, committed);
             const int32_t st = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0);

@@ -42,6 +42,23 @@ void quiet_logs(bool errors_too) {
         errors_too ? nullptr : reinterpret_cast<void *>(1));
 }
 
+bool node_trigger::eval_cb(ggml_tensor *, bool ask, void * data) {
+    auto * t = static_cast<node_trigger *>(data);
+    if (ask) {
+        return ++t->calls == t->at;
+    }
+    __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+bool node_trigger::abort_cb(void * data) {
+    auto * t = static_cast<node_trigger *>(data);
+    if (++t->calls == t->at) {
+        __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
 model_ptr load_model(const std::string & path, int32_t n_gpu_layers) {
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers       = n_gpu_layers;

@@ -25,6 +25,20 @@ void load_backends(const backend_set & set = {});
 // expected errors ("failed to decode, ret = 2"), which the tools and tests report themselves.
 void quiet_logs(bool errors_too = true);
 
+struct hook_deleter { void operator()(llama_cancel_hook * h) const { llama_cancel_hook_free(h); } };
+using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
+
+// Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to:
+// as an eval callback (a hook's chain) it asks for node number `at` and stores the byte once that
+// node is computed; as an abort callback it stores at call number `at`. Counts calls either way.
+struct node_trigger {
+    int      calls = 0;
+    int      at    = -1;
+    int8_t * flag  = nullptr;
+    static bool eval_cb(ggml_tensor * t, bool ask, void * data);
+    static bool abort_cb(void * data);
+};
+
 struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
 struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };
 using model_ptr   = std::unique_ptr<llama_model, model_deleter>;
