@@ -19,7 +19,8 @@ def main(path):
         data = json.load(f)
     rows = data["rows"]
     backends = [b for b in data.get("backends", []) if "llama_cancel_ms" in b]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.5))
+    mtmd = [m for m in data.get("mtmd", []) if "encode_ms" in m]
+    fig, axes = plt.subplots(1, 4, figsize=(22, 5.5))
 
     ax = axes[0]
     labels = [f"b{r['batch']} t{r['threads']}" for r in rows]
@@ -64,6 +65,24 @@ def main(path):
         ax.set_ylabel("store to return, ms (log)")
         ax.legend()
     ax.set_title("Backends: cancel latency")
+
+    ax = axes[3]
+    if mtmd:
+        groups = []
+        for m in mtmd:
+            groups.append((f"{m['kind']} encode", m["encode_cancel_without_ms"]["p50"], m["encode_cancel_with_ms"]["p50"]))
+            groups.append((f"{m['kind']} embd decode", m["decode_cancel_without_ms"]["p50"],
+                           m["decode_cancel_with_ms"]["p50"]))
+        x = range(len(groups))
+        ax.bar([i - 0.2 for i in x], [g[1] for g in groups], width=0.4, color="#f4a582", label="without (p50)")
+        ax.bar([i + 0.2 for i in x], [max(g[2], 1e-3) for g in groups], width=0.4, color="#92c5de",
+               label="llama-cancel (p50)")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([g[0] for g in groups], rotation=15)
+        ax.set_yscale("log")
+        ax.set_ylabel("store to return, ms (log)")
+        ax.legend()
+    ax.set_title("Multimodal (mtmd): cancel latency")
 
     fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
                  f"{data['cores']} cores, {data['runs']} runs")

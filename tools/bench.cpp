@@ -30,6 +30,7 @@ struct options {
     std::vector<int> threads = {1, 2};
     std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas"};
     int              backend_batch = 128;
+    bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
     int              runs = 10;
     uint32_t         seed = 42;
 };
@@ -49,6 +50,7 @@ void usage() {
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
                  "                          [--backends vulkan,vulkan-1t,rpc,blas|none] [--backend-batch 128]\n"
+                 "                          [--no-mtmd]\n"
                  "\n"
                  "Without --model, generates (once) and uses the built-in synthetic model.\n");
 }
@@ -359,6 +361,8 @@ int bench_main(int argc, char ** argv) {
                     opt.backends.push_back(item);
                 }
             }
+        } else if (a == "--no-mtmd") {
+            opt.mtmd = false;
         } else if (a == "--backend-batch") {
             opt.backend_batch = std::atoi(next());
         } else if (a == "--runs") {
@@ -485,6 +489,57 @@ int bench_main(int argc, char ** argv) {
                     backends_ok ? "met" : "MISSED (see rows)");
     }
 
+    // Multimodal rows: clip encodes (vision, audio) of synthetic projectors sized to the text model.
+    std::vector<std::string> mtmd_json;
+    bool mtmd_ok = true;
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    if (opt.mtmd) {
+        std::printf("\nmultimodal (mtmd, CPU): byte stored at a random 30-66%% point of the clip encode or of the "
+                    "embedding decode; without = a host polling between native calls\n\n");
+        std::printf("| kind   | tokens | encode ms | without p50 ms | ours p50 ms | ours max ms | %% of encode "
+                    "| hook overhead | decode ms | without p50 ms | ours p50 ms | enc stopped | dec cancelled |\n");
+        std::printf("|:-------|-------:|----------:|---------------:|------------:|------------:|------------:"
+                    "|--------------:|----------:|---------------:|------------:|------------:|--------------:|\n");
+        std::fflush(stdout);
+        const std::string dir = opt.model.substr(0, opt.model.find_last_of('/') + 1);
+        const int n_embd = llama_model_n_embd(model.get());
+        for (const char * kind : {"vision", "audio"}) {
+            const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
+            const std::string out = opt.json + ".mtmd-" + kind + ".tmp";
+            std::remove(out.c_str());
+            int rc = 0;
+            if (access(mmproj.c_str(), R_OK) != 0) {
+                rc = lcs::run_command({"python3", LLAMA_CANCEL_MMPROJ_GENERATOR, mmproj, "--kind", kind, "--preset",
+                                       "small", "--n-embd-text", std::to_string(n_embd)});
+            }
+            if (rc == 0) {
+                rc = run_self({"bench-mtmd", kind, "--model", opt.model, "--mmproj", mmproj, "--runs",
+                               std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", out},
+                              "");
+            }
+            std::ifstream in(out);
+            std::stringstream text;
+            text << in.rdbuf();
+            std::remove(out.c_str());
+            std::string j = text.str();
+            while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
+                j.pop_back();
+            }
+            if (rc != 0 || j.empty()) {
+                std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
+                j = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
+                mtmd_ok = false;
+            } else {
+                mtmd_ok = mtmd_ok && j.find("\"latency_le_10pct_of_encode\": true") != std::string::npos &&
+                          j.find("\"overhead_le_3pct\": true") != std::string::npos;
+            }
+            mtmd_json.push_back(j);
+        }
+        std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, hook overhead <= 3%%: %s\n",
+                    mtmd_ok ? "met" : "MISSED (see rows)");
+    }
+#endif
+
     std::ofstream js(opt.json);
     js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
        << "\", \"n_params\": " << llama_model_n_params(model.get()) << "},\n";
@@ -519,6 +574,11 @@ int bench_main(int argc, char ** argv) {
         js << (i ? ",\n    " : "\n    ") << backend_json[i];
     }
     js << (backend_json.empty() ? "]" : "\n  ]") << ",\n  \"backends_targets_met\": " << (backends_ok ? "true" : "false")
+       << ",\n  \"mtmd\": [";
+    for (size_t i = 0; i < mtmd_json.size(); ++i) {
+        js << (i ? ",\n    " : "\n    ") << mtmd_json[i];
+    }
+    js << (mtmd_json.empty() ? "]" : "\n  ]") << ",\n  \"mtmd_targets_met\": " << (mtmd_ok ? "true" : "false")
        << "\n}\n";
     js.close();
     if (!js) {

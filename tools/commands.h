@@ -12,3 +12,6 @@ int generate_main(int argc, char ** argv);
 
 // `llama-cancel stress`: cancel/resume cycles at random nodes and cancel storms; nonzero on a fault.
 int stress_main(int argc, char ** argv);
+
+// `llama-cancel bench-mtmd vision|audio`: one multimodal row (needs libmtmd), in its own process.
+int bench_mtmd_main(int argc, char ** argv);

@@ -11,6 +11,7 @@ static void usage() {
                  "commands:\n"
                  "  bench           measure cancel latency and overhead (default: built-in synthetic model)\n"
                  "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
+                 "  bench-mtmd      one multimodal row of the benchmark (vision, audio); bench runs it\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
                  "\n"
@@ -25,6 +26,11 @@ int main(int argc, char ** argv) {
     if (std::strcmp(argv[1], "bench") == 0) {
         return bench_main(argc - 1, argv + 1);
     }
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    if (std::strcmp(argv[1], "bench-mtmd") == 0) {
+        return bench_mtmd_main(argc - 1, argv + 1);
+    }
+#endif
     if (std::strcmp(argv[1], "stress") == 0) {
         return stress_main(argc - 1, argv + 1);
     }
