@@ -23,13 +23,13 @@ std::string env(const char * name) {
     return v != nullptr ? v : "";
 }
 
-struct setup {
+struct fixture {
     std::string                              backend;
-    std::vector<std::unique_ptr<lcs::rpc_server>> servers;
+    lcs::backend_setup                       setup;
     lcs::model_ptr model;     // on the backend under test
     lcs::model_ptr cpu_model; // reference, CPU backend
 };
-setup * g = nullptr;
+fixture * g = nullptr;
 
 
 struct hooked_context {
@@ -226,7 +226,7 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
 
 int main(int argc, char ** argv) {
     ::testing::InitGoogleTest(&argc, argv);
-    setup s;
+    fixture s;
     g = &s;
     s.backend = env("LLAMA_CANCEL_BACKEND");
     const std::string model = env("LLAMA_CANCEL_SMALL_MODEL");
@@ -235,41 +235,14 @@ int main(int argc, char ** argv) {
         return 2;
     }
     lcs::quiet_logs();
-    lcs::backend_set set;
-    set.vulkan = s.backend == "vulkan";
-    set.rpc    = s.backend == "rpc1" || s.backend == "rpc2";
-    set.blas   = s.backend == "blas";
-    lcs::load_backends(set);
-
-    std::vector<ggml_backend_dev_t> devices;
-    int32_t n_gpu_layers = 0;
-    if (set.vulkan) {
-        ggml_backend_dev_t dev = ggml_backend_dev_by_name("Vulkan0");
-        if (dev == nullptr) {
-            std::fprintf(stderr, "no Vulkan0 device (is GGML_VK_VISIBLE_DEVICES=0 set, mesa-vulkan-drivers installed?)\n");
-            return 1;
-        }
-        std::printf("Vulkan0: %s\n", ggml_backend_dev_description(dev));
-        devices.push_back(dev);
-        n_gpu_layers = -1;
-    } else if (set.rpc) {
-        const int n_servers = s.backend == "rpc2" ? 2 : 1;
-        for (int i = 0; i < n_servers; ++i) {
-            s.servers.push_back(std::make_unique<lcs::rpc_server>(env("LLAMA_CANCEL_RPC_SERVER"), 1));
-            if (!s.servers.back()->ok()) {
-                std::fprintf(stderr, "cannot start %s\n", env("LLAMA_CANCEL_RPC_SERVER").c_str());
-                return 1;
-            }
-            ggml_backend_dev_t dev = s.servers.back()->add_device();
-            if (dev == nullptr) {
-                return 1;
-            }
-            devices.push_back(dev);
-        }
-        n_gpu_layers = 3; // of 4: the last layer and the output stay on the local CPU
+    if (!lcs::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
+        return 1;
     }
+    std::printf("%s: %s\n", s.backend.c_str(), s.setup.description.c_str());
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    s.model     = devices.empty() ? lcs::load_model(model) : lcs::load_model_on(model, devices, n_gpu_layers);
+    // Vulkan: every layer offloaded; RPC: 3 of 4 layers across the servers, the last layer and the
+    // output on the local CPU.
+    s.model     = s.setup.load(model, s.backend == "vulkan" ? -1 : 3);
     s.cpu_model = lcs::load_model_on(model, {cpu}, 0);
     if (!s.model || !s.cpu_model) {
         std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());
@@ -278,8 +251,5 @@ int main(int argc, char ** argv) {
     const int rc = RUN_ALL_TESTS();
     s.model.reset();
     s.cpu_model.reset();
-    for (auto & srv : s.servers) {
-        srv->stop();
-    }
     return rc;
 }

@@ -309,9 +309,8 @@ class bench {
     }
 };
 
-// Runs this executable again with `args`. For the Vulkan rows it exposes Mesa's llvmpipe as Vulkan0
-// (ggml-vulkan hides CPU-type devices) unless the caller chose devices, and for vulkan-1t runs
-// llvmpipe on one thread. Returns the exit code.
+// Runs this executable again with `args`; for vulkan-1t with llvmpipe on one thread. Returns the
+// exit code.
 int run_self(const std::vector<std::string> & args, const std::string & backend) {
     char exe[PATH_MAX] = {0};
     if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
@@ -320,9 +319,6 @@ int run_self(const std::vector<std::string> & args, const std::string & backend)
     std::fflush(stdout);
     const pid_t pid = fork();
     if (pid == 0) {
-        if (backend.rfind("vulkan", 0) == 0) {
-            setenv("GGML_VK_VISIBLE_DEVICES", "0", 0);
-        }
         if (backend == "vulkan-1t") {
             setenv("LP_NUM_THREADS", "1", 1);
         }

@@ -105,40 +105,19 @@ int bench_backend_main(int argc, char ** argv) {
     }
 
     lcs::quiet_logs();
-    lcs::backend_set set;
-    // vulkan-1t: the same device with llvmpipe on one thread, so that the host's spin-wait at each
-    // synchronize does not take a core from the "GPU" (as with a real GPU).
-    set.vulkan = o.name == "vulkan" || o.name == "vulkan-1t";
-    set.rpc    = o.name == "rpc";
-    set.blas   = o.name == "blas";
-    if (!set.vulkan && !set.rpc && !set.blas) {
+    // vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
+    // the host's spin-wait at each synchronize does not take a core from the "GPU".
+    const std::string setup_name = o.name == "vulkan-1t" ? "vulkan" : o.name == "rpc" ? "rpc1" : o.name;
+    if (setup_name != "vulkan" && setup_name != "rpc1" && setup_name != "blas") {
         std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, blas)\n", o.name.c_str());
         return 2;
     }
-    lcs::load_backends(set);
-
-    std::unique_ptr<lcs::rpc_server> server;
-    std::vector<ggml_backend_dev_t> devices;
-    std::string device_desc = "CPU + BLAS";
-    if (set.vulkan) {
-        ggml_backend_dev_t dev = ggml_backend_dev_by_name("Vulkan0");
-        if (dev == nullptr) {
-            std::fprintf(stderr, "error: no Vulkan0 device (GGML_VK_VISIBLE_DEVICES=0, mesa-vulkan-drivers)\n");
-            return 1;
-        }
-        devices.push_back(dev);
-        device_desc = ggml_backend_dev_description(dev);
-    } else if (set.rpc) {
-        server = std::make_unique<lcs::rpc_server>(o.rpc_server, o.threads);
-        ggml_backend_dev_t dev = server->ok() ? server->add_device() : nullptr;
-        if (dev == nullptr) {
-            std::fprintf(stderr, "error: cannot start or reach %s\n", o.rpc_server.c_str());
-            return 1;
-        }
-        devices.push_back(dev);
-        device_desc = "ggml-rpc-server " + server->endpoint();
+    lcs::backend_setup setup;
+    if (!lcs::setup_backend(setup_name, o.rpc_server, o.threads, setup)) {
+        return 1;
     }
-    lcs::model_ptr model = devices.empty() ? lcs::load_model(o.model) : lcs::load_model_on(o.model, devices, -1);
+    const std::string & device_desc = setup.description;
+    lcs::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
         return 1;
@@ -149,7 +128,7 @@ int bench_backend_main(int argc, char ** argv) {
     opt.n_batch   = o.batch;
     opt.n_ubatch  = o.batch;
     opt.n_threads = o.threads;
-    opt.offload_kqv = !devices.empty(); // fully offloaded: attention and KV cache on the device too
+    opt.offload_kqv = !setup.devices.empty(); // fully offloaded: attention and KV cache on the device too
     lcs::context_ptr plain = lcs::make_context(model.get(), opt);
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.interval_ms = o.interval_ms;

@@ -19,6 +19,8 @@ namespace {
 
 struct stress_options {
     std::string model;
+    std::string backend    = "cpu";
+    std::string rpc_server = LLAMA_CANCEL_RPC_SERVER;
     int         cycles  = 1000;
     int         storm_s = 2;
     int         n       = 256;
@@ -35,6 +37,10 @@ int stress_main(int argc, char ** argv) {
         const char * v = argv[i + 1];
         if (a == "--model") {
             o.model = v;
+        } else if (a == "--backend") {
+            o.backend = v;
+        } else if (a == "--rpc-server") {
+            o.rpc_server = v;
         } else if (a == "--cycles") {
             o.cycles = std::atoi(v);
         } else if (a == "--storm-seconds") {
@@ -47,12 +53,16 @@ int stress_main(int argc, char ** argv) {
         }
     }
     if (o.model.empty() || o.cycles < 0 || o.storm_s < 0 || argc % 2 == 0) {
-        std::fprintf(stderr, "usage: llama-cancel stress --model PATH [--cycles 1000] [--storm-seconds 2] [--seed 1]\n");
+        std::fprintf(stderr, "usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
+                             "                           [--cycles 1000] [--storm-seconds 2] [--seed 1]\n");
         return 2;
     }
     lcs::quiet_logs();
-    lcs::load_backends();
-    lcs::model_ptr model = lcs::load_model(o.model);
+    lcs::backend_setup setup;
+    if (!lcs::setup_backend(o.backend, o.rpc_server, 1, setup)) {
+        return 1;
+    }
+    lcs::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
         return 1;
@@ -71,6 +81,7 @@ int stress_main(int argc, char ** argv) {
     opt.n_batch      = static_cast<uint32_t>(o.n);
     opt.n_ubatch     = static_cast<uint32_t>(o.ubatch);
     opt.n_threads    = 1;
+    opt.offload_kqv  = !setup.devices.empty();
     lcs::context_ptr plain = lcs::make_context(model.get(), opt);
     opt.cb_eval      = llama_cancel_hook_eval_callback;
     opt.cb_eval_data = hook.get();
@@ -215,8 +226,8 @@ int stress_main(int argc, char ** argv) {
                     toggles.load(), storm_decodes, storm_cancelled);
     }
 
-    std::printf("stress: %d cycles (%ld cancels, %ld completed prefills) in %.1f s, %ld errors; final logits "
+    std::printf("stress on %s (%s): %d cycles (%ld cancels, %ld completed prefills) in %.1f s, %ld errors; final logits "
                 "bit-identical to the uninterrupted prefill in every cycle: %s\n",
-                o.cycles, cancels, completions, t_cycles / 1000.0, errors, errors == 0 ? "yes" : "NO");
+                o.backend.c_str(), setup.description.c_str(), o.cycles, cancels, completions, t_cycles / 1000.0, errors, errors == 0 ? "yes" : "NO");
     return errors == 0 ? 0 : 1;
 }

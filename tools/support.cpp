@@ -277,4 +277,49 @@ ggml_backend_dev_t rpc_server::add_device() const {
     return ggml_backend_reg_dev_get(reg, 0);
 }
 
+bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,
+                   backend_setup & out) {
+    out.name = name;
+    backend_set set;
+    set.blas   = name == "blas";
+    set.vulkan = name == "vulkan";
+    set.rpc    = name == "rpc1" || name == "rpc2";
+    if (!set.blas && !set.vulkan && !set.rpc && name != "cpu") {
+        std::fprintf(stderr, "unknown setup '%s' (cpu, blas, vulkan, rpc1, rpc2)\n", name.c_str());
+        return false;
+    }
+    if (set.vulkan) {
+        setenv("GGML_VK_VISIBLE_DEVICES", "0", 0); // ggml-vulkan hides CPU-type devices otherwise
+    }
+    load_backends(set);
+    out.description = set.blas ? "CPU + BLAS" : "CPU";
+    if (set.vulkan) {
+        ggml_backend_dev_t dev = ggml_backend_dev_by_name("Vulkan0");
+        if (dev == nullptr) {
+            std::fprintf(stderr, "no Vulkan0 device (GGML_VK_VISIBLE_DEVICES=0, mesa-vulkan-drivers)\n");
+            return false;
+        }
+        out.devices.push_back(dev);
+        out.description = ggml_backend_dev_description(dev);
+    }
+    if (set.rpc) {
+        out.description.clear();
+        for (int i = 0; i < (name == "rpc2" ? 2 : 1); ++i) {
+            out.servers.push_back(std::make_unique<rpc_server>(rpc_server_bin, rpc_threads));
+            ggml_backend_dev_t dev = out.servers.back()->ok() ? out.servers.back()->add_device() : nullptr;
+            if (dev == nullptr) {
+                std::fprintf(stderr, "cannot start or reach %s\n", rpc_server_bin.c_str());
+                return false;
+            }
+            out.devices.push_back(dev);
+            out.description += (i ? ", " : "ggml-rpc-server ") + out.servers.back()->endpoint();
+        }
+    }
+    return true;
+}
+
+model_ptr backend_setup::load(const std::string & path, int32_t n_gpu_layers) const {
+    return devices.empty() ? load_model(path) : load_model_on(path, devices, n_gpu_layers);
+}
+
 } // namespace lcs

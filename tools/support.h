@@ -118,4 +118,22 @@ class rpc_server {
     std::string endpoint_;
 };
 
+// One of the setups the tests, the benchmark and the stress command run on: "cpu", "blas" (BLAS
+// beside the CPU), "vulkan" (Mesa's llvmpipe as Vulkan0, all layers), "rpc1" / "rpc2" (one or two
+// ggml-rpc-server processes on loopback, serving their CPU). Loads exactly the ggml backends the
+// setup needs and starts its servers, which stop with it.
+struct backend_setup {
+    std::string                              name;
+    std::vector<std::unique_ptr<rpc_server>> servers;
+    std::vector<ggml_backend_dev_t>          devices; // empty: the CPU (and BLAS) only
+    std::string                              description;
+
+    // Loads a model on the setup's devices with `n_gpu_layers` of them offloaded (-1: all).
+    model_ptr load(const std::string & path, int32_t n_gpu_layers) const;
+};
+// False with a message on stderr when the setup cannot be made (unknown name, no Vulkan0, a
+// server that does not start). `rpc_server_bin` is ggml-rpc-server's path.
+bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,
+                   backend_setup & out);
+
 } // namespace lcs
