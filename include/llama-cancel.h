@@ -211,7 +211,8 @@ extern "C" {
     // Defaults: no byte, n_predict 32, sequence 0, greedy, no hook, no callback.
     LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
 
-    // Decodes `prompt` after what seq_id already holds (in n_batch chunks, each a cancellable
+    // Decodes `prompt` (n_prompt may be 0: continue from the logits the last decode left, e.g. after
+    // llama_cancel_mtmd_eval_chunks) after what seq_id already holds (in n_batch chunks, each a cancellable
     // decode), then samples and decodes up to n_predict tokens into `out` (caller-owned, at least
     // n_predict entries). The byte is honoured inside every decode (both hooks, as
     // llama_cancel_decode) and between tokens. Returns LLAMA_CANCEL_OK (length or end of
@@ -330,6 +331,25 @@ extern "C" {
             llama_pos                               n_past,
             const struct llama_cancel_mtmd_params * params,
             struct llama_cancel_mtmd_result       * result);
+
+    // llama_cancel_generate with a multimodal prompt: evaluates chunks[first_chunk..] from n_past
+    // (llama_cancel_mtmd_eval_chunks with params->flag, params->hook as decode hook, params->seq_id,
+    // logits for the last token), then runs the token loop. Same threads, ownership and returns as
+    // llama_cancel_generate; when the prompt is stopped, result->n_past and *n_chunks_done (may be
+    // NULL) tell where to resume, as for llama_cancel_mtmd_eval_chunks, and nothing is generated.
+    // result->n_prompt_committed counts prompt positions. Defined only with libmtmd.
+    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(
+            struct mtmd_context                       * mctx,
+            struct llama_cancel_hook                  * encode_hook,
+            struct llama_context                      * lctx,
+            const struct mtmd_input_chunks            * chunks,
+            size_t                                      first_chunk,
+            llama_pos                                   n_past,
+            const struct llama_cancel_generate_params * params,
+            llama_token                               * out,
+            int32_t                                     n_out_max,
+            struct llama_cancel_generate_result       * result,
+            size_t                                    * n_chunks_done);
 
 #ifdef __cplusplus
 }

@@ -52,8 +52,12 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     if (ctx == nullptr) {
         return fail(r, "ctx is NULL");
     }
-    if (prompt == nullptr || n_prompt <= 0) {
-        return fail(r, "the prompt needs at least one token");
+    if (n_prompt < 0 || (n_prompt > 0 && prompt == nullptr)) {
+        return fail(r, "the prompt has %d tokens and %s", n_prompt, prompt == nullptr ? "no array" : "a bad count");
+    }
+    // No prompt: continue from the logits the last decode left (after an mtmd prefill, say).
+    if (n_prompt == 0 && llama_get_logits_ith(ctx, -1) == nullptr) {
+        return fail(r, "no prompt and no logits to continue from: the prompt needs at least one token");
     }
     if (p.n_predict < 0 || (p.n_predict > 0 && (out == nullptr || n_out_max < p.n_predict))) {
         return fail(r, "out holds %d tokens, fewer than n_predict %d", out == nullptr ? 0 : n_out_max, p.n_predict);
@@ -85,7 +89,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
 
     // Prefill in chunks of n_batch; each is a cancellable decode.
     const int32_t n_batch = static_cast<int32_t>(llama_n_batch(ctx));
-    batch_guard   batch(std::min(n_prompt, n_batch));
+    batch_guard   batch(std::max(1, std::min(n_prompt, n_batch))); // at least one: the token loop uses it
     int32_t       done = 0;
     while (done < n_prompt) {
         const int32_t n = std::min(n_batch, n_prompt - done);

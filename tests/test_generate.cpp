@@ -98,6 +98,21 @@ TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(s.ctx.get()), 0), 47);
 }
 
+// n_prompt 0 continues from the logits the previous call left: two calls of 4 equal one of 8.
+TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
+    auto prompt = lcs::make_prompt(g_model, 24, 5);
+    const auto want = reference(prompt, 8);
+    auto s = make(16);
+    llama_cancel_generate_params p = llama_cancel_generate_default_params();
+    p.n_predict = 4;
+    std::vector<llama_token> out(8, -1);
+    llama_cancel_generate_result r;
+    ASSERT_EQ(llama_cancel_generate(s.ctx.get(), prompt.data(), 24, &p, out.data(), 4, &r), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_generate(s.ctx.get(), nullptr, 0, &p, out.data() + 4, 4, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_past, 32);
+    EXPECT_EQ(out, want);
+}
+
 TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     const int u = 16;
     auto prompt = lcs::make_prompt(g_model, 64, 4);
@@ -175,8 +190,11 @@ TEST_F(Generate, ClearErrors) {
     p.n_predict = 4;
     EXPECT_EQ(llama_cancel_generate(nullptr, prompt.data(), 4, &p, out, 4, &r), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("ctx is NULL"), std::string::npos);
-    EXPECT_EQ(llama_cancel_generate(s.ctx.get(), prompt.data(), 0, &p, out, 4, &r), LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("at least one token"), std::string::npos);
+    EXPECT_EQ(llama_cancel_generate(s.ctx.get(), prompt.data(), 0, &p, out, 4, &r), LLAMA_CANCEL_ERROR)
+        << "no prompt on a context with no logits yet";
+    EXPECT_NE(std::string(r.message).find("no logits to continue from"), std::string::npos) << r.message;
+    EXPECT_EQ(llama_cancel_generate(s.ctx.get(), nullptr, 3, &p, out, 4, &r), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("no array"), std::string::npos) << r.message;
     EXPECT_EQ(llama_cancel_generate(s.ctx.get(), prompt.data(), 4, &p, out, 2, &r), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("fewer than n_predict"), std::string::npos);
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_ERROR);

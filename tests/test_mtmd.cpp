@@ -363,6 +363,46 @@ TEST_P(Mtmd, CancelInsideEncodeDecodesNothingOfThatChunk) {
     resume_and_check(s, r);
 }
 
+// The token loop after a multimodal prompt: uninterrupted, then stopped inside the second encode and
+// resumed from the chunk it reports; both generate the same tokens (greedy).
+TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
+    setup c(k.mmproj);
+    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+    gp.flag      = &c.flag;
+    gp.hook      = c.dec_hook.get();
+    gp.n_predict = 6;
+    std::vector<llama_token> want_tokens(6, -1), got(6, -1);
+    llama_cancel_generate_result r;
+    size_t done = 0;
+    ASSERT_EQ(llama_cancel_generate_mtmd(c.mctx.get(), c.enc_hook.get(), c.lctx.get(), chunks.get(), 0, 0, &gp,
+                                         want_tokens.data(), 6, &r, &done),
+              LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_EQ(done, n_chunks);
+    EXPECT_EQ(r.n_prompt_committed, want_n_past);
+    EXPECT_EQ(r.n_generated, 6);
+    EXPECT_EQ(r.n_past, want_n_past + 6);
+    const int per_encode = c.enc_trig.asks / 2;
+
+    setup s(k.mmproj);
+    gp.flag          = &s.flag;
+    gp.hook          = s.dec_hook.get();
+    s.enc_trig.at    = per_encode + per_encode / 2;
+    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
+                                         got.data(), 6, &r, &done),
+              LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_CANCELLED);
+    EXPECT_EQ(done, 3u);
+    EXPECT_EQ(r.n_past, start[3]);
+    EXPECT_EQ(r.n_generated, 0);
+    s.rearm();
+    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), done, r.n_past,
+                                         &gp, got.data(), 6, &r, &done),
+              LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_EQ(got, want_tokens) << "resumed generation differs";
+}
+
 TEST_P(Mtmd, MtmdContextEncodesCorrectlyAfterACancel) {
     auto fresh = make_mtmd(k.mmproj);
     ASSERT_EQ(mtmd_encode_chunk(fresh.get(), chunk_at(1)), 0);
