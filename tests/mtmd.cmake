@@ -18,3 +18,8 @@ foreach(kind vision audio)
         FIXTURES_REQUIRED "models;mmproj"
         ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ};LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
 endforeach()
+
+# The CLI with an image and an audio file.
+add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
+    ${SMALL_MODEL} ${VISION_MMPROJ} ${AUDIO_MMPROJ})
+set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj")
