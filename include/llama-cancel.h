@@ -51,7 +51,8 @@ extern "C" {
     // before computing them and synchronizes the backend after each node answered true (a
     // checkpoint); this callback answers true after each node of at least
     // LLAMA_CANCEL_EVAL_NODE_WORK estimated FLOPs, and at once when the byte is already set; at a
-    // checkpoint it returns false (stop) when the byte is nonzero. A NULL `flag` never stops.
+    // checkpoint it returns false (stop) when the byte is nonzero (on the RPC backend, whose
+    // synchronize does not wait, it first reads one byte of the node). A NULL `flag` never stops.
     // Beware: after a stop the scheduler still runs the graph's later splits and llama_decode
     // returns 0 with half-computed logits and KV cells (mtmd_encode_chunk returns 0 with garbage
     // embeddings). Use llama_cancel_decode with a llama_cancel_hook, which never reports that as

@@ -2,9 +2,9 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "status.h"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -24,14 +24,8 @@ bool chained_abort_callback(void * user_data) {
     return llama_cancel::flag_is_set(c->flag) || c->callback(c->data);
 }
 
-int32_t fail(llama_cancel_decode_result * result, const char * fmt, ...) {
-    if (result != nullptr) {
-        result->status = LLAMA_CANCEL_ERROR;
-        va_list ap;
-        va_start(ap, fmt);
-        std::vsnprintf(result->message, sizeof(result->message), fmt, ap);
-        va_end(ap);
-    }
+template <typename... Args> int32_t fail(llama_cancel_decode_result * result, const char * fmt, Args... args) {
+    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, fmt, args...);
     return LLAMA_CANCEL_ERROR;
 }
 

@@ -2,23 +2,19 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "status.h"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 
 namespace {
 
-int32_t fail(llama_cancel_generate_result * r, const char * fmt, ...) {
+template <typename... Args> int32_t fail(llama_cancel_generate_result * r, const char * fmt, Args... args) {
+    llama_cancel::set_status(r, LLAMA_CANCEL_ERROR, fmt, args...);
     if (r != nullptr) {
-        r->status      = LLAMA_CANCEL_ERROR;
         r->stop_reason = LLAMA_CANCEL_STOP_ERROR;
-        va_list ap;
-        va_start(ap, fmt);
-        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
-        va_end(ap);
     }
     return LLAMA_CANCEL_ERROR;
 }

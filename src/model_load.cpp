@@ -3,9 +3,9 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "status.h"
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -30,14 +30,9 @@ bool progress_callback(float progress, void * user_data) {
     return p->chain == nullptr || p->chain(progress, p->chain_data);
 }
 
-llama_model * fail(llama_cancel_load_result * result, int32_t status, const char * fmt, ...) {
-    if (result != nullptr) {
-        result->status = status;
-        va_list ap;
-        va_start(ap, fmt);
-        std::vsnprintf(result->message, sizeof(result->message), fmt, ap);
-        va_end(ap);
-    }
+template <typename... Args>
+llama_model * fail(llama_cancel_load_result * result, int32_t status, const char * fmt, Args... args) {
+    llama_cancel::set_status(result, status, fmt, args...);
     return nullptr;
 }
 

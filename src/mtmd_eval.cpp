@@ -9,12 +9,12 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "status.h"
 
 #include "mtmd.h"
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -23,14 +23,8 @@
 
 namespace {
 
-int32_t fail(llama_cancel_mtmd_result * r, const char * fmt, ...) {
-    if (r != nullptr) {
-        r->status = LLAMA_CANCEL_ERROR;
-        va_list ap;
-        va_start(ap, fmt);
-        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
-        va_end(ap);
-    }
+template <typename... Args> int32_t fail(llama_cancel_mtmd_result * r, const char * fmt, Args... args) {
+    llama_cancel::set_status(r, LLAMA_CANCEL_ERROR, fmt, args...);
     return LLAMA_CANCEL_ERROR;
 }
 
@@ -40,13 +34,9 @@ struct chunk_outcome {
     char    message[256] = {0};
 };
 
-chunk_outcome chunk_fail(const char * fmt, ...) {
+template <typename... Args> chunk_outcome chunk_fail(const char * fmt, Args... args) {
     chunk_outcome o;
-    o.status = LLAMA_CANCEL_ERROR;
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(o.message, sizeof(o.message), fmt, ap);
-    va_end(ap);
+    llama_cancel::set_status(&o, LLAMA_CANCEL_ERROR, fmt, args...);
     return o;
 }
 
@@ -310,14 +300,9 @@ bool progress_callback(float, void * user_data) {
     return true;
 }
 
-mtmd_context * init_fail(llama_cancel_load_result * r, int32_t status, const char * fmt, ...) {
-    if (r != nullptr) {
-        r->status = status;
-        va_list ap;
-        va_start(ap, fmt);
-        std::vsnprintf(r->message, sizeof(r->message), fmt, ap);
-        va_end(ap);
-    }
+template <typename... Args>
+mtmd_context * init_fail(llama_cancel_load_result * r, int32_t status, const char * fmt, Args... args) {
+    llama_cancel::set_status(r, status, fmt, args...);
     return nullptr;
 }
 
