@@ -24,11 +24,12 @@ Presets (explicit flags override them):
 """
 
 import argparse
-import os
 import sys
 
 import numpy as np
 import gguf
+
+from gguf_files import write_atomically
 
 PRESETS = {
     "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_vocab=512, type="f32"),
@@ -213,17 +214,7 @@ def build(path, cfg):
 
 def main(argv=None):
     out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
-    tmp = out + ".tmp"
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    try:
-        build(tmp, cfg)
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_atomically(out, build, cfg)
     return 0
 
 
