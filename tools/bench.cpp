@@ -337,6 +337,20 @@ int run_self(const std::vector<std::string> & args, const std::string & backend)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Reads, trims and deletes the JSON object a child row wrote; empty when there is none.
+std::string take_json(const std::string & path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    in.close();
+    std::remove(path.c_str());
+    std::string j = text.str();
+    while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
+        j.pop_back();
+    }
+    return j;
+}
+
 } // namespace
 
 int bench_main(int argc, char ** argv) {
@@ -472,14 +486,7 @@ int bench_main(int argc, char ** argv) {
                                  "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
                                  std::to_string(opt.seed), "--json", out},
                                 name);
-        std::ifstream in(out);
-        std::stringstream text;
-        text << in.rdbuf();
-        std::remove(out.c_str());
-        std::string j = text.str();
-        while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
-            j.pop_back();
-        }
+        std::string j = take_json(out);
         if (rc != 0 || j.empty()) {
             std::printf("| %-7s | skipped: the setup failed (exit %d), see the messages above |\n", name.c_str(), rc);
             j = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " + std::to_string(rc) + "\"}";
@@ -523,14 +530,7 @@ int bench_main(int argc, char ** argv) {
                                std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", out},
                               "");
             }
-            std::ifstream in(out);
-            std::stringstream text;
-            text << in.rdbuf();
-            std::remove(out.c_str());
-            std::string j = text.str();
-            while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
-                j.pop_back();
-            }
+            std::string j = take_json(out);
             if (rc != 0 || j.empty()) {
                 std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
                 j = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
