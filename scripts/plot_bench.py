@@ -53,16 +53,19 @@ def main(path):
 
     ax = axes[2]
     if backends:
-        bl = [b["backend"] for b in backends]
         x = range(len(backends))
-        ax.bar([i - 0.2 for i in x], [b["abort_callback_only_ms"]["p50"] for b in backends], width=0.4,
-               color="#f4a582", label="abort callback alone (p50)")
-        ax.bar([i + 0.2 for i in x], [b["llama_cancel_ms"]["p50"] for b in backends], width=0.4,
-               color="#92c5de", label="llama-cancel (p50)")
+        ax.boxplot([b["abort_callback_only_ms"]["all"] or [0.0] for b in backends],
+                   positions=[i - 0.18 for i in x], widths=0.3, patch_artist=True,
+                   boxprops=dict(facecolor="#f4a582"), medianprops=dict(color="black"))
+        ax.boxplot([[max(v, 1e-3) for v in b["llama_cancel_ms"]["all"]] or [1e-3] for b in backends],
+                   positions=[i + 0.18 for i in x], widths=0.3, patch_artist=True,
+                   boxprops=dict(facecolor="#92c5de"), medianprops=dict(color="black"))
         ax.set_xticks(list(x))
-        ax.set_xticklabels(bl)
+        ax.set_xticklabels([f"{b['backend']}\nb{b['batch']}" for b in backends])
         ax.set_yscale("log")
         ax.set_ylabel("store to return, ms (log)")
+        ax.plot([], [], color="#f4a582", linewidth=8, label="abort callback alone")
+        ax.plot([], [], color="#92c5de", linewidth=8, label="llama-cancel")
         ax.legend()
     ax.set_title("Backends: cancel latency")
 
