@@ -1,5 +1,6 @@
-"""What the synthetic GGUF generators share: writing a file atomically."""
+"""What the synthetic GGUF generators share: the command line entry and the atomic write."""
 import os
+import sys
 
 
 def write_atomically(out, build, cfg):
@@ -15,3 +16,10 @@ def write_atomically(out, build, cfg):
         except FileNotFoundError:
             pass
         raise
+
+
+def main(parse_args, build, argv=None):
+    """parse_args(argv) -> (out, cfg); writes `out` with build(path, cfg). Returns the exit code."""
+    out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    write_atomically(out, build, cfg)
+    return 0

@@ -29,7 +29,7 @@ import sys
 import numpy as np
 import gguf
 
-from gguf_files import write_atomically
+import gguf_files
 
 PRESETS = {
     "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_vocab=512, type="f32"),
@@ -212,11 +212,5 @@ def build(path, cfg):
     w.close()
 
 
-def main(argv=None):
-    out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
-    write_atomically(out, build, cfg)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gguf_files.main(parse_args, build))

@@ -70,6 +70,29 @@ llama_cancel_decode_params params_with(int8_t * flag, node_counter * counter = n
     return p;
 }
 
+// A caller abort callback that holds the graph at call number `hold_at` until the byte is stored
+// (at most 20 s), so that a store from another thread lands inside the decode without timing
+// assumptions; records the thread of every call.
+struct gate {
+    std::atomic<bool>            started{false};
+    int8_t *                     flag    = nullptr;
+    int                          hold_at = 1;
+    int                          calls   = 0;
+    std::vector<std::thread::id> threads;
+
+    static bool cb(void * data) {
+        auto * g = static_cast<gate *>(data);
+        g->threads.push_back(std::this_thread::get_id());
+        if (++g->calls == g->hold_at) {
+            g->started = true;
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
+            }
+        }
+        return false;
+    }
+};
+
 llama_pos pos_max(llama_context * ctx, llama_seq_id s = 0) {
     return llama_memory_seq_pos_max(llama_get_memory(ctx), s);
 }
@@ -324,22 +347,9 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     auto ctx = context(256, 256);
     auto prompt = lcs::make_prompt(g_model, 256);
     int8_t flag = 0;
-    std::atomic<bool> started{false};
-    struct gate {
-        std::atomic<bool> * started;
-        int8_t *            flag;
-        std::vector<std::thread::id> threads;
-        static bool cb(void * data) {
-            auto * g = static_cast<gate *>(data);
-            g->threads.push_back(std::this_thread::get_id());
-            g->started->store(true);
-            // Hold the graph until the store lands, so the test does not depend on timing.
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-            while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
-            }
-            return false;
-        }
-    } g{&started, &flag, {}};
+    gate g;
+    g.flag    = &flag;
+    g.hold_at = 1;
     llama_cancel_decode_params p = params_with(&flag);
     p.abort_callback      = gate::cb;
     p.abort_callback_data = &g;
@@ -351,7 +361,7 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
         lcs::seq_batch b(prompt, 0, 256, 0);
         status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
     });
-    while (!started) {
+    while (!g.started) {
         std::this_thread::yield();
     }
     __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
@@ -440,22 +450,9 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     auto ctx = context(256, 64);
     auto prompt = lcs::make_prompt(g_model, 256);
     int8_t flag = 0;
-    std::atomic<bool> started{false};
-    struct gate {
-        std::atomic<bool> * started;
-        int8_t *            flag;
-        int                 calls = 0;
-        static bool cb(void * data) {
-            auto * g = static_cast<gate *>(data);
-            if (++g->calls == 5) { // inside the first ubatch
-                g->started->store(true);
-                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-                while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
-                }
-            }
-            return false;
-        }
-    } g{&started, &flag};
+    gate g;
+    g.flag    = &flag;
+    g.hold_at = 5; // inside the first ubatch
     llama_cancel_decode_params p = params_with(&flag);
     p.abort_callback      = gate::cb;
     p.abort_callback_data = &g;
@@ -465,7 +462,7 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
         lcs::seq_batch b(prompt, 0, 256, 0);
         status = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
     });
-    while (!started) {
+    while (!g.started) {
         std::this_thread::yield();
     }
     std::atomic<int> ready{0};
