@@ -19,7 +19,9 @@ for r in rows:
     assert r["cancelled"] + r["completed_before_store"] == 2, r
     assert r["rollback"]["expected_pos_max"] == r["batch"] // 2 - 1, r
     assert r["n_nodes"] > 0 and r["longest_node_op"], r
-    for key in ("decode_ms", "reader_overhead_pct", "longest_node_ms", "today_over_ours"):
+    assert r["overhead_pairs"] >= 4, r
+    for key in ("decode_ms", "reader_overhead_pct", "reader_overhead_cpu_time_pct", "longest_node_ms",
+                "today_over_ours"):
         assert isinstance(r[key], (int, float)), key
 for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_thread", "rollback_ok"):
     assert isinstance(data["targets"][key], bool), key

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -105,7 +106,8 @@ struct node_timer {
 
 struct row {
     int    batch = 0, threads = 0, runs = 0;
-    double decode_ms = 0, overhead_pct = 0;
+    double decode_ms = 0, overhead_pct = 0, overhead_cpu_pct = 0;
+    int    pairs = 0;
     std::vector<double> lat, today;
     int    cancelled = 0, completed_early = 0;
     double longest_node_ms = 0;
@@ -198,28 +200,44 @@ class bench {
         return status;
     }
 
+    // Process CPU time in ms: unlike wall time, it does not count the moments another process
+    // holds the cores, the main noise of a shared machine.
+    static double cpu_ms() {
+        timespec ts{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    }
+
     void overhead(llama_context * ctx, row & r) {
-        std::vector<double> ratios, plain;
+        std::vector<double> ratios, cpu_ratios, plain;
         const int8_t zero = 0;
-        // A ratio near 1 needs more pairs than latency runs to rise above the machine's noise.
-        const int pairs = 2 * opt_.runs;
+        // A ratio near 1 needs more pairs than latency runs to rise above the machine's noise:
+        // 2 x runs, and at least 3 s of decoding for the short batches.
+        const double first = decode_plain(ctx);
+        const int pairs = std::max(2 * opt_.runs, static_cast<int>(3000.0 / std::max(first, 1.0)));
         for (int i = 0; i < pairs; ++i) {
-            double t_plain = 0, t_reader = 0;
+            double t_plain = 0, t_reader = 0, c_plain = 0, c_reader = 0;
             // Alternate the order inside each pair so drift does not favour one side.
             for (int k = 0; k < 2; ++k) {
+                const double c0 = cpu_ms();
                 if ((i + k) % 2 == 0) {
                     t_plain = decode_plain(ctx);
+                    c_plain = cpu_ms() - c0;
                 } else {
                     const double t0 = now_ms();
                     decode_cancellable(ctx, &zero);
                     t_reader = now_ms() - t0;
+                    c_reader = cpu_ms() - c0;
                 }
             }
             ratios.push_back(t_reader / t_plain);
+            cpu_ratios.push_back(c_reader / c_plain);
             plain.push_back(t_plain);
         }
-        r.decode_ms    = percentile(plain, 0.5);
-        r.overhead_pct = (percentile(ratios, 0.5) - 1.0) * 100.0;
+        r.pairs            = pairs;
+        r.decode_ms        = percentile(plain, 0.5);
+        r.overhead_pct     = (percentile(ratios, 0.5) - 1.0) * 100.0;
+        r.overhead_cpu_pct = (percentile(cpu_ratios, 0.5) - 1.0) * 100.0;
     }
 
     void latency(llama_context * ctx, row & r) {
@@ -438,16 +456,16 @@ int bench_main(int argc, char ** argv) {
     }
 
     // Table, llama-bench style.
-    std::printf("\n| batch | threads | decode ms | reader overhead | cancel p50 ms | p95 ms | max ms | today p50 ms "
-                "| today/ours | longest node ms | max/node | cancelled | off-thread |\n");
-    std::printf("|------:|--------:|----------:|----------------:|--------------:|-------:|-------:|-------------:"
-                "|-----------:|----------------:|---------:|----------:|-----------:|\n");
+    std::printf("\n| batch | threads | decode ms | reader overhead | (CPU time) | cancel p50 ms | p95 ms | max ms "
+                "| today p50 ms | today/ours | longest node ms | max/node | cancelled | off-thread |\n");
+    std::printf("|------:|--------:|----------:|----------------:|-----------:|--------------:|-------:|-------:"
+                "|-------------:|-----------:|----------------:|---------:|----------:|-----------:|\n");
     bool overhead_ok = true, latency_ok = true, thread_ok = true, rollback_ok = true, all_cancelled = true;
     for (const row & r : rows) {
         const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5), mx = max_of(r.lat);
-        std::printf("| %5d | %7d | %9.2f | %14.2f%% | %13.3f | %6.3f | %6.3f | %12.2f | %9.0fx | %15.3f | %8.2f "
-                    "| %5d/%-3d | %10" PRId64 " |\n",
-                    r.batch, r.threads, r.decode_ms, r.overhead_pct, p50, percentile(r.lat, 0.95), mx, today50,
+        std::printf("| %5d | %7d | %9.2f | %14.2f%% | %9.2f%% | %13.3f | %6.3f | %6.3f | %12.2f | %9.0fx | %15.3f "
+                    "| %8.2f | %5d/%-3d | %10" PRId64 " |\n",
+                    r.batch, r.threads, r.decode_ms, r.overhead_pct, r.overhead_cpu_pct, p50, percentile(r.lat, 0.95), mx, today50,
                     p50 > 0 ? today50 / p50 : 0.0, r.longest_node_ms, r.longest_node_ms > 0 ? mx / r.longest_node_ms : 0.0,
                     r.cancelled, r.runs, r.probe_off_thread);
         overhead_ok   = overhead_ok && r.overhead_pct <= 1.0;
@@ -561,7 +579,8 @@ int bench_main(int argc, char ** argv) {
         const row & r = rows[i];
         const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
         js << "    {\"batch\": " << r.batch << ", \"threads\": " << r.threads << ", \"decode_ms\": " << r.decode_ms
-           << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"cancel_ms\": {\"p50\": " << p50
+           << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"reader_overhead_cpu_time_pct\": "
+           << r.overhead_cpu_pct << ", \"overhead_pairs\": " << r.pairs << ", \"cancel_ms\": {\"p50\": " << p50
            << ", \"p95\": " << percentile(r.lat, 0.95) << ", \"max\": " << max_of(r.lat)
            << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
            << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
