@@ -39,12 +39,7 @@ struct hooked_context {
 
 hooked_context make(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, lcs::node_trigger * trig = nullptr) {
     hooked_context h;
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    if (trig != nullptr) {
-        hp.chain      = lcs::node_trigger::eval_cb;
-        hp.chain_data = trig;
-    }
-    h.hook.reset(llama_cancel_hook_init(&hp));
+    h.hook = lcs::make_hook(trig != nullptr ? lcs::node_trigger::eval_cb : nullptr, trig);
     lcs::context_options opt;
     opt.n_batch  = n_batch;
     opt.n_ubatch = n_ubatch;
@@ -206,10 +201,7 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     };
     int8_t flag = 0;
     early e{&flag};
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    hp.chain      = early::cb;
-    hp.chain_data = &e;
-    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
+    lcs::hook_ptr hook = lcs::make_hook(early::cb, &e);
     lcs::context_options opt;
     opt.n_batch = opt.n_ubatch = n;
     opt.cb_eval      = llama_cancel_hook_eval_callback;

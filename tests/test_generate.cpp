@@ -26,12 +26,7 @@ struct setup {
 
 setup make(uint32_t n_batch, lcs::node_trigger * trig = nullptr) {
     setup s;
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    if (trig != nullptr) {
-        hp.chain      = lcs::node_trigger::eval_cb;
-        hp.chain_data = trig;
-    }
-    s.hook.reset(llama_cancel_hook_init(&hp));
+    s.hook = lcs::make_hook(trig != nullptr ? lcs::node_trigger::eval_cb : nullptr, trig);
     lcs::context_options opt;
     opt.n_batch = opt.n_ubatch = n_batch;
     opt.cb_eval      = llama_cancel_hook_eval_callback;

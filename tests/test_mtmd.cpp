@@ -59,19 +59,14 @@ struct trigger {
     }
 };
 
-using hook_ptr   = std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)>;
+using lcs::hook_ptr;
 struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
 using mtmd_ptr   = std::unique_ptr<mtmd_context, mtmd_deleter>;
 struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
 using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
 
 hook_ptr make_hook(trigger * trig) {
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    if (trig != nullptr) {
-        hp.chain      = trigger::cb;
-        hp.chain_data = trig;
-    }
-    return hook_ptr(llama_cancel_hook_init(&hp), llama_cancel_hook_free);
+    return lcs::make_hook(trig != nullptr ? trigger::cb : nullptr, trig);
 }
 
 // The host's side of binding: cb_eval and its user data in mtmd_context_params. Warmup off (speed).
@@ -155,8 +150,8 @@ std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chun
 struct setup {
     trigger          enc_trig, dec_trig;
     int8_t           flag = 0;
-    hook_ptr         enc_hook{nullptr, llama_cancel_hook_free};
-    hook_ptr         dec_hook{nullptr, llama_cancel_hook_free};
+    hook_ptr         enc_hook;
+    hook_ptr         dec_hook;
     mtmd_ptr         mctx;
     lcs::context_ptr lctx;
 

@@ -28,8 +28,6 @@ struct backend_options {
     float       interval_ms = 0; // hook checkpoint interval, 0 = the library's default
 };
 
-using hook_ptr = std::unique_ptr<llama_cancel_hook, decltype(&llama_cancel_hook_free)>;
-
 struct timed {
     int32_t status;
     double  ms;
@@ -132,7 +130,7 @@ int bench_backend_main(int argc, char ** argv) {
     lcs::context_ptr plain = lcs::make_context(model.get(), opt);
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.interval_ms = o.interval_ms;
-    hook_ptr hook(llama_cancel_hook_init(&hp), llama_cancel_hook_free);
+    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
     llama_context_params cp = llama_context_default_params();
     llama_cancel_hook_bind(hook.get(), &cp);
     opt.cb_eval      = cp.cb_eval;

@@ -72,10 +72,7 @@ int stress_main(int argc, char ** argv) {
     lcs::node_trigger trig;
     int8_t  flag = 0;
     trig.flag = &flag;
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    hp.chain      = lcs::node_trigger::eval_cb;
-    hp.chain_data = &trig;
-    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
+    lcs::hook_ptr hook = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
     lcs::context_options opt;
     opt.n_ctx        = static_cast<uint32_t>(o.n);
     opt.n_batch      = static_cast<uint32_t>(o.n);

@@ -42,6 +42,13 @@ void quiet_logs(bool errors_too) {
         errors_too ? nullptr : reinterpret_cast<void *>(1));
 }
 
+hook_ptr make_hook(ggml_backend_sched_eval_callback chain, void * chain_data) {
+    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+    hp.chain      = chain;
+    hp.chain_data = chain_data;
+    return hook_ptr(llama_cancel_hook_init(&hp));
+}
+
 bool node_trigger::eval_cb(ggml_tensor *, bool ask, void * data) {
     auto * t = static_cast<node_trigger *>(data);
     if (ask) {

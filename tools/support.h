@@ -28,6 +28,9 @@ void quiet_logs(bool errors_too = true);
 struct hook_deleter { void operator()(llama_cancel_hook * h) const { llama_cancel_hook_free(h); } };
 using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
 
+// A hook with the default interval and `chain` (may be NULL) as its chained eval callback.
+hook_ptr make_hook(ggml_backend_sched_eval_callback chain = nullptr, void * chain_data = nullptr);
+
 // Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to:
 // as an eval callback (a hook's chain) it asks for node number `at` and stores the byte once that
 // node is computed; as an abort callback it stores at call number `at`. Counts calls either way.
