@@ -39,12 +39,12 @@ class llama_context_params(C.Structure):
 
 class llama_cancel_decode_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p),
-                ("hook", C.c_void_p)]
+                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool)]
 
 
 class llama_cancel_decode_result(C.Structure):
     _fields_ = [("status", C.c_int32), ("decode_ret", C.c_int32), ("n_committed", C.c_int32),
-                ("message", C.c_char * 256)]
+                ("output_base", C.c_int32), ("message", C.c_char * 256)]
 
 
 def bind(cancel_path):

@@ -135,19 +135,34 @@ extern "C" {
         void *              abort_callback_data;
 
         // The hook bound to this context at creation (llama_cancel_hook_bind), or NULL for the CPU
-        // backend alone. With a hook the batch is decoded one ubatch per llama_decode call, so a
-        // graph stopped on a GPU-API, RPC or BLAS backend is rolled back exactly.
+        // backend alone. A graph the hook stopped on a GPU-API, RPC or BLAS backend is rolled back
+        // here (llama_decode itself reports it as success).
         struct llama_cancel_hook * hook;
+
+        // Where outputs may be read after LLAMA_CANCEL_OK. With a hook, or on a model with
+        // recurrent state (llama_model_is_recurrent / llama_model_is_hybrid), a stop can only be
+        // rolled back to the start of a llama_decode call, so a batch larger than n_ubatch is
+        // decoded one n_ubatch slice per call, and llama.cpp then holds only the last slice's outputs.
+        // - false (default): a batch that asks for any output is decoded whole (one call), so its
+        //   outputs read as after llama_decode, by batch index or negative index; a stop inside it
+        //   rolls the whole batch back (n_committed 0) in those two cases.
+        // - true: a batch whose outputs all lie in its last slice is sliced too (a stop keeps the
+        //   finished slices); read its outputs by negative index (llama_get_logits_ith(ctx, -1)) or
+        //   by batch index through llama_cancel_get_logits_ith / llama_cancel_get_embeddings_ith.
+        // A batch with outputs before its last slice, and pooled embeddings, are always decoded whole.
+        bool sliced_outputs;
     };
 
     struct llama_cancel_decode_result {
         int32_t status;      // enum llama_cancel_status, the same value the call returns
         int32_t decode_ret;  // what llama_decode returned (0 when it was not called)
         int32_t n_committed; // leading batch tokens now in memory: resume from batch index n_committed
+        int32_t output_base; // after LLAMA_CANCEL_OK, batch index of the last llama_decode call's first
+                             // token: output i is llama.cpp's index i - output_base (0 unless sliced)
         char    message[256]; // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
     };
 
-    // Defaults: no byte, no caller abort callback.
+    // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
 
     // Decodes `batch` on `ctx` while honouring the byte at params->flag: through the abort callback
@@ -161,8 +176,14 @@ extern "C" {
     //   n_committed: the committed ubatches are not computed again.
     // - Errors (NULL ctx, a batch larger than n_batch, a failed llama_decode): LLAMA_CANCEL_ERROR
     //   with result->message; memory is as llama_decode leaves it for that error.
-    // - With a hook, outputs (logits) requested before the batch's last ubatch are kept only when
-    //   the batch is decoded whole; such a batch is then rolled back whole when a graph stops.
+    // - Memory after a cancel, on every memory kind (KV cache, sliding window, recurrent, hybrid):
+    //   byte for byte what a clean decode of the committed tokens leaves. A KV cache keeps each
+    //   finished ubatch of a batch decoded whole; with a hook or recurrent state the committed part
+    //   ends at a slice boundary (see sliced_outputs). For models with recurrent state the call
+    //   copies each touched sequence's recurrent state (llama_state_seq_get_data_ext,
+    //   LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) before each llama_decode call to put it back on a stop;
+    //   should that fail, LLAMA_CANCEL_ERROR says which sequence was cleared (empty and usable).
+    // - Outputs after LLAMA_CANCEL_OK: see sliced_outputs; llama_cancel_get_logits_ith always works.
     // On return the context's abort callback is params->abort_callback again. `params` NULL means
     // the defaults. `result` and `n_committed_seq` may be NULL; n_committed_seq, when given, holds
     // `n_seq` counters indexed by sequence id, each set to that sequence's committed batch tokens.
@@ -173,6 +194,20 @@ extern "C" {
             struct llama_cancel_decode_result       * result,
             int32_t                                 * n_committed_seq,
             int32_t                                   n_seq);
+
+    // Output i (a batch index, or negative from the last output) of the batch that `result`
+    // describes, after llama_cancel_decode returned LLAMA_CANCEL_OK into it: llama_get_logits_ith /
+    // llama_get_embeddings_ith shifted by result->output_base. NULL when the decode was not OK, when
+    // the batch did not ask for output i, or when ctx is NULL; `result` NULL reads llama.cpp's index
+    // i as is. Valid until the next decode on ctx; owned by ctx. Call it on the context's thread.
+    LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(
+            struct llama_context                    * ctx,
+            const struct llama_cancel_decode_result * result,
+            int32_t                                   i);
+    LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(
+            struct llama_context                    * ctx,
+            const struct llama_cancel_decode_result * result,
+            int32_t                                   i);
 
     //
     // Token loop

@@ -2,6 +2,7 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "memory_checkpoint.h"
 #include "status.h"
 
 #include <algorithm>
@@ -107,11 +108,6 @@ std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vec
     return pos;
 }
 
-struct outcome {
-    int32_t ret     = 0;     // the last llama_decode's return
-    bool    stopped = false; // the byte (or the hook) stopped the batch before its end
-};
-
 // Tokens [a, a + n) of `batch`, sharing its arrays.
 llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
     llama_batch s = batch;
@@ -125,63 +121,102 @@ llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_emb
     return s;
 }
 
-// Outputs requested before the last ubatch would be lost by decoding one ubatch per call.
-bool outputs_before(const llama_batch & batch, int32_t end) {
+// Index of the first output the batch asks for; n_tokens when none. With batch.logits NULL,
+// llama.cpp outputs the last token, or every token in an embeddings context (whose embeddings
+// buffer exists from its creation on: that is how one is recognised here).
+int32_t first_output(llama_context * ctx, const llama_batch & batch) {
     if (batch.logits == nullptr) {
-        return false;
+        return llama_get_embeddings(ctx) != nullptr ? 0 : batch.n_tokens - 1;
     }
-    for (int32_t i = 0; i < end; ++i) {
+    for (int32_t i = 0; i < batch.n_tokens; ++i) {
         if (batch.logits[i] != 0) {
-            return true;
+            return i;
         }
     }
-    return false;
+    return batch.n_tokens;
 }
 
-// Removes what tokens [a, n_tokens) may have written: the positions from each sequence's first
-// position among them on. Used when a stopped graph left garbage cells that llama_decode kept.
-void forget(llama_context * ctx, const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t a) {
-    const int32_t n_seq_max = static_cast<int32_t>(llama_n_seq_max(ctx));
-    std::vector<llama_pos> first(n_seq_max, -1);
-    for (int32_t i = a; i < batch.n_tokens; ++i) {
-        for (int32_t k = 0; k < seq_count(batch, i); ++k) {
-            llama_pos & f = first[seq_of(batch, i, k)];
-            f = f < 0 ? pos[i] : std::min(f, pos[i]);
-        }
-    }
-    llama_memory_t mem = llama_get_memory(ctx);
-    for (llama_seq_id s = 0; s < n_seq_max; ++s) {
-        if (first[s] >= 0) {
-            llama_memory_seq_rm(mem, s, first[s], -1);
-        }
-    }
-}
+// How one call decodes its batch.
+struct decode_plan {
+    int32_t step         = 0;     // tokens per llama_decode call: the whole batch, or n_ubatch
+    bool    own_rollback = false; // a stopped call is undone here (hook, or recurrent state)
+    bool    with_state   = false; // ... with the partial-state snapshot that needs
+};
 
-// Runs llama_decode. With a hook, one ubatch per call: the hook's stopped state then names the
-// exact ubatch whose graph is garbage, and the byte is also checked between ubatches.
-outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
-                   const std::vector<llama_pos> & pos) {
-    outcome o;
+// Slices of n_ubatch tokens (one llama_decode each) let a stop roll back to a slice boundary where
+// llama.cpp's own rollback is not exact: a graph stopped by the hook still returns 0, and a
+// recurrent state is overwritten in place. llama.cpp keeps only the last call's outputs, so a
+// batch is sliced only when no output is lost, and when outputs would move to other indices only
+// if the caller reads them through the result (sliced_outputs). Pooled embeddings need the batch whole.
+decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p) {
+    decode_plan plan;
+    plan.step         = batch.n_tokens;
+    plan.with_state   = llama_cancel::memory_checkpoint::needs_state(ctx);
+    plan.own_rollback = p.hook != nullptr || plan.with_state;
     const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
-    const bool    whole    = p.hook == nullptr || batch.n_tokens <= n_ubatch ||
-                       outputs_before(batch, batch.n_tokens - (batch.n_tokens - 1) % n_ubatch - 1);
-    const int32_t step     = whole ? batch.n_tokens : n_ubatch;
-    const int32_t n_embd   = llama_model_n_embd_inp(llama_get_model(ctx));
-    for (int32_t a = 0; a < batch.n_tokens; a += step) {
+    if (!plan.own_rollback || batch.n_tokens <= n_ubatch || llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
+        return plan;
+    }
+    const int32_t last_start = (batch.n_tokens - 1) / n_ubatch * n_ubatch;
+    const int32_t first      = first_output(ctx, batch);
+    if (first < last_start || (first < batch.n_tokens && !p.sliced_outputs)) {
+        return plan;
+    }
+    plan.step = n_ubatch;
+    return plan;
+}
+
+// Sequences that tokens [a, a + n) belong to, each once.
+std::vector<llama_seq_id> seqs_in(const llama_batch & batch, int32_t a, int32_t n) {
+    std::vector<llama_seq_id> seqs;
+    for (int32_t i = a; i < a + n; ++i) {
+        for (int32_t k = 0; k < seq_count(batch, i); ++k) {
+            const llama_seq_id s = seq_of(batch, i, k);
+            if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) {
+                seqs.push_back(s);
+            }
+        }
+    }
+    return seqs;
+}
+
+struct outcome {
+    int32_t ret        = 0;     // the last llama_decode's return
+    bool    stopped    = false; // the byte (or the hook) stopped the batch before its end
+    int32_t last_start = 0;     // batch index of the last llama_decode call's first token
+    char    error[200] = {0};   // a snapshot or rollback that failed
+};
+
+// Runs the plan's llama_decode calls; the byte is also checked between them.
+outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
+                   const decode_plan & plan) {
+    outcome o;
+    llama_cancel::memory_checkpoint checkpoint;
+    const int32_t n_embd = llama_model_n_embd_inp(llama_get_model(ctx));
+    for (int32_t a = 0; a < batch.n_tokens; a += plan.step) {
         if (a > 0 && llama_cancel::flag_is_set(p.flag)) {
             o.stopped = true;
             break;
         }
-        llama_cancel_hook_reset(p.hook);
-        o.ret = llama_decode(ctx, slice(batch, a, std::min(step, batch.n_tokens - a), n_embd));
-        if (llama_cancel_hook_stopped(p.hook)) {
-            llama_synchronize(ctx); // the graph's later splits may still run on an asynchronous backend
-            forget(ctx, batch, pos, a);
-            o.stopped = true;
+        const int32_t n = std::min(plan.step, batch.n_tokens - a);
+        if (plan.own_rollback && !checkpoint.capture(ctx, seqs_in(batch, a, n), plan.with_state)) {
+            std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d", a);
             break;
         }
-        if (o.ret != 0) {
-            o.stopped = o.ret == 2;
+        llama_cancel_hook_reset(p.hook);
+        o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
+        o.last_start = a;
+        const bool hook_stopped = llama_cancel_hook_stopped(p.hook);
+        // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph the hook stopped (which
+        // returns 0) and a recurrent state are put back here, to the start of this call.
+        llama_seq_id failed = -1;
+        if ((hook_stopped || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
+            std::snprintf(o.error, sizeof(o.error),
+                          "could not restore the state of sequence %d after the stop; that sequence was cleared",
+                          failed);
+        }
+        if (hook_stopped || o.ret != 0) {
+            o.stopped = hook_stopped || o.ret == 2;
             break;
         }
     }
@@ -191,7 +226,9 @@ outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_c
 } // namespace
 
 extern "C" llama_cancel_decode_params llama_cancel_decode_default_params(void) {
-    return llama_cancel_decode_params{nullptr, nullptr, nullptr, nullptr};
+    llama_cancel_decode_params p{};
+    p.sliced_outputs = false;
+    return p;
 }
 
 extern "C" const char * llama_cancel_status_str(int32_t status) {
@@ -204,6 +241,73 @@ extern "C" const char * llama_cancel_status_str(int32_t status) {
 }
 
 namespace {
+
+std::vector<llama_pos> seq_pos_max(llama_context * ctx) {
+    llama_memory_t mem = llama_get_memory(ctx);
+    std::vector<llama_pos> pos(llama_n_seq_max(ctx), -1);
+    for (size_t s = 0; s < pos.size(); ++s) {
+        pos[s] = llama_memory_seq_pos_max(mem, static_cast<llama_seq_id>(s));
+    }
+    return pos;
+}
+
+// A token is committed when every sequence it belongs to holds its position in memory now.
+// Returns the committed prefix; fills the per-sequence counts when asked.
+int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> & pos, bool all,
+                        const std::vector<llama_pos> & before, const std::vector<llama_pos> & after,
+                        int32_t * n_committed_seq, int32_t n_seq) {
+    int32_t n_prefix = 0;
+    bool    prefix   = true;
+    for (int32_t i = 0; i < batch.n_tokens; ++i) {
+        bool committed = true;
+        for (int32_t k = 0; k < seq_count(batch, i) && !all; ++k) {
+            const llama_seq_id s = seq_of(batch, i, k);
+            committed = committed && pos[i] > before[s] && pos[i] <= after[s];
+        }
+        prefix = prefix && committed;
+        n_prefix += prefix ? 1 : 0;
+        for (int32_t k = 0; k < seq_count(batch, i) && committed && n_committed_seq != nullptr; ++k) {
+            const llama_seq_id s = seq_of(batch, i, k);
+            if (s < n_seq) {
+                n_committed_seq[s]++;
+            }
+        }
+    }
+    return n_prefix;
+}
+
+// Puts back the caller's abort callback and the hook's byte however the call ends.
+struct callbacks_guard {
+    llama_context *                    ctx;
+    const llama_cancel_decode_params & p;
+    chained_abort                      chain;
+    const int8_t *                     hook_flag;
+
+    callbacks_guard(llama_context * c, const llama_cancel_decode_params & params)
+        : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data},
+          hook_flag(llama_cancel_hook_get_flag(p.hook)) {
+        if (p.abort_callback != nullptr) {
+            llama_set_abort_callback(ctx, chained_abort_callback, &chain);
+        } else {
+            // The exported reader itself: what FFI hosts register, and what the benchmark measures.
+            llama_set_abort_callback(ctx, llama_cancel_abort_callback, const_cast<int8_t *>(p.flag));
+        }
+        llama_cancel_hook_set_flag(p.hook, p.flag);
+    }
+    ~callbacks_guard() {
+        llama_cancel_hook_set_flag(p.hook, hook_flag);
+        llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
+    }
+    callbacks_guard(const callbacks_guard &) = delete;
+    callbacks_guard & operator=(const callbacks_guard &) = delete;
+};
+
+int32_t status_of(const outcome & o) {
+    if (o.error[0] != 0 || (o.ret != 0 && o.ret != 2)) {
+        return LLAMA_CANCEL_ERROR;
+    }
+    return o.stopped ? LLAMA_CANCEL_CANCELLED : LLAMA_CANCEL_OK;
+}
 
 int32_t decode(
         llama_context                    * ctx,
@@ -230,87 +334,49 @@ int32_t decode(
         return LLAMA_CANCEL_ERROR;
     }
     const llama_cancel_decode_params p = params != nullptr ? *params : llama_cancel_decode_default_params();
-
     if (llama_cancel::flag_is_set(p.flag)) {
-        if (result != nullptr) {
-            result->status = LLAMA_CANCEL_CANCELLED;
-        }
+        llama_cancel::set_status(result, LLAMA_CANCEL_CANCELLED, "%s", "");
         return LLAMA_CANCEL_CANCELLED;
     }
 
-    llama_memory_t mem = llama_get_memory(ctx);
-    const int32_t n_seq_max = static_cast<int32_t>(llama_n_seq_max(ctx));
-    std::vector<llama_pos> pos_max_before(n_seq_max, -1);
-    for (llama_seq_id s = 0; s < n_seq_max; ++s) {
-        pos_max_before[s] = llama_memory_seq_pos_max(mem, s);
+    const std::vector<llama_pos> before = seq_pos_max(ctx);
+    const std::vector<llama_pos> pos    = token_positions(batch, before);
+    outcome o;
+    {
+        callbacks_guard guard(ctx, p);
+        o = run_decode(ctx, batch, p, make_plan(ctx, batch, p));
     }
-    const std::vector<llama_pos> pos = token_positions(batch, pos_max_before);
-
-    // Puts back the caller's abort callback and the hook's byte however the call ends.
-    struct restore {
-        llama_context *                    ctx;
-        const llama_cancel_decode_params & p;
-        const int8_t *                     hook_flag;
-        ~restore() {
-            llama_cancel_hook_set_flag(p.hook, hook_flag);
-            llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
-        }
-    } restore_on_exit{ctx, p, llama_cancel_hook_get_flag(p.hook)};
-
-    chained_abort chain{p.flag, p.abort_callback, p.abort_callback_data};
-    if (p.abort_callback != nullptr) {
-        llama_set_abort_callback(ctx, chained_abort_callback, &chain);
-    } else {
-        // The exported reader itself: what FFI hosts register, and what the benchmark measures.
-        llama_set_abort_callback(ctx, llama_cancel_abort_callback, const_cast<int8_t *>(p.flag));
-    }
-    llama_cancel_hook_set_flag(p.hook, p.flag);
-    const outcome o   = run_decode(ctx, batch, p, pos);
-    const int32_t ret = o.ret;
-
-    std::vector<llama_pos> pos_max_after(n_seq_max, -1);
-    for (llama_seq_id s = 0; s < n_seq_max; ++s) {
-        pos_max_after[s] = llama_memory_seq_pos_max(mem, s);
-    }
-
-    // A token is committed when every sequence it belongs to holds its position in memory now.
-    int32_t n_prefix = 0;
-    bool    prefix   = true;
-    for (int32_t i = 0; i < batch.n_tokens; ++i) {
-        bool committed = !o.stopped && ret == 0;
-        if (!committed) {
-            committed = true;
-            for (int32_t k = 0; k < seq_count(batch, i); ++k) {
-                const llama_seq_id s = seq_of(batch, i, k);
-                committed = committed && pos[i] > pos_max_before[s] && pos[i] <= pos_max_after[s];
-            }
-        }
-        prefix = prefix && committed;
-        n_prefix += prefix ? 1 : 0;
-        if (committed && n_committed_seq != nullptr) {
-            for (int32_t k = 0; k < seq_count(batch, i); ++k) {
-                const llama_seq_id s = seq_of(batch, i, k);
-                if (s < n_seq) {
-                    n_committed_seq[s]++;
-                }
-            }
-        }
-    }
-
-    int32_t status = LLAMA_CANCEL_ERROR;
-    if (ret == 0 || ret == 2) {
-        status = o.stopped ? LLAMA_CANCEL_CANCELLED : LLAMA_CANCEL_OK;
-    }
+    const int32_t status = status_of(o);
+    const int32_t n_prefix = count_committed(batch, pos, status == LLAMA_CANCEL_OK, before, seq_pos_max(ctx),
+                                             n_committed_seq, n_seq);
     if (result != nullptr) {
-        result->decode_ret  = ret;
-        result->n_committed = n_prefix;
         result->status      = status;
-        if (status == LLAMA_CANCEL_ERROR) {
-            std::snprintf(result->message, sizeof(result->message), "llama_decode returned %d: %s", ret,
-                          decode_error_str(ret));
+        result->decode_ret  = o.ret;
+        result->n_committed = n_prefix;
+        result->output_base = status == LLAMA_CANCEL_OK ? o.last_start : 0;
+        if (o.error[0] != 0) {
+            std::snprintf(result->message, sizeof(result->message), "%s", o.error);
+        } else if (status == LLAMA_CANCEL_ERROR) {
+            std::snprintf(result->message, sizeof(result->message), "llama_decode returned %d: %s", o.ret,
+                          decode_error_str(o.ret));
         }
     }
     return status;
+}
+
+// Output i of the batch that `result` describes, as llama.cpp indexes it after the last call.
+template <typename Get> const float * output_ith(llama_context * ctx, const llama_cancel_decode_result * result,
+                                                 int32_t i, Get get) {
+    if (ctx == nullptr) {
+        return nullptr;
+    }
+    if (result == nullptr || i < 0) {
+        return get(ctx, i);
+    }
+    if (result->status != LLAMA_CANCEL_OK || i >= result->n_committed || i < result->output_base) {
+        return nullptr;
+    }
+    return get(ctx, i - result->output_base);
 }
 
 } // namespace
@@ -322,16 +388,23 @@ extern "C" int32_t llama_cancel_decode(
         llama_cancel_decode_result       * result,
         int32_t                          * n_committed_seq,
         int32_t                            n_seq) {
-    // No exception crosses the C ABI: the only ones possible here are allocation failures.
+    // No exception crosses the C ABI: the only ones possible here are allocation failures. The
+    // guard has put the caller's abort callback and the hook's byte back by the time one lands here.
     try {
         return decode(ctx, batch, params, result, n_committed_seq, n_seq);
     } catch (const std::exception & e) {
-        if (ctx != nullptr) {
-            llama_set_abort_callback(ctx, params != nullptr ? params->abort_callback : nullptr,
-                                     params != nullptr ? params->abort_callback_data : nullptr);
-            // the hook's own byte is restored too (the exception may have left the call's byte in it)
-
-        }
         return fail(result, "internal error: %s", e.what());
+    } catch (...) {
+        return fail(result, "internal error");
     }
+}
+
+extern "C" const float * llama_cancel_get_logits_ith(llama_context * ctx, const llama_cancel_decode_result * result,
+                                                     int32_t i) {
+    return output_ith(ctx, result, i, llama_get_logits_ith);
+}
+
+extern "C" const float * llama_cancel_get_embeddings_ith(llama_context * ctx,
+                                                         const llama_cancel_decode_result * result, int32_t i) {
+    return output_ith(ctx, result, i, llama_get_embeddings_ith);
 }

@@ -67,8 +67,9 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     auto next_pos = [&] { return llama_memory_seq_pos_max(mem, p.seq_id) + 1; };
 
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag = p.flag;
-    dp.hook = p.hook;
+    dp.flag           = p.flag;
+    dp.hook           = p.hook;
+    dp.sliced_outputs = true; // the loop samples the last output by negative index
     llama_cancel_decode_result dr;
 
     auto finish = [&](int32_t status, int32_t reason) {

@@ -9,6 +9,7 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "memory_checkpoint.h"
 #include "status.h"
 
 #include "mtmd.h"
@@ -91,6 +92,15 @@ struct eval_state {
     slice_batch &                    batch;
 };
 
+// Text and embedding decodes: the chunk's last output is read by negative index (llama_get_logits_ith(-1)).
+llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p) {
+    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+    dp.flag           = p.flag;
+    dp.hook           = p.decode_hook;
+    dp.sliced_outputs = true;
+    return dp;
+}
+
 chunk_outcome eval_text(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
     size_t n = 0;
     const llama_token * tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
@@ -100,9 +110,7 @@ chunk_outcome eval_text(eval_state & s, const mtmd_input_chunk * chunk, llama_po
     if (tokens == nullptr) {
         return chunk_fail("text chunk without tokens");
     }
-    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag = s.p.flag;
-    dp.hook = s.p.decode_hook;
+    const llama_cancel_decode_params dp = decode_params(s.p);
     llama_cancel_decode_result dr;
     const int32_t n_tokens = static_cast<int32_t>(n);
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
@@ -172,9 +180,7 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
         llama_set_causal_attn(s.lctx, false);
         causal.ctx = s.lctx;
     }
-    llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag = s.p.flag;
-    dp.hook = s.p.decode_hook;
+    const llama_cancel_decode_params dp = decode_params(s.p);
     llama_cancel_decode_result dr;
     const size_t n_embd = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
@@ -240,8 +246,11 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
 
     slice_batch batch(n_batch, p.seq_id);
     eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch};
-    llama_memory_t mem = llama_get_memory(lctx);
-    llama_pos      pos = n_past;
+    llama_pos   pos = n_past;
+    // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
+    // recurrent state on models that have one).
+    llama_cancel::memory_checkpoint checkpoint;
+    const bool with_state = llama_cancel::memory_checkpoint::needs_state(lctx);
     for (size_t i = first_chunk; i < n_chunks; ++i) {
         if (llama_cancel::flag_is_set(p.flag)) {
             if (r != nullptr) {
@@ -252,6 +261,9 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         const mtmd_input_chunk * chunk       = mtmd_input_chunks_get(chunks, i);
         const bool               output_last = p.logits_last && i + 1 == n_chunks;
         chunk_outcome            o;
+        if (!checkpoint.capture(lctx, {p.seq_id}, with_state)) {
+            return fail(r, "chunk %zu: could not copy the recurrent state of sequence %d", i, p.seq_id);
+        }
         try {
             o = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT ? eval_text(s, chunk, pos, output_last)
                                                                                : eval_media(s, chunk, pos, output_last);
@@ -260,8 +272,11 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         }
         if (o.status != LLAMA_CANCEL_OK) {
             // Chunk granularity: whatever this chunk wrote goes, so that memory ends at a boundary.
-            llama_synchronize(lctx);
-            llama_memory_seq_rm(mem, p.seq_id, pos, -1);
+            llama_seq_id failed = -1;
+            if (!checkpoint.restore(lctx, &failed)) {
+                return fail(r, "chunk %zu: could not restore the state of sequence %d after the stop; that "
+                               "sequence was cleared", i, failed);
+            }
             if (r != nullptr) {
                 r->status = o.status;
                 if (o.status == LLAMA_CANCEL_ERROR) {

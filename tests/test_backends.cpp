@@ -156,8 +156,9 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
     auto h = make(g->model.get(), n, u, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
-    p.hook = h.hook.get();
+    p.flag           = &flag;
+    p.hook           = h.hook.get();
+    p.sliced_outputs = true; // the last logits are read by negative index
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
     lcs::seq_batch b(prompt, 0, n, 0);

@@ -92,7 +92,8 @@ int stress_main(int argc, char ** argv) {
     // the eval hook (the trigger chained behind it).
     auto params_for = [&](int mode) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = &flag;
+        p.flag           = &flag;
+        p.sliced_outputs = true; // logits are read by negative index: stops keep finished slices
         if (mode == 0) {
             p.abort_callback      = lcs::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
@@ -195,8 +196,9 @@ int stress_main(int argc, char ** argv) {
             for (int attempt = 0; committed < o.n && attempt < 10000; ++attempt) {
                 trig.at = -1;
                 llama_cancel_decode_params p = llama_cancel_decode_default_params();
-                p.flag = &flag;
-                p.hook = k % 2 == 0 ? nullptr : hook.get();
+                p.flag           = &flag;
+                p.hook           = k % 2 == 0 ? nullptr : hook.get();
+                p.sliced_outputs = true;
                 llama_cancel_decode_result r;
                 lcs::seq_batch b(prompt, committed, o.n - committed, committed);
                 const int32_t st = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0);

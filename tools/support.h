@@ -57,6 +57,7 @@ struct context_options {
     int32_t  n_threads = 2;
     uint32_t n_seq_max = 1;
     bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
+    bool     embeddings  = false;
     ggml_backend_sched_eval_callback cb_eval      = nullptr;
     void *                           cb_eval_data = nullptr;
 };
@@ -73,6 +74,8 @@ class seq_batch {
     seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
               llama_seq_id seq = 0);
     llama_batch get();
+    // Asks (or not) for the output of batch index i.
+    void set_output(int32_t i, bool on) { logits_.at(i) = on ? 1 : 0; }
   private:
     std::vector<llama_token>    token_;
     std::vector<llama_pos>      pos_;
