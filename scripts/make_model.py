@@ -1,40 +1,75 @@
 #!/usr/bin/env python3
-"""Write a synthetic llama-architecture GGUF model for tests and benchmarks.
+"""Write a synthetic GGUF model (llama, mamba, mamba2, lfm2, qwen35 or gemma3) for tests and benchmarks.
 
 The weights are seeded random numbers (numpy default_rng), the vocabulary is a
-made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one: <unk>, <s>, </s>,
-the 256 byte tokens <0x00>..<0xFF>, then deterministic text pieces. The same
-arguments give a byte-identical file. The model means nothing; it only loads and
-decodes in llama.cpp (checked against Debian's llama.cpp 0.7.0).
+made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for every
+architecture: <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then deterministic
+text pieces. The same arguments give a byte-identical file. The model means nothing; it
+only loads and decodes in llama.cpp (checked against Debian's llama.cpp 0.7.0). The
+per-architecture hyperparameters, tensors and presets are in model_archs.py.
 
-    make_model.py OUT.gguf [--preset tiny|bench] [--n-embd N] [--n-layer N] [--n-ff N]
-                  [--n-head N] [--n-head-kv N] [--n-vocab N] [--n-ctx-train N]
-                  [--seed N] [--type f32|f16]
+    make_model.py OUT.gguf [--arch ARCH] [--preset tiny|bench] [--n-embd N] [--n-layer N]
+                  [--n-ff N] [--n-head N] [--n-head-kv N] [--n-vocab N] [--n-ctx-train N]
+                  [--d-state N] [--attn-every N] [--n-swa N] [--seed N] [--type f32|f16]
 
-Presets (explicit flags override them):
-  tiny  (default)  n_embd 64, n_layer 2, n_ff 128, n_head 4, n_vocab 512, f32: about 0.5 MB,
-                   loads and decodes in milliseconds. n_vocab is 512, not 256, since the
-                   SPM vocabulary needs 3 special + 256 byte tokens before any text piece.
-  bench            n_embd 512, n_layer 8, n_ff 1536, n_head 8, n_vocab 4096, f16: 63 MB,
-                   about 1.5 s to write. One 256-token batch (n_batch = n_ubatch = 256)
-                   decodes in about 270-390 ms on 2 threads with Debian's CPU backend alone
-                   (measured on its zen4 build; f32 is ~5-10% slower, 6 layers 200-290 ms).
+Architectures (--arch; a flag that an architecture does not read is an error):
+  llama   (default) attention + SwiGLU. --arch llama writes the same bytes as before --arch
+          existed.
+  mamba   Mamba-1, pure recurrent: d_inner 2 n_embd, conv kernel 4, dt_rank n_embd/16,
+          state --d-state.
+  mamba2  Mamba-2, pure recurrent: d_inner 2 n_embd in heads of 64, one group, state --d-state.
+  lfm2    hybrid: every --attn-every-th layer GQA attention, the others gated short
+          convolutions (L_cache 3).
+  qwen35  hybrid: every --attn-every-th layer gated full attention (partial M-RoPE), the others
+          gated delta-net linear attention with n_head value heads and n_head_kv key heads
+          of --d-state each.
+  gemma3  attention only: every --attn-every-th layer full, the others sliding-window
+          (--n-swa tokens), sandwich norms, GELU FFN.
+
+Presets (explicit flags override them; every preset has n_vocab 512 for tiny, 4096 for bench,
+since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece):
+  tiny  (default)  f32, 0.5-0.9 MB, a 256-token batch decodes in 5-15 ms on 2 threads.
+                   llama:  n_embd 64, n_layer 2, n_ff 128, n_head 4.
+                   mamba:  n_embd 64, n_layer 2, d_state 16.
+                   mamba2: n_embd 64, n_layer 2, d_state 32 (2 heads).
+                   lfm2:   n_embd 64, n_layer 4 (conv, attn, conv, attn), n_ff 128, 4/2 heads.
+                   qwen35: n_embd 64, n_layer 4 (delta, attn, delta, attn), n_ff 128, 4/2 heads,
+                           d_state 16.
+                   gemma3: n_embd 64, n_layer 4 (swa, full, swa, full), n_ff 128, 4/2 heads,
+                           n_swa 32.
+  bench            f16, 36-63 MB, 1-1.5 s to write. One 256-token batch (n_batch = n_ubatch =
+                   256, or n_ubatch 64) decodes in about 260-360 ms on 2 threads with Debian's
+                   CPU backend alone (measured on its zen4 build, best of 5; the llama one in
+                   270-390 ms over many runs; f32 is ~5-10% slower). "state" is
+                   llama_state_seq_get_size_ext(PARTIAL_ONLY) after the batch: the recurrent
+                   state, or for gemma3 the sliding-window cells.
+                   llama:  n_embd 512, n_layer 8, n_ff 1536, n_head 8: 63 MB.
+                   mamba:  n_embd 512, n_layer 8, d_state 16: 36 MB, state 0.6 MB.
+                   mamba2: n_embd 512, n_layer 12, d_state 64 (16 heads): 48 MB, state 3.3 MB.
+                   lfm2:   n_embd 512, n_layer 8 (4 attn), n_ff 1536, 8/4 heads: 61 MB,
+                           state 16 KB.
+                   qwen35: n_embd 512, n_layer 8 (2 attn), n_ff 1536, 8/4 heads, d_state 64:
+                           63 MB, state 0.86 MB.
+                   gemma3: n_embd 512, n_layer 8 (2 full), n_ff 1536, 8/4 heads, n_swa 32:
+                           59 MB, state 0.2 MB.
                    With Debian's BLAS backend on the reference libblas3 it is ~10x slower:
                    unload BLAS, as tools/support.cpp does.
+
+Checked with Debian's libllama 0.7.0 for every architecture and preset: loads, decodes a
+256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after it, logits finite
+(max |logit| about 3-4), the last logits depend on the earlier tokens. llama_model_is_recurrent:
+mamba, mamba2; llama_model_is_hybrid: lfm2, qwen35.
 """
 
 import argparse
 import sys
 
-import numpy as np
 import gguf
 
 import gguf_files
+import model_archs
+from model_archs import ARCHS
 
-PRESETS = {
-    "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_vocab=512, type="f32"),
-    "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_vocab=4096, type="f16"),
-}
 DEFAULTS = dict(n_head_kv=None, n_ctx_train=2048, seed=1)
 
 N_SPECIAL = 3                   # <unk>, <s>, </s>
@@ -107,65 +142,82 @@ def make_vocab(n_vocab):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="Write a synthetic llama GGUF model with seeded random weights and an SPM vocabulary.")
+        description="Write a synthetic GGUF model with seeded random weights and an SPM vocabulary.")
     p.add_argument("out", metavar="OUT.gguf", help="output file (written atomically via OUT.tmp)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="tiny",
+    p.add_argument("--arch", choices=list(ARCHS), default="llama", help="architecture (default llama)")
+    p.add_argument("--preset", choices=("tiny", "bench"), default="tiny",
                    help="size preset (default tiny); explicit flags override it")
     p.add_argument("--n-embd", type=int)
     p.add_argument("--n-layer", type=int)
     p.add_argument("--n-ff", type=int)
     p.add_argument("--n-head", type=int)
-    p.add_argument("--n-head-kv", type=int, help="default: n-head (no GQA)")
+    p.add_argument("--n-head-kv", type=int, help="default: n-head (no GQA), or the preset's")
     p.add_argument("--n-vocab", type=int, help="at least %d (specials + byte tokens + 1)" % (N_FIXED + 1))
     p.add_argument("--n-ctx-train", type=int)
+    p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2; qwen35: delta-net head size)")
+    p.add_argument("--attn-every", type=int,
+                   help="every N-th layer is full attention, the others recurrent (lfm2, qwen35) "
+                        "or sliding-window (gemma3)")
+    p.add_argument("--n-swa", type=int, help="sliding window (gemma3)")
     p.add_argument("--seed", type=int)
     p.add_argument("--type", choices=["f32", "f16"], help="type of the 2-D weights (norms stay f32)")
     a = p.parse_args(argv)
 
-    cfg = dict(DEFAULTS, **PRESETS[a.preset])
-    for k in list(cfg) + ["n_head_kv"]:
+    spec = ARCHS[a.arch]
+    keys = model_archs.COMMON + spec["keys"]
+    cfg = dict(DEFAULTS, **spec["presets"][a.preset])
+    for k in keys:
         v = getattr(a, k)
         if v is not None:
             cfg[k] = v
-    if cfg["n_head_kv"] is None:
+    for k in vars(a):
+        if k not in keys and k not in ("out", "arch", "preset") and getattr(a, k) is not None:
+            p.error("--%s does not apply to --arch %s" % (k.replace("_", "-"), a.arch))
+    if "n_head_kv" in keys and cfg.get("n_head_kv") is None:
         cfg["n_head_kv"] = cfg["n_head"]
+    cfg = {k: cfg[k] for k in keys}
+    cfg["arch"] = a.arch
 
     def need(ok, msg):
         if not ok:
             p.error(msg)
-    for k in ("n_embd", "n_layer", "n_ff", "n_head", "n_head_kv", "n_ctx_train"):
-        need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
+    for k in keys:
+        if k not in ("seed", "type"):
+            need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
     need(cfg["seed"] >= 0, "--seed must be >= 0")
-    need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
-    need((cfg["n_embd"] // cfg["n_head"]) % 2 == 0, "the head size n-embd/n-head must be even (rope)")
-    need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
     need(cfg["n_vocab"] > N_FIXED, "--n-vocab must be at least %d" % (N_FIXED + 1))
+    if "n_head" in keys:
+        need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
+        need((cfg["n_embd"] // cfg["n_head"]) % 2 == 0, "the head size n-embd/n-head must be even (rope)")
+        need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
+    if a.arch == "mamba2":
+        need(cfg["n_embd"] % 32 == 0, "--n-embd must be a multiple of 32 (mamba2 heads)")
+    if a.arch == "qwen35":
+        need((cfg["n_embd"] // cfg["n_head"]) % 8 == 0, "the head size n-embd/n-head must be a multiple of 8 (qwen35 rope)")
+    if "attn_every" in keys:
+        need(cfg["n_layer"] >= cfg["attn_every"], "--n-layer must be at least --attn-every "
+             "(the model needs both kinds of layers)")
+        need(cfg["attn_every"] >= 2, "--attn-every must be >= 2 (the model needs both kinds of layers)")
     return a.out, cfg
 
 
 def build(path, cfg):
-    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
-    n_head, n_head_kv, n_vocab = cfg["n_head"], cfg["n_head_kv"], cfg["n_vocab"]
-    head_dim = n_embd // n_head
-    wtype = np.float16 if cfg["type"] == "f16" else np.float32
+    spec = ARCHS[cfg["arch"]]
     ftype = gguf.LlamaFileType.MOSTLY_F16 if cfg["type"] == "f16" else gguf.LlamaFileType.ALL_F32
 
-    arch = gguf.MODEL_ARCH.LLAMA
-    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
-    w.add_name("llama-cancel synthetic %dx%d seed %d" % (n_layer, n_embd, cfg["seed"]))
+    w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[spec["arch"]])
+    arch_tag = "" if cfg["arch"] == "llama" else cfg["arch"] + " "
+    w.add_name("llama-cancel synthetic %s%dx%d seed %d" % (arch_tag, cfg["n_layer"], cfg["n_embd"], cfg["seed"]))
     w.add_context_length(cfg["n_ctx_train"])
-    w.add_embedding_length(n_embd)
-    w.add_block_count(n_layer)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
-    w.add_rope_dimension_count(head_dim)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_freq_base(10000.0)
-    w.add_vocab_size(n_vocab)
+    w.add_embedding_length(cfg["n_embd"])
+    w.add_block_count(cfg["n_layer"])
+    # The architecture's hyperparameters and tensors. The writer keeps keys in the order they
+    # are added and writes every tensor after them, so the vocabulary keys can come later.
+    spec["build"](w, model_archs.Weights(w, cfg), cfg)
+    w.add_vocab_size(cfg["n_vocab"])
     w.add_file_type(int(ftype))
 
-    tokens, scores, types = make_vocab(n_vocab)
+    tokens, scores, types = make_vocab(cfg["n_vocab"])
     w.add_tokenizer_model("llama")
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
@@ -177,34 +229,6 @@ def build(path, cfg):
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
     w.add_add_space_prefix(True)
-
-    # numpy shapes are ggml's ne reversed: a matrix that maps n_in -> n_out is (n_out, n_in).
-    rng = np.random.default_rng(cfg["seed"])
-    std_out = 0.02 / np.sqrt(2.0 * n_layer)   # residual-stream writers, as in GPT-2 init
-
-    def name(t, bid=None):
-        return gguf.TENSOR_NAMES[t].format(bid=bid) + ".weight"
-
-    def mat(rows, cols, std):
-        return (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(std)).astype(wtype)
-
-    def ones():
-        return np.ones(n_embd, dtype=np.float32)
-
-    T = gguf.MODEL_TENSOR
-    w.add_tensor(name(T.TOKEN_EMBD), mat(n_vocab, n_embd, 1.0))  # rms-normed right away
-    for b in range(n_layer):
-        w.add_tensor(name(T.ATTN_NORM, b), ones())
-        w.add_tensor(name(T.ATTN_Q, b), mat(n_head * head_dim, n_embd, 0.02))
-        w.add_tensor(name(T.ATTN_K, b), mat(n_head_kv * head_dim, n_embd, 0.02))
-        w.add_tensor(name(T.ATTN_V, b), mat(n_head_kv * head_dim, n_embd, 0.02))
-        w.add_tensor(name(T.ATTN_OUT, b), mat(n_embd, n_head * head_dim, std_out))
-        w.add_tensor(name(T.FFN_NORM, b), ones())
-        w.add_tensor(name(T.FFN_GATE, b), mat(n_ff, n_embd, 0.02))
-        w.add_tensor(name(T.FFN_UP, b), mat(n_ff, n_embd, 0.02))
-        w.add_tensor(name(T.FFN_DOWN, b), mat(n_embd, n_ff, std_out))
-    w.add_tensor(name(T.OUTPUT_NORM), ones())
-    w.add_tensor(name(T.OUTPUT), mat(n_vocab, n_embd, 1.0 / np.sqrt(n_embd)))  # logits ~ N(0, 1)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
