@@ -3,20 +3,36 @@
 set(VISION_MMPROJ ${MODELS_DIR}/mmproj-vision-tiny.gguf)
 set(AUDIO_MMPROJ ${MODELS_DIR}/mmproj-audio-tiny.gguf)
 
+# Text models with recurrent state of the same width, so that the projectors serve them too.
+set(SMALL_LFM2_MODEL ${MODELS_DIR}/small-lfm2.gguf)
+set(SMALL_MAMBA_MODEL ${MODELS_DIR}/small-mamba.gguf)
+
 add_test(NAME make_mmproj
-    COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_MMPROJ} --kind vision --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${AUDIO_MMPROJ} --kind audio --n-embd-text 256")
+    COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_MMPROJ} --kind vision --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${AUDIO_MMPROJ} --kind audio --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_LFM2_MODEL} --arch lfm2 --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_MAMBA_MODEL} --arch mamba --n-embd 256")
 set_tests_properties(make_mmproj PROPERTIES FIXTURES_SETUP mmproj FIXTURES_REQUIRED models)
 
 add_executable(test_mtmd test_mtmd.cpp)
 target_include_directories(test_mtmd PRIVATE ${MTMD_INCLUDE_DIR})
 target_link_libraries(test_mtmd PRIVATE llama-cancel-support GTest::gtest_main ${MTMD_LIBRARY})
 
-# One process per projector kind, so that they run in parallel.
-foreach(kind vision audio)
-    add_test(NAME test_mtmd_${kind} COMMAND test_mtmd --gtest_filter=*/${kind})
-    set_tests_properties(test_mtmd_${kind} PROPERTIES
-        FIXTURES_REQUIRED "models;mmproj"
-        ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ};LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
+# One process per projector kind and text model, so that they run in parallel: the llama text
+# model (KV cache), and an lfm2 (hybrid) and a mamba (recurrent) one for chunk rollback of
+# recurrent state.
+foreach(text llama lfm2 mamba)
+    if(text STREQUAL "llama")
+        set(text_model ${SMALL_MODEL})
+        set(suffix "")
+    else()
+        string(TOUPPER ${text} TEXT)
+        set(text_model ${SMALL_${TEXT}_MODEL})
+        set(suffix "_${text}")
+    endif()
+    foreach(kind vision audio)
+        add_test(NAME test_mtmd_${kind}${suffix} COMMAND test_mtmd --gtest_filter=*/${kind})
+        set_tests_properties(test_mtmd_${kind}${suffix} PROPERTIES
+            FIXTURES_REQUIRED "models;mmproj"
+            ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${text_model};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ};LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
+    endforeach()
 endforeach()
 
 # The CLI with an image and an audio file.

@@ -1,0 +1,314 @@
+// A cancel leaves exactly the committed tokens in memory, on every memory kind llama.cpp has: KV
+// cache (llama), sliding window (gemma3), recurrent (mamba, mamba2) and hybrid (lfm2, qwen35).
+//
+// One model per process (LLAMA_CANCEL_MODEL), on one backend setup (LLAMA_CANCEL_BACKEND: cpu by
+// default, vulkan, rpc1). The reference for "what a clean decode of the committed tokens leaves" is
+// a fresh context that decodes them with plain llama_decode, one n_ubatch slice per call (the ubatch
+// boundaries every path here shares), compared byte for byte through llama_state_seq_get_data.
+// Stops are triggered at a chosen graph node, so no test depends on timing.
+#include "support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string env(const char * name) {
+    const char * v = std::getenv(name);
+    return v != nullptr ? v : "";
+}
+
+struct fixture {
+    std::string        backend;
+    lcs::backend_setup setup;
+    lcs::model_ptr     model;
+};
+fixture * g = nullptr;
+
+constexpr int k_n = 256; // batch tokens
+constexpr int k_u = 64;  // n_ubatch: four slices
+
+bool on_cpu() { return g->backend == "cpu"; }
+
+// A context of n_batch k_n, n_ubatch k_u; a hook bound the way hosts bind it when given.
+lcs::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
+    llama_context_params cp = llama_context_default_params();
+    llama_cancel_hook_bind(hook, &cp);
+    lcs::context_options opt;
+    opt.n_ctx        = 1024;
+    opt.n_batch      = k_n;
+    opt.n_ubatch     = k_u;
+    opt.n_seq_max    = n_seq_max;
+    opt.offload_kqv  = !on_cpu();
+    opt.cb_eval      = cp.cb_eval;
+    opt.cb_eval_data = cp.cb_eval_user_data;
+    return lcs::make_context(g->model.get(), opt);
+}
+
+std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
+    std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, s));
+    buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), s));
+    return buf;
+}
+
+// Plain llama_decode of prompt[first, first + n) at its own positions, one k_u slice per call.
+void decode_plain(llama_context * ctx, const std::vector<llama_token> & prompt, int first, int n) {
+    for (int a = first; a < first + n; a += k_u) {
+        const int k = std::min(k_u, first + n - a);
+        lcs::seq_batch b(prompt, a, k, a);
+        ASSERT_EQ(llama_decode(ctx, b.get()), 0) << "reference decode at " << a;
+    }
+}
+
+void expect_same_state(const std::vector<uint8_t> & got, const std::vector<uint8_t> & want, const std::string & what) {
+    EXPECT_EQ(got, want) << what;
+}
+
+void expect_same_logits(const std::vector<float> & got, const std::vector<float> & want, const std::string & what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+}
+
+struct reference {
+    std::vector<uint8_t> state; // sequence 0 after `n` tokens
+    std::vector<float>   logits; // last logits after all k_n tokens
+};
+
+reference clean(const std::vector<llama_token> & prompt, int n) {
+    reference r;
+    auto ctx = context(nullptr);
+    decode_plain(ctx.get(), prompt, 0, n);
+    r.state = seq_state(ctx.get(), 0);
+    decode_plain(ctx.get(), prompt, n, k_n - n);
+    r.logits = lcs::last_logits(ctx.get());
+    return r;
+}
+
+// Graph nodes of one k_u slice: abort-callback calls (CPU) or eval-callback asks (any backend).
+int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
+    lcs::node_trigger count;
+    int8_t unused = 0;
+    count.flag = &unused;
+    lcs::hook_ptr hook = lcs::make_hook(asks ? lcs::node_trigger::eval_cb : nullptr, &count);
+    auto ctx = context(asks ? hook.get() : nullptr);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.hook = asks ? hook.get() : nullptr;
+    if (!asks) {
+        p.abort_callback      = lcs::node_trigger::abort_cb;
+        p.abort_callback_data = &count;
+    }
+    lcs::seq_batch b(prompt, 0, k_u, 0);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    return count.calls;
+}
+
+} // namespace
+
+class MemoryKinds : public ::testing::TestWithParam<bool> {
+  protected:
+    // Decodes k_n tokens through llama_cancel_decode with a stop inside the third slice's graph
+    // (through the hook when `hooked`, else the abort callback), checks the memory against a clean
+    // decode of the committed tokens, then resumes and checks the final logits bit for bit.
+    void cancel_and_resume(bool hooked, bool sliced, uint32_t seed) {
+        if (!hooked && !on_cpu()) {
+            GTEST_SKIP() << "ggml calls the abort callback on the CPU backend only";
+        }
+        auto prompt = lcs::make_prompt(g->model.get(), k_n, seed);
+        const int per_slice = nodes_per_slice(prompt, hooked);
+        ASSERT_GT(per_slice, 8);
+
+        lcs::node_trigger trig;
+        int8_t flag = 0;
+        trig.flag = &flag;
+        trig.at   = 2 * per_slice + per_slice / 2;
+        lcs::hook_ptr hook = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
+        auto ctx = context(hooked ? hook.get() : nullptr);
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag           = &flag;
+        p.sliced_outputs = sliced;
+        p.hook           = hooked ? hook.get() : nullptr;
+        if (!hooked) {
+            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback_data = &trig;
+        }
+        llama_cancel_decode_result r;
+        int32_t per_seq[1] = {-1};
+        lcs::seq_batch b(prompt, 0, k_n, 0);
+        ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
+        ASSERT_GE(trig.calls, trig.at) << "the stop landed";
+        EXPECT_EQ(per_seq[0], r.n_committed);
+        EXPECT_EQ(r.n_committed % k_u, 0) << "whole slices only";
+        if (sliced) {
+            EXPECT_EQ(r.n_committed, 2 * k_u) << "the two finished slices are kept";
+        }
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), r.n_committed - 1);
+
+        const reference want = clean(prompt, r.n_committed);
+        expect_same_state(seq_state(ctx.get(), 0), want.state,
+                          "memory differs from a clean decode of " + std::to_string(r.n_committed) + " tokens");
+        flag    = 0;
+        trig.at = -1;
+        lcs::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
+        llama_cancel_decode_result r2;
+        ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r2, nullptr, 0), LLAMA_CANCEL_OK) << r2.message;
+        expect_same_logits(lcs::last_logits(ctx.get()), want.logits, "resumed logits differ");
+    }
+};
+
+TEST_P(MemoryKinds, AbortCallbackStopIsRolledBackExactly) { cancel_and_resume(false, GetParam(), 21); }
+
+TEST_P(MemoryKinds, HookStopIsRolledBackExactly) { cancel_and_resume(true, GetParam(), 22); }
+
+INSTANTIATE_TEST_SUITE_P(Outputs, MemoryKinds, ::testing::Values(false, true),
+                         [](const auto & info) { return info.param ? "sliced" : "whole"; });
+
+TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
+    auto prompt = lcs::make_prompt(g->model.get(), k_n, 23);
+    auto ctx = context(nullptr);
+    decode_plain(ctx.get(), prompt, 0, k_u);
+    const auto before = seq_state(ctx.get(), 0);
+    int8_t flag = 1;
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = &flag;
+    llama_cancel_decode_result r;
+    lcs::seq_batch b(prompt, k_u, k_n - k_u, k_u);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(seq_state(ctx.get(), 0), before) << "the same context's bytes, untouched";
+}
+
+// Two sequences in one batch: per-sequence counts stay true and each sequence holds exactly what
+// a clean decode of the same finished slices leaves.
+TEST(MemoryKind, TwoSequencesInOneBatch) {
+    const int per = k_n / 2;
+    auto prompt = lcs::make_prompt(g->model.get(), per, 24);
+    std::vector<llama_token> tokens;
+    std::vector<llama_pos> pos;
+    std::vector<llama_seq_id> seq_ids;
+    for (int i = 0; i < per; ++i) { // interleaved: every slice holds both sequences
+        for (llama_seq_id s = 0; s < 2; ++s) {
+            tokens.push_back(prompt[(i + 17 * s) % per]);
+            pos.push_back(i);
+            seq_ids.push_back(s);
+        }
+    }
+    std::vector<int32_t> n_seq_id(k_n, 1);
+    std::vector<llama_seq_id *> seq_ptr(k_n);
+    std::vector<int8_t> logits(k_n, 0);
+    for (int i = 0; i < k_n; ++i) {
+        seq_ptr[i] = &seq_ids[i];
+    }
+    logits[k_n - 2] = logits[k_n - 1] = 1;
+    auto batch_of = [&](int a, int n) {
+        return llama_batch{n, tokens.data() + a, nullptr, pos.data() + a, n_seq_id.data() + a, seq_ptr.data() + a,
+                           logits.data() + a};
+    };
+
+    const bool hooked = !on_cpu();
+    const int per_slice = nodes_per_slice(tokens, hooked);
+    lcs::node_trigger trig;
+    int8_t flag = 0;
+    trig.flag = &flag;
+    trig.at   = 2 * per_slice + per_slice / 2;
+    lcs::hook_ptr hook = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
+    auto ctx = context(hooked ? hook.get() : nullptr, 2);
+    ASSERT_NE(ctx, nullptr);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag           = &flag;
+    p.sliced_outputs = true;
+    p.hook           = hooked ? hook.get() : nullptr;
+    if (!hooked) {
+        p.abort_callback      = lcs::node_trigger::abort_cb;
+        p.abort_callback_data = &trig;
+    }
+    llama_cancel_decode_result r;
+    int32_t per_seq[2] = {-1, -1};
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), batch_of(0, k_n), &p, &r, per_seq, 2), LLAMA_CANCEL_CANCELLED)
+        << r.message;
+    EXPECT_EQ(r.n_committed, 2 * k_u);
+    for (llama_seq_id s = 0; s < 2; ++s) {
+        EXPECT_EQ(per_seq[s], k_u) << "sequence " << s;
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), per_seq[s] - 1) << "sequence " << s;
+    }
+    auto ref = context(nullptr, 2);
+    for (int a = 0; a < r.n_committed; a += k_u) {
+        ASSERT_EQ(llama_decode(ref.get(), batch_of(a, k_u)), 0);
+    }
+    for (llama_seq_id s = 0; s < 2; ++s) {
+        expect_same_state(seq_state(ctx.get(), s), seq_state(ref.get(), s), "sequence " + std::to_string(s));
+    }
+}
+
+// The token loop stopped in its prefill resumes to the same tokens as an uninterrupted run.
+TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
+    auto prompt = lcs::make_prompt(g->model.get(), k_n, 25);
+    const int n_predict = 8;
+    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+    gp.n_predict = n_predict;
+
+    std::vector<llama_token> want(n_predict), got(n_predict);
+    {
+        auto ctx = context(nullptr);
+        llama_cancel_generate_result r;
+        ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data(), k_n, &gp, want.data(), n_predict, &r),
+                  LLAMA_CANCEL_OK) << r.message;
+    }
+    const int per_slice = nodes_per_slice(prompt, true);
+    lcs::node_trigger trig;
+    int8_t flag = 0;
+    trig.flag = &flag;
+    trig.at   = 2 * per_slice + per_slice / 2;
+    lcs::hook_ptr hook = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
+    auto ctx = context(hook.get());
+    gp.flag = &flag;
+    gp.hook = hook.get();
+    llama_cancel_generate_result r;
+    ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data(), k_n, &gp, got.data(), n_predict, &r),
+              LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_prompt_committed, 2 * k_u);
+    EXPECT_EQ(r.n_past, 2 * k_u);
+    EXPECT_EQ(r.n_generated, 0);
+
+    flag    = 0;
+    trig.at = -1;
+    ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data() + r.n_past, k_n - r.n_past, &gp, got.data(), n_predict,
+                                    &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(got, want);
+}
+
+int main(int argc, char ** argv) {
+    ::testing::InitGoogleTest(&argc, argv);
+    fixture s;
+    g = &s;
+    s.backend = env("LLAMA_CANCEL_BACKEND").empty() ? "cpu" : env("LLAMA_CANCEL_BACKEND");
+    const std::string model = env("LLAMA_CANCEL_MODEL");
+    if (model.empty()) {
+        std::fprintf(stderr, "set LLAMA_CANCEL_MODEL to a model from scripts/make_model.py\n");
+        return 2;
+    }
+    lcs::quiet_logs();
+    if (!lcs::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
+        return 1;
+    }
+    s.model = s.setup.load(model, -1);
+    if (!s.model) {
+        std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());
+        return 1;
+    }
+    std::printf("%s on %s: recurrent %d, hybrid %d\n", model.c_str(), s.backend.c_str(),
+                llama_model_is_recurrent(s.model.get()), llama_model_is_hybrid(s.model.get()));
+    // Byte-exact comparisons need a backend that computes the same bytes twice.
+    const auto prompt = lcs::make_prompt(s.model.get(), k_n, 1);
+    if (clean(prompt, 2 * k_u).state != clean(prompt, 2 * k_u).state) {
+        std::fprintf(stderr, "two clean decodes differ on %s: this backend cannot run this model reliably\n",
+                     s.backend.c_str());
+        return 1;
+    }
+    const int rc = RUN_ALL_TESTS();
+    s.model.reset();
+    return rc;
+}
