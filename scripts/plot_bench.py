@@ -20,7 +20,8 @@ def main(path):
     rows = data["rows"]
     backends = [b for b in data.get("backends", []) if "llama_cancel_ms" in b]
     mtmd = [m for m in data.get("mtmd", []) if "encode_ms" in m]
-    fig, axes = plt.subplots(1, 4, figsize=(22, 5.5))
+    memory = [m for m in data.get("memory_kinds", []) if "prefill_ms" in m]
+    fig, axes = plt.subplots(1, 5, figsize=(27, 5.5))
 
     ax = axes[0]
     labels = [f"b{r['batch']} t{r['threads']}" for r in rows]
@@ -87,12 +88,38 @@ def main(path):
         ax.legend()
     ax.set_title("Multimodal (mtmd): cancel latency")
 
+    plot_memory(axes[4], memory)
+
     fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
                  f"{data['cores']} cores, {data['runs']} runs")
     fig.tight_layout()
     out = os.path.splitext(path)[0] + ".png"
     fig.savefig(out, dpi=110)
     print(f"saved {out}")
+
+
+def plot_memory(ax, memory):
+    """Exact rollback's cost per memory kind: the snapshot's share (from its copy time) and the
+    paired overhead with its spread, prefill and single tokens."""
+    if memory:
+        x = range(len(memory))
+        for dx, key, color, label in ((-0.2, "prefill_overhead_sliced_pct", "#92c5de", "prefill, sliced"),
+                                      (0.2, "token_overhead_pct", "#d6604d", "single tokens")):
+            med = [m[key]["median"] for m in memory]
+            err = [[m[key]["median"] - m[key]["min"] for m in memory], [m[key]["max"] - m[key]["median"] for m in memory]]
+            ax.errorbar([i + dx for i in x], med, yerr=err, fmt="o", color=color, capsize=3,
+                        label=f"{label}: paired overhead, median [min, max]")
+        ax.scatter([i - 0.2 for i in x], [m["snapshot_share_prefill_pct"] for m in memory], marker="x", color="black",
+                   zorder=3, label="snapshot share (copy time / decode)")
+        ax.scatter([i + 0.2 for i in x], [m["snapshot_share_token_pct"] for m in memory], marker="x", color="black",
+                   zorder=3)
+        ax.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="target 1%")
+        ax.axhline(0.0, color="black", linewidth=0.5)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([f"{m['arch']}\n{m['memory']}\n{m['snapshot_bytes'] / 1e3:.0f} kB" for m in memory])
+        ax.set_ylabel("cost with the byte at 0, %")
+        ax.legend(fontsize=7)
+    ax.set_title("Memory kinds: exact rollback's cost")
 
 
 if __name__ == "__main__":

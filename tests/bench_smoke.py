@@ -9,7 +9,8 @@ import sys
 
 exe, model, out = sys.argv[1:4]
 subprocess.run([exe, "bench", "--model", model, "--runs", "2", "--batches", "32,64", "--threads", "1",
-                "--backends", "rpc", "--no-mtmd", "--json", out], check=True)
+                "--backends", "rpc", "--no-mtmd", "--archs", "mamba,lfm2", "--arch-preset", "tiny", "--json", out],
+               check=True)
 with open(out) as f:
     data = json.load(f)
 rows = data["rows"]
@@ -28,6 +29,14 @@ for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_t
 backends = data["backends"]
 assert [b["backend"] for b in backends] == ["rpc"], backends
 assert "error" not in backends[0] and backends[0]["llama_cancel_ms"]["cancelled"] >= 0, backends
+memory = data["memory_kinds"]
+assert [m["arch"] for m in memory] == ["mamba", "lfm2"], memory
+for m in memory:
+    assert m["rollback_exact"] is True and m["snapshot_bytes"] > 0, m
+    for key in ("snapshot_copy_ms", "prefill_ms", "snapshot_share_prefill_pct", "token_ms"):
+        assert isinstance(m[key], (int, float)), key
+    assert isinstance(m["prefill_overhead_sliced_pct"]["median"], (int, float)), m
+assert data["memory_rollback_exact"] is True
 png = out[:-len(".json")] + ".png"
 assert os.path.getsize(png) > 10000, "no plot next to the JSON"
 print("bench smoke: ok")

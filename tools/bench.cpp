@@ -32,6 +32,9 @@ struct options {
     std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas"};
     int              backend_batch = 128;
     bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
+    // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
+    std::vector<std::string> archs = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
+    std::string              arch_preset = "bench"; // make_model.py preset of those models
     int              runs = 10;
     uint32_t         seed = 42;
 };
@@ -51,7 +54,8 @@ void usage() {
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
                  "                          [--backends vulkan,vulkan-1t,rpc,blas|none] [--backend-batch 128]\n"
-                 "                          [--no-mtmd]\n"
+                 "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
+                 "                          [--arch-preset bench|tiny]\n"
                  "\n"
                  "Without --model, generates (once) and uses the built-in synthetic model.\n");
 }
@@ -355,6 +359,53 @@ int run_self(const std::vector<std::string> & args, const std::string & backend)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::string take_json(const std::string & path);
+
+// Where the generated models live: models/ beside this executable.
+std::string models_dir() {
+    char exe[PATH_MAX] = {0};
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    std::string dir = n > 0 ? std::string(exe, n) : std::string("./llama-cancel");
+    return dir.substr(0, dir.find_last_of('/')) + "/models/";
+}
+
+// Memory-kind rows, each in its own process, on the generated bench model of each architecture
+// (written once into `dir`). Returns their JSON objects; *ok is false when a rollback was not exact.
+std::vector<std::string> memory_rows(const options & opt, const std::string & dir, bool * ok) {
+    std::vector<std::string> out;
+    *ok = true;
+    if (opt.archs.empty()) {
+        return out;
+    }
+    std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
+                "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
+                "share is its measured copy time per slice (per token) over the decode\n\n", 2, opt.runs);
+    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | sliced overhead "
+                "| whole overhead | token ms | snap share | token overhead | committed | exact |\n");
+    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|----------------:"
+                "|---------------:|---------:|-----------:|---------------:|----------:|:------|\n");
+    std::fflush(stdout);
+    for (const std::string & arch : opt.archs) {
+        const std::string model = dir + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
+        const std::string tmp   = opt.json + ".memory-" + arch + ".tmp";
+        std::remove(tmp.c_str());
+        int rc = lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, model, opt.arch_preset, arch) ? 0 : 1;
+        if (rc == 0) {
+            rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
+                           tmp}, "");
+        }
+        std::string j = take_json(tmp);
+        if (j.empty()) {
+            std::printf("| %-7s | skipped: the row failed (exit %d), see the messages above |\n", arch.c_str(), rc);
+            j = "{\"arch\": \"" + json_escape(arch) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
+        }
+        *ok = *ok && rc == 0 && j.find("\"rollback_exact\": true") != std::string::npos;
+        out.push_back(j);
+    }
+    std::printf("\ntargets (memory kinds): rollback exact on every row: %s\n", *ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
 // Reads, trims and deletes the JSON object a child row wrote; empty when there is none.
 std::string take_json(const std::string & path) {
     std::ifstream in(path);
@@ -399,6 +450,17 @@ int bench_main(int argc, char ** argv) {
                     opt.backends.push_back(item);
                 }
             }
+        } else if (a == "--archs") {
+            opt.archs.clear();
+            std::stringstream ss(next());
+            std::string item;
+            while (std::getline(ss, item, ',')) {
+                if (!item.empty() && item != "none") {
+                    opt.archs.push_back(item);
+                }
+            }
+        } else if (a == "--arch-preset") {
+            opt.arch_preset = next();
         } else if (a == "--no-mtmd") {
             opt.mtmd = false;
         } else if (a == "--backend-batch") {
@@ -424,11 +486,7 @@ int bench_main(int argc, char ** argv) {
     }
 
     if (opt.model.empty()) {
-        char exe[PATH_MAX] = {0};
-        const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        std::string dir = n > 0 ? std::string(exe, n) : std::string("./llama-cancel");
-        dir = dir.substr(0, dir.find_last_of('/'));
-        opt.model = dir + "/models/bench.gguf";
+        opt.model = models_dir() + "bench.gguf";
         if (!lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, opt.model, "bench")) {
             return 1;
         }
@@ -564,6 +622,9 @@ int bench_main(int argc, char ** argv) {
     }
 #endif
 
+    bool memory_ok = true;
+    const std::vector<std::string> memory_json = memory_rows(opt, models_dir(), &memory_ok);
+
     std::ofstream js(opt.json);
     js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
        << "\", \"n_params\": " << llama_model_n_params(model.get()) << "},\n";
@@ -604,7 +665,12 @@ int bench_main(int argc, char ** argv) {
         js << (i ? ",\n    " : "\n    ") << mtmd_json[i];
     }
     js << (mtmd_json.empty() ? "]" : "\n  ]") << ",\n  \"mtmd_targets_met\": " << (mtmd_ok ? "true" : "false")
-       << "\n}\n";
+       << ",\n  \"memory_kinds\": [";
+    for (size_t i = 0; i < memory_json.size(); ++i) {
+        js << (i ? ",\n    " : "\n    ") << memory_json[i];
+    }
+    js << (memory_json.empty() ? "]" : "\n  ]") << ",\n  \"memory_rollback_exact\": "
+       << (memory_ok ? "true" : "false") << "\n}\n";
     js.close();
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());

@@ -7,6 +7,9 @@ int bench_main(int argc, char ** argv);
 // `llama-cancel bench-backend NAME`: one backend row (vulkan, rpc, blas), in its own process.
 int bench_backend_main(int argc, char ** argv);
 
+// `llama-cancel bench-memory --model PATH`: one memory-kind row (rollback cost), in its own process.
+int bench_memory_main(int argc, char ** argv);
+
 // `llama-cancel generate`: generation from a prompt that Ctrl-C stops at once.
 int generate_main(int argc, char ** argv);
 

@@ -12,6 +12,7 @@ static void usage() {
                  "  bench           measure cancel latency and overhead (default: built-in synthetic model)\n"
                  "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
                  "  bench-mtmd      one multimodal row of the benchmark (vision, audio); bench runs it\n"
+                 "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
                  "\n"
@@ -36,6 +37,9 @@ int main(int argc, char ** argv) {
     }
     if (std::strcmp(argv[1], "generate") == 0) {
         return generate_main(argc - 1, argv + 1);
+    }
+    if (std::strcmp(argv[1], "bench-memory") == 0) {
+        return bench_memory_main(argc - 1, argv + 1);
     }
     if (std::strcmp(argv[1], "bench-backend") == 0) {
         return bench_backend_main(argc - 1, argv + 1);

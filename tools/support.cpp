@@ -155,13 +155,15 @@ int run_command(const std::vector<std::string> & args) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset) {
+bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
+                  const std::string & arch) {
     struct stat st{};
     if (stat(path.c_str(), &st) == 0) {
         return true;
     }
-    std::fprintf(stderr, "generating the synthetic '%s' model at %s ...\n", preset.c_str(), path.c_str());
-    if (run_command({"python3", generator, path, "--preset", preset}) != 0) {
+    std::fprintf(stderr, "generating the synthetic %s '%s' model at %s ...\n", arch.c_str(), preset.c_str(),
+                 path.c_str());
+    if (run_command({"python3", generator, path, "--preset", preset, "--arch", arch}) != 0) {
         std::fprintf(stderr, "error: %s failed to generate %s\n", generator.c_str(), path.c_str());
         return false;
     }

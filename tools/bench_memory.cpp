@@ -1,0 +1,289 @@
+// One memory-kind row of the benchmark (`llama-cancel bench-memory --model PATH`), in its own
+// process: what exact rollback costs on a model's memory (KV cache, sliding window, recurrent,
+// hybrid). With the byte at 0 it measures llama_cancel_decode against plain llama_decode, paired
+// and alternated, for a prefill in n_ubatch slices (a partial-state snapshot before each slice on
+// models with recurrent state) and for single-token decodes (one snapshot per token); the snapshot
+// itself (bytes, copy and restore times); and checks one cancel against a clean decode.
+#include "bench_util.h"
+#include "commands.h"
+#include "support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct memory_options {
+    std::string model;
+    std::string json;
+    int         runs    = 10;
+    int         batch   = 256;
+    int         ubatch  = 64;
+    int         prefix  = 64; // tokens in memory before each timed decode, so that a state exists
+    int         tokens  = 32; // single-token decodes per timed block
+    int         threads = 2;
+};
+
+bool parse(int argc, char ** argv, memory_options & o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
+            return false;
+        }
+        const char * v = argv[++i];
+        if (a == "--model") {
+            o.model = v;
+        } else if (a == "--json") {
+            o.json = v;
+        } else if (a == "--runs") {
+            o.runs = std::atoi(v);
+        } else if (a == "--threads") {
+            o.threads = std::atoi(v);
+        } else {
+            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
+            return false;
+        }
+    }
+    if (o.model.empty() || o.runs < 3 || o.threads < 1) {
+        std::fprintf(stderr, "usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--json OUT]\n");
+        return false;
+    }
+    return true;
+}
+
+std::vector<uint8_t> seq_state(llama_context * ctx) {
+    std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, 0));
+    buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), 0));
+    return buf;
+}
+
+struct ratio_stats {
+    double median = 0, lo = 0, hi = 0; // of ours/plain - 1, in %
+};
+
+ratio_stats pct(std::vector<double> ratios) {
+    ratio_stats s;
+    s.median = (lcs::percentile(ratios, 0.5) - 1.0) * 100.0;
+    s.lo     = (lcs::percentile(ratios, 0.0) - 1.0) * 100.0;
+    s.hi     = (lcs::percentile(ratios, 1.0) - 1.0) * 100.0;
+    return s;
+}
+
+class memory_bench {
+  public:
+    memory_bench(const memory_options & o, llama_model * model) : o_(o), model_(model) {
+        prompt_ = lcs::make_prompt(model, o.prefix + o.batch + o.tokens, 7);
+        lcs::context_options opt;
+        opt.n_ctx     = 1024;
+        opt.n_batch   = static_cast<uint32_t>(o.batch);
+        opt.n_ubatch  = static_cast<uint32_t>(o.ubatch);
+        opt.n_threads = o.threads;
+        ctx_          = lcs::make_context(model, opt);
+        if (ctx_) {
+            lcs::seq_batch b(prompt_, 0, o.prefix, 0);
+            ok_ = llama_decode(ctx_.get(), b.get()) == 0;
+            prefix_state_ = seq_state(ctx_.get());
+        }
+    }
+    bool ok() const { return ok_; }
+
+    // ms of one prefill after the prefix: plain (mode 0), ours sliced (1), ours whole (2).
+    double prefill(int mode) {
+        reset();
+        lcs::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
+        const double t0 = lcs::now_ms();
+        decode(b.get(), mode);
+        return lcs::now_ms() - t0;
+    }
+
+    // ms per token of o.tokens single-token decodes after the prefix: plain (0) or ours (1).
+    double tokens(int mode) {
+        reset();
+        const double t0 = lcs::now_ms();
+        for (int i = 0; i < o_.tokens; ++i) {
+            lcs::seq_batch b(prompt_, o_.prefix + i, 1, o_.prefix + i);
+            decode(b.get(), mode);
+        }
+        return (lcs::now_ms() - t0) / o_.tokens;
+    }
+
+    // Median ms of copying (`copy`) or writing back the partial state of sequence 0 after the prefix.
+    double snapshot_ms(bool copy, size_t * bytes) {
+        reset();
+        std::vector<uint8_t> buf(llama_state_seq_get_size_ext(ctx_.get(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY));
+        *bytes = llama_state_seq_get_data_ext(ctx_.get(), buf.data(), buf.size(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+        std::vector<double> t;
+        for (int i = 0; i < 50; ++i) {
+            const double t0 = lcs::now_ms();
+            if (copy) {
+                llama_state_seq_get_data_ext(ctx_.get(), buf.data(), buf.size(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+            } else {
+                llama_state_seq_set_data_ext(ctx_.get(), buf.data(), *bytes, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+            }
+            t.push_back(lcs::now_ms() - t0);
+        }
+        return lcs::percentile(t, 0.5);
+    }
+
+    // One sliced prefill stopped at 80% of its graph nodes (a first pass counts them): true when
+    // memory then equals a clean decode of the committed tokens, byte for byte.
+    bool rollback_exact(int * committed) {
+        lcs::node_trigger count;
+        int8_t flag = 0;
+        count.flag = &flag;
+        reset();
+        run_with(count, &flag);
+        count.at    = count.calls * 4 / 5;
+        count.calls = 0;
+        flag        = 0;
+        reset();
+        llama_cancel_decode_result r = run_with(count, &flag);
+        *committed = r.n_committed;
+        if (r.status != LLAMA_CANCEL_CANCELLED) {
+            return false;
+        }
+        const std::vector<uint8_t> got = seq_state(ctx_.get());
+        reset();
+        for (int a = 0; a < r.n_committed; a += o_.ubatch) {
+            lcs::seq_batch b(prompt_, o_.prefix + a, std::min(o_.ubatch, r.n_committed - a), o_.prefix + a);
+            llama_decode(ctx_.get(), b.get());
+        }
+        return got == seq_state(ctx_.get());
+    }
+
+  private:
+    void reset() {
+        llama_memory_clear(llama_get_memory(ctx_.get()), true);
+        llama_state_seq_set_data(ctx_.get(), prefix_state_.data(), prefix_state_.size(), 0);
+    }
+
+    void decode(llama_batch b, int mode) {
+        if (mode == 0) {
+            llama_decode(ctx_.get(), b);
+            return;
+        }
+        int8_t flag = 0;
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag           = &flag;
+        p.sliced_outputs = mode == 1;
+        llama_cancel_decode(ctx_.get(), b, &p, nullptr, nullptr, 0);
+    }
+
+    llama_cancel_decode_result run_with(lcs::node_trigger & trig, int8_t * flag) {
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag                = flag;
+        p.sliced_outputs      = true;
+        p.abort_callback      = lcs::node_trigger::abort_cb;
+        p.abort_callback_data = &trig;
+        llama_cancel_decode_result r;
+        lcs::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
+        llama_cancel_decode(ctx_.get(), b.get(), &p, &r, nullptr, 0);
+        return r;
+    }
+
+    const memory_options &   o_;
+    llama_model *            model_;
+    lcs::context_ptr         ctx_;
+    std::vector<llama_token> prompt_;
+    std::vector<uint8_t>     prefix_state_;
+    bool                     ok_ = false;
+};
+
+// Paired ratios ours/plain, alternating which runs first; ms of the plain runs in *plain_ms.
+template <typename Run> std::vector<double> paired(int runs, Run run, int mode, double * plain_ms) {
+    std::vector<double> ratios, plain;
+    run(0);
+    run(mode); // warm-up
+    for (int i = 0; i < runs; ++i) {
+        double a = 0, b = 0;
+        if (i % 2 == 0) {
+            a = run(0);
+            b = run(mode);
+        } else {
+            b = run(mode);
+            a = run(0);
+        }
+        ratios.push_back(b / a);
+        plain.push_back(a);
+    }
+    *plain_ms = lcs::percentile(plain, 0.5);
+    return ratios;
+}
+
+std::string stats_json(const ratio_stats & s) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "{\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}", s.median, s.lo, s.hi);
+    return buf;
+}
+
+} // namespace
+
+int bench_memory_main(int argc, char ** argv) {
+    memory_options o;
+    if (!parse(argc, argv, o)) {
+        return 2;
+    }
+    lcs::quiet_logs();
+    lcs::load_backends();
+    lcs::model_ptr model = lcs::load_model(o.model);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
+        return 1;
+    }
+    memory_bench b(o, model.get());
+    if (!b.ok()) {
+        std::fprintf(stderr, "error: cannot decode on %s\n", o.model.c_str());
+        return 1;
+    }
+    char arch[64] = {0};
+    llama_model_meta_val_str(model.get(), "general.architecture", arch, sizeof(arch));
+    const bool recurrent = llama_model_is_recurrent(model.get());
+    const bool hybrid    = llama_model_is_hybrid(model.get());
+
+    double prefill_ms = 0, token_ms = 0, unused = 0;
+    const ratio_stats sliced = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 1, &prefill_ms));
+    const ratio_stats whole  = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 2, &unused));
+    const ratio_stats token  = pct(paired(o.runs, [&](int m) { return b.tokens(m); }, 1, &token_ms));
+    size_t bytes = 0;
+    const double copy_ms    = b.snapshot_ms(true, &bytes);
+    const double restore_ms = b.snapshot_ms(false, &bytes);
+    int committed = 0;
+    const bool exact = b.rollback_exact(&committed);
+    const bool snapshots = recurrent || hybrid;
+    // The snapshot's own share of the work, from its measured copy time: one copy per slice, one per
+    // token. Unlike the paired ratios it does not move with the machine's noise.
+    const int    n_slices    = (o.batch + o.ubatch - 1) / o.ubatch;
+    const double share_pre   = snapshots ? 100.0 * copy_ms * n_slices / prefill_ms : 0.0;
+    const double share_token = snapshots ? 100.0 * copy_ms / token_ms : 0.0;
+
+    std::printf("| %-7s | %-9s | %8zu | %7.4f | %8.4f | %8.1f | %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %+7.2f%% | %6.2f "
+                "| %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %9d | %-5s |\n",
+                arch, recurrent ? "recurrent" : hybrid ? "hybrid" : "kv", snapshots ? bytes : 0,
+                snapshots ? copy_ms : 0.0, snapshots ? restore_ms : 0.0, prefill_ms, share_pre, sliced.median,
+                sliced.lo, sliced.hi, whole.median, token_ms, share_token, token.median, token.lo, token.hi,
+                committed, exact ? "yes" : "NO");
+    std::fflush(stdout);
+
+    if (!o.json.empty()) {
+        std::ofstream js(o.json);
+        js << "{\"arch\": \"" << lcs::json_escape(arch) << "\", \"model\": \"" << lcs::json_escape(o.model)
+           << "\", \"memory\": \"" << (recurrent ? "recurrent" : hybrid ? "hybrid" : "kv")
+           << "\", \"batch\": " << o.batch << ", \"n_ubatch\": " << o.ubatch << ", \"threads\": " << o.threads
+           << ", \"runs\": " << o.runs << ", \"snapshot_bytes\": " << (snapshots ? bytes : 0)
+           << ", \"snapshot_copy_ms\": " << (snapshots ? copy_ms : 0.0)
+           << ", \"snapshot_restore_ms\": " << (snapshots ? restore_ms : 0.0) << ", \"prefill_ms\": " << prefill_ms
+           << ", \"snapshot_share_prefill_pct\": " << share_pre << ", \"snapshot_share_token_pct\": " << share_token
+           << ", \"prefill_overhead_sliced_pct\": " << stats_json(sliced)
+           << ", \"prefill_overhead_whole_pct\": " << stats_json(whole) << ", \"token_ms\": " << token_ms
+           << ", \"token_overhead_pct\": " << stats_json(token) << ", \"rollback_committed\": " << committed
+           << ", \"rollback_exact\": " << (exact ? "true" : "false")
+           << ", \"snapshot_share_le_1pct\": " << (share_pre <= 1.0 ? "true" : "false") << "}\n";
+    }
+    return exact ? 0 : 1;
+}
