@@ -39,7 +39,10 @@ extern "C" {
     // Returns true (stop) when the byte at `flag` is nonzero: one relaxed atomic load, nothing else.
     // A NULL `flag` never stops. ggml calls it on the CPU backend only, after each graph node, on
     // the thread that called llama_decode; llama_decode then returns 2 and drops the positions of
-    // the ubatch it was computing (earlier ubatches stay in memory).
+    // the ubatch it was computing (earlier ubatches stay in memory). Beware on models with recurrent
+    // state (llama_model_is_recurrent / llama_model_is_hybrid): the stopped ubatch has already
+    // advanced that state in place and llama.cpp cannot undo it, so after a 2 the sequence holds a
+    // half-advanced state. llama_cancel_decode puts it back exactly.
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
 
     // Work (estimated FLOPs) of a single node that makes llama_cancel_eval_callback place a checkpoint.
