@@ -154,6 +154,18 @@ extern "C" {
         //   by batch index through llama_cancel_get_logits_ith / llama_cancel_get_embeddings_ith.
         // A batch with outputs before its last slice, and pooled embeddings, are always decoded whole.
         bool sliced_outputs;
+
+        // Stop-time budget in ms (0: none). On the CPU a stop waits for the graph node in flight,
+        // and the longest node grows with the tokens per llama_decode call; with a budget the
+        // batch is decoded in slices (llama_decode calls) sized so that the longest node, as
+        // measured on the previous slice (the abort callback times each node on the decoding
+        // thread), stays within the budget; slices grow back to n_ubatch when the nodes allow. The
+        // context's n_ubatch is untouched. Applies to batches whose only output is the last token
+        // (read it as with sliced_outputs); other batches are decoded as without a budget. What
+        // ends in memory is the same as for llama_decode with those slices. result->budget_missed
+        // says when a node outlasted the budget (even one token per call can be too long), and
+        // result->longest_node_ms what it measured. Negative: LLAMA_CANCEL_ERROR.
+        float max_stop_ms;
     };
 
     struct llama_cancel_decode_result {
@@ -163,9 +175,12 @@ extern "C" {
         int32_t output_base; // after LLAMA_CANCEL_OK, batch index of the last llama_decode call's first
                              // token: output i is llama.cpp's index i - output_base (0 unless sliced)
         char    message[256]; // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
+        int32_t n_decode_calls;  // llama_decode calls made
+        float   longest_node_ms; // with a budget: the longest CPU graph node measured, ms
+        bool    budget_missed;   // with a budget: a node took longer, or the batch could not be sliced
     };
 
-    // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index.
+    // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index, no budget.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
 
     // Decodes `batch` on `ctx` while honouring the byte at params->flag: through the abort callback
@@ -235,6 +250,7 @@ extern "C" {
         struct llama_cancel_hook *  hook;      // hook bound to ctx (llama_cancel_hook_bind), or NULL
         llama_cancel_token_callback on_token;
         void *                      on_token_data;
+        float                       max_stop_ms; // stop-time budget of every decode (see llama_cancel_decode_params)
     };
 
     struct llama_cancel_generate_result {
@@ -330,6 +346,10 @@ extern "C" {
         llama_seq_id               seq_id;      // sequence the chunks go to
         int32_t                    n_batch;     // tokens per decode call (<= 0: the context's n_batch)
         bool                       logits_last; // logits for the last token of the last chunk (text or media)
+        // Stop-time budget of the text and causal embedding decodes (see llama_cancel_decode_params);
+        // media decoded with non-causal attention keeps its n_batch slices, and encodes follow the
+        // encode hook's interval.
+        float                      max_stop_ms;
     };
 
     struct llama_cancel_mtmd_result {

@@ -3,6 +3,8 @@
 
 #include "flag.h"
 #include "memory_checkpoint.h"
+#include "clock.h"
+#include "slice_budget.h"
 #include "status.h"
 
 #include <algorithm>
@@ -13,16 +15,21 @@
 
 namespace {
 
-// The caller's own abort callback chained behind the byte for the duration of one decode.
+// The abort callback of one decode when more than the byte is needed: the caller's own callback
+// chained behind the byte, and the node clock of a stop-time budget.
 struct chained_abort {
-    const int8_t *      flag;
-    ggml_abort_callback callback;
-    void *              data;
+    const int8_t *               flag;
+    ggml_abort_callback          callback; // may be NULL
+    void *                       data;
+    llama_cancel::slice_budget * budget;   // may be NULL
 };
 
 bool chained_abort_callback(void * user_data) {
     const auto * c = static_cast<const chained_abort *>(user_data);
-    return llama_cancel::flag_is_set(c->flag) || c->callback(c->data);
+    if (c->budget != nullptr) {
+        c->budget->on_node(llama_cancel::now_ms());
+    }
+    return llama_cancel::flag_is_set(c->flag) || (c->callback != nullptr && c->callback(c->data));
 }
 
 template <typename... Args> int32_t fail(llama_cancel_decode_result * result, const char * fmt, Args... args) {
@@ -138,9 +145,10 @@ int32_t first_output(llama_context * ctx, const llama_batch & batch) {
 
 // How one call decodes its batch.
 struct decode_plan {
-    int32_t step         = 0;     // tokens per llama_decode call: the whole batch, or n_ubatch
+    int32_t step         = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
     bool    own_rollback = false; // a stopped call is undone here (hook, or recurrent state)
     bool    with_state   = false; // ... with the partial-state snapshot that needs
+    bool    budgeted     = false; // slices sized by the stop-time budget, at most `step`
 };
 
 // Slices of n_ubatch tokens (one llama_decode each) let a stop roll back to a slice boundary where
@@ -148,17 +156,27 @@ struct decode_plan {
 // recurrent state is overwritten in place. llama.cpp keeps only the last call's outputs, so a
 // batch is sliced only when no output is lost, and when outputs would move to other indices only
 // if the caller reads them through the result (sliced_outputs). Pooled embeddings need the batch whole.
+// A stop-time budget slices any batch whose only output is its last token (the slice sizes are
+// not known in advance), and reads outputs as sliced_outputs does.
 decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p) {
     decode_plan plan;
     plan.step         = batch.n_tokens;
     plan.with_state   = llama_cancel::memory_checkpoint::needs_state(ctx);
     plan.own_rollback = p.hook != nullptr || plan.with_state;
     const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
-    if (!plan.own_rollback || batch.n_tokens <= n_ubatch || llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
+    const int32_t first    = first_output(ctx, batch);
+    if (llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
+        return plan;
+    }
+    if (p.max_stop_ms > 0.0f && first >= batch.n_tokens - 1) {
+        plan.step     = std::min(batch.n_tokens, n_ubatch);
+        plan.budgeted = true;
+        return plan;
+    }
+    if (!plan.own_rollback || batch.n_tokens <= n_ubatch) {
         return plan;
     }
     const int32_t last_start = (batch.n_tokens - 1) / n_ubatch * n_ubatch;
-    const int32_t first      = first_output(ctx, batch);
     if (first < last_start || (first < batch.n_tokens && !p.sliced_outputs)) {
         return plan;
     }
@@ -184,28 +202,32 @@ struct outcome {
     int32_t ret        = 0;     // the last llama_decode's return
     bool    stopped    = false; // the byte (or the hook) stopped the batch before its end
     int32_t last_start = 0;     // batch index of the last llama_decode call's first token
+    int32_t n_calls    = 0;     // llama_decode calls made
     char    error[200] = {0};   // a snapshot or rollback that failed
 };
 
 // Runs the plan's llama_decode calls; the byte is also checked between them.
 outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
-                   const decode_plan & plan) {
+                   const decode_plan & plan, llama_cancel::slice_budget & budget) {
     outcome o;
     llama_cancel::memory_checkpoint checkpoint;
     const int32_t n_embd = llama_model_n_embd_inp(llama_get_model(ctx));
-    for (int32_t a = 0; a < batch.n_tokens; a += plan.step) {
+    for (int32_t a = 0, n = 0; a < batch.n_tokens; a += n) {
         if (a > 0 && llama_cancel::flag_is_set(p.flag)) {
             o.stopped = true;
             break;
         }
-        const int32_t n = std::min(plan.step, batch.n_tokens - a);
+        n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, batch.n_tokens - a);
         if (plan.own_rollback && !checkpoint.capture(ctx, seqs_in(batch, a, n), plan.with_state)) {
             std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d", a);
             break;
         }
         llama_cancel_hook_reset(p.hook);
+        budget.begin_call();
         o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
         o.last_start = a;
+        o.n_calls++;
+        budget.end_call(n);
         const bool hook_stopped = llama_cancel_hook_stopped(p.hook);
         // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph the hook stopped (which
         // returns 0) and a recurrent state are put back here, to the start of this call.
@@ -283,10 +305,13 @@ struct callbacks_guard {
     chained_abort                      chain;
     const int8_t *                     hook_flag;
 
-    callbacks_guard(llama_context * c, const llama_cancel_decode_params & params)
-        : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data},
+    callbacks_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::slice_budget & budget)
+        : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data, nullptr},
           hook_flag(llama_cancel_hook_get_flag(p.hook)) {
-        if (p.abort_callback != nullptr) {
+        if (budget.active()) {
+            chain.budget = &budget;
+        }
+        if (p.abort_callback != nullptr || chain.budget != nullptr) {
             llama_set_abort_callback(ctx, chained_abort_callback, &chain);
         } else {
             // The exported reader itself: what FFI hosts register, and what the benchmark measures.
@@ -327,6 +352,10 @@ int32_t decode(
     if (ctx == nullptr) {
         return fail(result, "ctx is NULL");
     }
+    if (params != nullptr && !(params->max_stop_ms >= 0.0f)) {
+        return fail(result, "max_stop_ms is %g; it must be 0 (no budget) or a positive number of ms",
+                    static_cast<double>(params->max_stop_ms));
+    }
     if (n_committed_seq != nullptr && n_seq <= 0) {
         return fail(result, "n_seq is %d; n_committed_seq needs at least one counter", n_seq);
     }
@@ -341,10 +370,12 @@ int32_t decode(
 
     const std::vector<llama_pos> before = seq_pos_max(ctx);
     const std::vector<llama_pos> pos    = token_positions(batch, before);
+    const decode_plan plan = make_plan(ctx, batch, p);
+    llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
     outcome o;
     {
-        callbacks_guard guard(ctx, p);
-        o = run_decode(ctx, batch, p, make_plan(ctx, batch, p));
+        callbacks_guard guard(ctx, p, budget);
+        o = run_decode(ctx, batch, p, plan, budget);
     }
     const int32_t status = status_of(o);
     const int32_t n_prefix = count_committed(batch, pos, status == LLAMA_CANCEL_OK, before, seq_pos_max(ctx),
@@ -353,7 +384,10 @@ int32_t decode(
         result->status      = status;
         result->decode_ret  = o.ret;
         result->n_committed = n_prefix;
-        result->output_base = status == LLAMA_CANCEL_OK ? o.last_start : 0;
+        result->output_base     = status == LLAMA_CANCEL_OK ? o.last_start : 0;
+        result->n_decode_calls  = o.n_calls;
+        result->longest_node_ms = budget.longest_ms();
+        result->budget_missed   = p.max_stop_ms > 0.0f && (!plan.budgeted || budget.missed());
         if (o.error[0] != 0) {
             std::snprintf(result->message, sizeof(result->message), "%s", o.error);
         } else if (status == LLAMA_CANCEL_ERROR) {

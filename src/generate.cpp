@@ -70,6 +70,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     dp.flag           = p.flag;
     dp.hook           = p.hook;
     dp.sliced_outputs = true; // the loop samples the last output by negative index
+    dp.max_stop_ms    = p.max_stop_ms;
     llama_cancel_decode_result dr;
 
     auto finish = [&](int32_t status, int32_t reason) {
@@ -78,7 +79,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
             r->stop_reason = reason;
             r->n_past      = next_pos();
             if (status == LLAMA_CANCEL_ERROR) {
-                std::snprintf(r->message, sizeof(r->message), "%s", dr.message);
+                std::snprintf(r->message, sizeof(r->message), "%.255s", dr.message);
             }
         }
         return status;

@@ -93,11 +93,13 @@ struct eval_state {
 };
 
 // Text and embedding decodes: the chunk's last output is read by negative index (llama_get_logits_ith(-1)).
-llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p) {
+// A stop-time budget slices causal decodes only: non-causal attention must see the slice whole.
+llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p, bool causal = true) {
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
     dp.flag           = p.flag;
     dp.hook           = p.decode_hook;
     dp.sliced_outputs = true;
+    dp.max_stop_ms    = causal ? p.max_stop_ms : 0.0f;
     return dp;
 }
 
@@ -180,7 +182,7 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
         llama_set_causal_attn(s.lctx, false);
         causal.ctx = s.lctx;
     }
-    const llama_cancel_decode_params dp = decode_params(s.p);
+    const llama_cancel_decode_params dp = decode_params(s.p, causal.ctx == nullptr);
     llama_cancel_decode_result dr;
     const size_t n_embd = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {

@@ -1,0 +1,47 @@
+// Slice sizes for a decode under a stop-time budget (llama_cancel_decode_params.max_stop_ms).
+//
+// On the CPU a stop waits for the graph node in flight, and the longest node (a feed-forward or
+// output matrix product) grows with the tokens in the ubatch. The abort callback runs after every
+// node on the decoding thread, so the time between two of its calls is that node's time, measured
+// for free. This keeps each llama_decode call small enough that its longest node stays within the
+// budget, from what the previous calls measured, and lets slices grow back when the nodes allow.
+// The size follows the third-longest node of a call: a model's heavy nodes (the feed-forward
+// products) come three to a layer, while a thread preempted by another process makes one node
+// look long, and that must not shrink the slices to nothing.
+#pragma once
+
+#include <cstdint>
+
+namespace llama_cancel {
+
+class slice_budget {
+  public:
+    // `budget_ms` <= 0: inactive, one slice of n_ubatch.
+    slice_budget(float budget_ms, int32_t n_ubatch);
+
+    bool active() const { return budget_ms_ > 0.0f; }
+    // Tokens for the next llama_decode call.
+    int32_t next() const { return next_; }
+
+    void begin_call();
+    // From the abort callback, after each node of the call in flight.
+    void on_node(double now_ms);
+    // Adapts the next slice to the longest node of the call that decoded `n_tokens`.
+    void end_call(int32_t n_tokens);
+
+    // Longest node measured over the decode, ms (0 before any).
+    float longest_ms() const { return static_cast<float>(longest_all_); }
+    // True when a node took longer than the budget.
+    bool missed() const { return active() && longest_all_ > budget_ms_; }
+
+  private:
+    float   budget_ms_;
+    int32_t n_ubatch_;
+    int32_t next_;
+    double  last_node_   = -1.0;           // time of the previous node's end in this call
+    double  top_[3]      = {0.0, 0.0, 0.0}; // this call's three longest nodes, longest first
+    double  per_token_   = 0.0;            // smoothed ms per slice token of the heavy nodes
+    double  longest_all_ = 0.0;
+};
+
+} // namespace llama_cancel
