@@ -10,6 +10,9 @@ int bench_backend_main(int argc, char ** argv);
 // `llama-cancel bench-memory --model PATH`: one memory-kind row (rollback cost), in its own process.
 int bench_memory_main(int argc, char ** argv);
 
+// `llama-cancel tune --model PATH --budget-ms B`: throughput and stop latency per n_ubatch, a recommendation.
+int tune_main(int argc, char ** argv);
+
 // `llama-cancel generate`: generation from a prompt that Ctrl-C stops at once.
 int generate_main(int argc, char ** argv);
 

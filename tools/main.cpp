@@ -14,6 +14,7 @@ static void usage() {
                  "  bench-mtmd      one multimodal row of the benchmark (vision, audio); bench runs it\n"
                  "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
+                 "  tune            measure throughput and stop latency per n_ubatch for a stop-time budget\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
                  "\n"
                  "run `llama-cancel COMMAND --help` for a command's options\n");
@@ -37,6 +38,9 @@ int main(int argc, char ** argv) {
     }
     if (std::strcmp(argv[1], "generate") == 0) {
         return generate_main(argc - 1, argv + 1);
+    }
+    if (std::strcmp(argv[1], "tune") == 0) {
+        return tune_main(argc - 1, argv + 1);
     }
     if (std::strcmp(argv[1], "bench-memory") == 0) {
         return bench_memory_main(argc - 1, argv + 1);

@@ -1,0 +1,186 @@
+// `llama-cancel tune --model PATH --budget-ms B`: what a stop-time budget costs on this machine.
+// For each candidate n_ubatch (and for the library's budget slicing at the full n_ubatch) it
+// measures prefill throughput and stop latency, prints a table as it goes, recommends the fastest
+// setting whose worst stop is within the budget, and writes JSON and a plot.
+#include "commands.h"
+#include "bench_util.h"
+#include "stop_latency.h"
+#include "support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct tune_options {
+    std::string model;
+    std::string backend    = "cpu";
+    std::string json       = "llama-cancel-tune.json";
+    std::string rpc_server = LLAMA_CANCEL_RPC_SERVER;
+    float       budget_ms  = 0;
+    int         tokens     = 512;
+    int         runs       = 5;
+    int         threads    = 2;
+    uint32_t    seed       = 42;
+};
+
+bool parse(int argc, char ** argv, tune_options & o) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
+            return false;
+        }
+        const char * v = argv[++i];
+        if (a == "--model") {
+            o.model = v;
+        } else if (a == "--budget-ms") {
+            o.budget_ms = static_cast<float>(std::atof(v));
+        } else if (a == "--backend") {
+            o.backend = v;
+        } else if (a == "--json") {
+            o.json = v;
+        } else if (a == "--rpc-server") {
+            o.rpc_server = v;
+        } else if (a == "--tokens") {
+            o.tokens = std::atoi(v);
+        } else if (a == "--runs") {
+            o.runs = std::atoi(v);
+        } else if (a == "--threads") {
+            o.threads = std::atoi(v);
+        } else {
+            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
+            return false;
+        }
+    }
+    if (o.model.empty() || !(o.budget_ms > 0) || o.tokens < 16 || o.runs < 1 || o.threads < 1) {
+        std::fprintf(stderr, "usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
+                             "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
+                             "       B > 0; --tokens >= 16\n");
+        return false;
+    }
+    return true;
+}
+
+struct tune_row {
+    lcs::stop_config   cfg;
+    lcs::stop_figures  fig;
+    double worst() const { return lcs::max_of(fig.stop_ms); }
+    bool   meets(float budget) const { return !fig.stop_ms.empty() && worst() <= budget; }
+};
+
+std::vector<int32_t> candidates(int tokens) {
+    std::vector<int32_t> out;
+    for (int32_t u = 16; u < tokens; u *= 2) {
+        out.push_back(u);
+    }
+    out.push_back(tokens);
+    return out;
+}
+
+void print_row(const tune_row & r, float budget) {
+    std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %8.2f | %-5s |\n", r.cfg.n_ubatch,
+                r.cfg.max_stop_ms > 0 ? "library" : "-", r.fig.decode_ms, r.fig.tokens_per_s,
+                lcs::percentile(r.fig.stop_ms, 0.95), r.worst(), static_cast<int>(r.fig.stop_ms.size()),
+                r.fig.finished_first, r.fig.longest_node_ms, r.meets(budget) ? "yes" : "no");
+    std::fflush(stdout);
+}
+
+// The fastest row within the budget; else the one with the smallest worst stop.
+const tune_row & recommend(const std::vector<tune_row> & rows, float budget) {
+    const tune_row * best = nullptr;
+    for (const tune_row & r : rows) {
+        if (r.meets(budget) && (best == nullptr || r.fig.tokens_per_s > best->fig.tokens_per_s)) {
+            best = &r;
+        }
+    }
+    if (best == nullptr) {
+        best = &*std::min_element(rows.begin(), rows.end(),
+                                  [](const tune_row & a, const tune_row & b) { return a.worst() < b.worst(); });
+    }
+    return *best;
+}
+
+bool write_json(const tune_options & o, const std::vector<tune_row> & rows, const tune_row & rec,
+                const std::string & device) {
+    std::ofstream js(o.json);
+    js << "{\n  \"model\": \"" << lcs::json_escape(o.model) << "\", \"backend\": \"" << lcs::json_escape(o.backend)
+       << "\", \"device\": \"" << lcs::json_escape(device) << "\", \"budget_ms\": " << o.budget_ms
+       << ", \"tokens\": " << o.tokens << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs << ",\n";
+    js << "  \"recommended\": {\"n_ubatch\": " << rec.cfg.n_ubatch << ", \"max_stop_ms\": " << rec.cfg.max_stop_ms
+       << ", \"tokens_per_s\": " << rec.fig.tokens_per_s << ", \"worst_stop_ms\": " << rec.worst()
+       << ", \"meets_budget\": " << (rec.meets(o.budget_ms) ? "true" : "false") << "},\n  \"rows\": [";
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const tune_row & r = rows[i];
+        js << (i ? ",\n    " : "\n    ") << "{\"n_ubatch\": " << r.cfg.n_ubatch << ", \"max_stop_ms\": "
+           << r.cfg.max_stop_ms << ", \"decode_ms\": " << r.fig.decode_ms << ", \"tokens_per_s\": "
+           << r.fig.tokens_per_s << ", \"calls\": " << r.fig.calls << ", \"stop_ms\": {\"p50\": "
+           << lcs::percentile(r.fig.stop_ms, 0.5) << ", \"p95\": " << lcs::percentile(r.fig.stop_ms, 0.95)
+           << ", \"max\": " << r.worst() << ", \"all\": " << lcs::json_list(r.fig.stop_ms)
+           << "}, \"finished_first\": " << r.fig.finished_first << ", \"longest_node_ms\": " << r.fig.longest_node_ms
+           << ", \"meets_budget\": " << (r.meets(o.budget_ms) ? "true" : "false") << "}";
+    }
+    js << "\n  ]\n}\n";
+    return static_cast<bool>(js);
+}
+
+} // namespace
+
+int tune_main(int argc, char ** argv) {
+    tune_options o;
+    if (!parse(argc, argv, o)) {
+        return 2;
+    }
+    lcs::quiet_logs();
+    lcs::backend_setup setup;
+    if (!lcs::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
+        return 1;
+    }
+    lcs::model_ptr model = setup.load(o.model, -1);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.backend.c_str());
+        return 1;
+    }
+    // Backends beyond the CPU are stopped through a hook whose checkpoints follow the budget.
+    lcs::hook_ptr hook;
+    if (!setup.devices.empty()) {
+        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+        hp.interval_ms = std::min(hp.interval_ms, 0.5f * o.budget_ms);
+        hook.reset(llama_cancel_hook_init(&hp));
+    }
+    lcs::context_options base;
+    base.n_threads   = o.threads;
+    base.offload_kqv = !setup.devices.empty();
+
+    std::printf("tune: %s on %s, %d-token prefill, budget %.1f ms, %d runs per row (stop at a random 10-90%% point)\n\n",
+                o.model.c_str(), setup.description.c_str(), o.tokens, o.budget_ms, o.runs);
+    std::printf("| n_ubatch | budget    | prefill ms | tok/s    | stop p95 | stop max | stops | finished first "
+                "| node max | meets |\n");
+    std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|---------:|:------|\n");
+    std::vector<tune_row> rows;
+    for (int32_t u : candidates(o.tokens)) {
+        rows.push_back({{u, 0.0f}, lcs::measure_stops(model.get(), base, hook.get(), {u, 0.0f}, o.tokens, o.runs, o.seed)});
+        print_row(rows.back(), o.budget_ms);
+    }
+    const lcs::stop_config lib{o.tokens, o.budget_ms};
+    rows.push_back({lib, lcs::measure_stops(model.get(), base, hook.get(), lib, o.tokens, o.runs, o.seed)});
+    print_row(rows.back(), o.budget_ms);
+
+    const tune_row & rec = recommend(rows, o.budget_ms);
+    std::printf("\nrecommended: n_ubatch %d%s: %.1f tokens/s, worst stop %.2f ms (%s the %.1f ms budget)\n",
+                rec.cfg.n_ubatch, rec.cfg.max_stop_ms > 0 ? " with max_stop_ms set" : "", rec.fig.tokens_per_s,
+                rec.worst(), rec.meets(o.budget_ms) ? "within" : "OVER", o.budget_ms);
+    if (!write_json(o, rows, rec, setup.description)) {
+        std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
+        return 1;
+    }
+    std::printf("saved %s\n", o.json.c_str());
+    if (lcs::run_command({"python3", LLAMA_CANCEL_TUNE_PLOTTER, o.json}) != 0) {
+        std::printf("(no plot: %s needs python3 with matplotlib)\n", LLAMA_CANCEL_TUNE_PLOTTER);
+    }
+    return 0;
+}
