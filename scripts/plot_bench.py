@@ -21,7 +21,9 @@ def main(path):
     backends = [b for b in data.get("backends", []) if "llama_cancel_ms" in b]
     mtmd = [m for m in data.get("mtmd", []) if "encode_ms" in m]
     memory = [m for m in data.get("memory_kinds", []) if "prefill_ms" in m]
-    fig, axes = plt.subplots(1, 5, figsize=(27, 5.5))
+    budgets = data.get("budgets", [])
+    fig, axes = plt.subplots(2, 3, figsize=(22, 11))
+    axes = axes.flatten()
 
     ax = axes[0]
     labels = [f"b{r['batch']} t{r['threads']}" for r in rows]
@@ -89,6 +91,7 @@ def main(path):
     ax.set_title("Multimodal (mtmd): cancel latency")
 
     plot_memory(axes[4], memory)
+    plot_budgets(axes[5], budgets)
 
     fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
                  f"{data['cores']} cores, {data['runs']} runs")
@@ -96,6 +99,32 @@ def main(path):
     out = os.path.splitext(path)[0] + ".png"
     fig.savefig(out, dpi=110)
     print(f"saved {out}")
+
+
+def plot_budgets(ax, budgets):
+    """Stop-time budget rows: worst and p95 stop per budget and model, the budget itself, and the
+    throughput cost against no budget written above each group."""
+    rows = [b for b in budgets if b["budget_ms"] > 0]
+    if rows:
+        x = range(len(rows))
+        ax.bar([i - 0.2 for i in x], [max(b["stop_ms"]["max"], 1e-3) for b in rows], width=0.4, color="#d6604d",
+               label="worst stop")
+        ax.bar([i + 0.2 for i in x], [max(b["stop_ms"]["p95"], 1e-3) for b in rows], width=0.4, color="#f4a582",
+               label="p95 stop")
+        ax.scatter(list(x), [b["budget_ms"] for b in rows], marker="_", s=900, color="black", zorder=3,
+                   label="budget")
+        for i, b in enumerate(rows):
+            ax.annotate(f"{b['throughput_vs_none_pct']:+.0f}% tok/s", (i, max(b["stop_ms"]["max"], b["budget_ms"])),
+                        textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+        nones = {b["model"]: b for b in budgets if b["budget_ms"] == 0}
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([f"{b['model']}\n{b['budget_ms']:g} ms\n(none: max {nones[b['model']]['stop_ms']['max']:.0f})"
+                            if b["model"] in nones else f"{b['model']}\n{b['budget_ms']:g} ms" for b in rows],
+                           fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("store to return, ms (log)")
+        ax.legend(fontsize=8)
+    ax.set_title("Stop-time budget (CPU): stop latency, throughput cost")
 
 
 def plot_memory(ax, memory):

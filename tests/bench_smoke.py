@@ -9,7 +9,7 @@ import sys
 
 exe, model, out = sys.argv[1:4]
 subprocess.run([exe, "bench", "--model", model, "--runs", "2", "--batches", "32,64", "--threads", "1",
-                "--backends", "rpc", "--no-mtmd", "--archs", "mamba,lfm2", "--arch-preset", "tiny", "--json", out],
+                "--backends", "rpc", "--no-mtmd", "--archs", "mamba,lfm2", "--arch-preset", "tiny", "--budgets", "5", "--json", out],
                check=True)
 with open(out) as f:
     data = json.load(f)
@@ -37,6 +37,13 @@ for m in memory:
         assert isinstance(m[key], (int, float)), key
     assert isinstance(m["prefill_overhead_sliced_pct"]["median"], (int, float)), m
 assert data["memory_rollback_exact"] is True
+budgets = data["budgets"]
+assert [b["budget_ms"] for b in budgets] == [0, 5], budgets
+for b in budgets:
+    assert b["finished_first"] + len(b["stop_ms"]["all"]) == 2, b
+    assert isinstance(b["tokens_per_s"], (int, float)) and b["calls"] >= 1, b
+assert budgets[1]["calls"] >= 2, "the budget row slices the batch"
+assert isinstance(data["budget_targets_met"], bool)
 png = out[:-len(".json")] + ".png"
 assert os.path.getsize(png) > 10000, "no plot next to the JSON"
 print("bench smoke: ok")

@@ -2,6 +2,7 @@
 // floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
 // and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
 #include "commands.h"
+#include "bench_budget.h"
 #include "bench_util.h"
 #include "support.h"
 
@@ -35,6 +36,8 @@ struct options {
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
     std::vector<std::string> archs = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
     std::string              arch_preset = "bench"; // make_model.py preset of those models
+    // Stop-time budget rows, ms, on the default model and on a larger one (batch 512).
+    std::vector<float>       budgets = {5, 20, 100};
     int              runs = 10;
     uint32_t         seed = 42;
 };
@@ -55,7 +58,7 @@ void usage() {
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
                  "                          [--backends vulkan,vulkan-1t,rpc,blas|none] [--backend-batch 128]\n"
                  "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
-                 "                          [--arch-preset bench|tiny]\n"
+                 "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
                  "\n"
                  "Without --model, generates (once) and uses the built-in synthetic model.\n");
 }
@@ -406,6 +409,43 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
     return out;
 }
 
+// Budget rows on the model benchmarked and on a larger generated one whose longest node at batch
+// 512 is several times the middle budget.
+std::vector<std::string> budget_rows(const options & opt, bool with_large, bool * ok) {
+    std::vector<std::string> out;
+    *ok = true;
+    if (opt.budgets.empty()) {
+        return out;
+    }
+    std::printf("\nstop-time budget (CPU, 2 threads, %d-token prefill, n_ubatch 512, %d runs; stop at a random "
+                "10-90%% point): throughput against no budget, store-to-return latency\n\n", 512, opt.runs);
+    std::printf("| model        | budget | prefill ms | tok/s    | vs none | calls | stop p50 | stop p95 | stop max "
+                "| stops | first | node max | met  |\n");
+    std::printf("|:-------------|-------:|-----------:|---------:|--------:|------:|---------:|---------:|---------:"
+                "|------:|------:|---------:|:-----|\n");
+    std::vector<std::pair<std::string, std::string>> models = {{opt.model, with_large ? "default" : "model"}};
+    const std::string large = models_dir() + "bench-large.gguf";
+    if (with_large && lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, large, "bench", "llama",
+                                        {"--n-embd", "1024", "--n-ff", "8192", "--n-layer", "2", "--n-head", "16"})) {
+        models.push_back({large, "large"});
+    }
+    for (const auto & [path, label] : models) {
+        lcs::budget_bench_options b;
+        b.model   = path;
+        b.label   = label;
+        b.budgets = opt.budgets;
+        b.runs    = opt.runs;
+        b.seed    = opt.seed;
+        bool met  = true;
+        for (std::string & j : lcs::budget_rows(b, &met)) {
+            out.push_back(std::move(j));
+        }
+        *ok = *ok && met;
+    }
+    std::printf("\ntargets (budget): worst stop <= budget + 2 ms in every row: %s\n", *ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
 // Reads, trims and deletes the JSON object a child row wrote; empty when there is none.
 std::string take_json(const std::string & path) {
     std::ifstream in(path);
@@ -459,6 +499,13 @@ int bench_main(int argc, char ** argv) {
                     opt.archs.push_back(item);
                 }
             }
+        } else if (a == "--budgets") {
+            opt.budgets.clear();
+            for (int b : parse_list(next())) {
+                if (b > 0) {
+                    opt.budgets.push_back(static_cast<float>(b));
+                }
+            }
         } else if (a == "--arch-preset") {
             opt.arch_preset = next();
         } else if (a == "--no-mtmd") {
@@ -485,7 +532,8 @@ int bench_main(int argc, char ** argv) {
         return 2;
     }
 
-    if (opt.model.empty()) {
+    const bool builtin_model = opt.model.empty(); // the budget rows add a larger model beside it
+    if (builtin_model) {
         opt.model = models_dir() + "bench.gguf";
         if (!lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, opt.model, "bench")) {
             return 1;
@@ -624,6 +672,8 @@ int bench_main(int argc, char ** argv) {
 
     bool memory_ok = true;
     const std::vector<std::string> memory_json = memory_rows(opt, models_dir(), &memory_ok);
+    bool budget_ok = true;
+    const std::vector<std::string> budget_json = budget_rows(opt, builtin_model, &budget_ok);
 
     std::ofstream js(opt.json);
     js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
@@ -670,7 +720,12 @@ int bench_main(int argc, char ** argv) {
         js << (i ? ",\n    " : "\n    ") << memory_json[i];
     }
     js << (memory_json.empty() ? "]" : "\n  ]") << ",\n  \"memory_rollback_exact\": "
-       << (memory_ok ? "true" : "false") << "\n}\n";
+       << (memory_ok ? "true" : "false") << ",\n  \"budgets\": [";
+    for (size_t i = 0; i < budget_json.size(); ++i) {
+        js << (i ? ",\n    " : "\n    ") << budget_json[i];
+    }
+    js << (budget_json.empty() ? "]" : "\n  ]") << ",\n  \"budget_targets_met\": " << (budget_ok ? "true" : "false")
+       << "\n}\n";
     js.close();
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());

@@ -156,14 +156,16 @@ int run_command(const std::vector<std::string> & args) {
 }
 
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
-                  const std::string & arch) {
+                  const std::string & arch, const std::vector<std::string> & extra) {
     struct stat st{};
     if (stat(path.c_str(), &st) == 0) {
         return true;
     }
     std::fprintf(stderr, "generating the synthetic %s '%s' model at %s ...\n", arch.c_str(), preset.c_str(),
                  path.c_str());
-    if (run_command({"python3", generator, path, "--preset", preset, "--arch", arch}) != 0) {
+    std::vector<std::string> cmd = {"python3", generator, path, "--preset", preset, "--arch", arch};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    if (run_command(cmd) != 0) {
         std::fprintf(stderr, "error: %s failed to generate %s\n", generator.c_str(), path.c_str());
         return false;
     }

@@ -94,7 +94,7 @@ int run_command(const std::vector<std::string> & args);
 // Generates a synthetic model with scripts/make_model.py unless `path` exists. Returns false and
 // prints why on failure.
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
-                  const std::string & arch = "llama");
+                  const std::string & arch = "llama", const std::vector<std::string> & extra = {});
 
 double now_ms();
 
