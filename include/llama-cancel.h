@@ -11,25 +11,64 @@
 #include "llama.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#ifdef LLAMA_CANCEL_SHARED
-#    if defined(_WIN32) && !defined(__MINGW32__)
-#        ifdef LLAMA_CANCEL_BUILD
-#            define LLAMA_CANCEL_API __declspec(dllexport)
-#        else
-#            define LLAMA_CANCEL_API __declspec(dllimport)
-#        endif
+// LLAMA_CANCEL_SHARED: the shared library (building or using it); LLAMA_CANCEL_BUILD: building
+// the library, shared or static. A static build keeps its symbols visible, so that a host's own
+// shared library that links it whole exports the llama_cancel_* names its FFI binds by name.
+#if defined(_WIN32) && !defined(__MINGW32__)
+#    if defined(LLAMA_CANCEL_SHARED) && defined(LLAMA_CANCEL_BUILD)
+#        define LLAMA_CANCEL_API __declspec(dllexport)
+#    elif defined(LLAMA_CANCEL_SHARED)
+#        define LLAMA_CANCEL_API __declspec(dllimport)
 #    else
-#        define LLAMA_CANCEL_API __attribute__((visibility("default")))
+#        define LLAMA_CANCEL_API
 #    endif
+#elif defined(LLAMA_CANCEL_SHARED) || defined(LLAMA_CANCEL_BUILD)
+#    define LLAMA_CANCEL_API __attribute__((visibility("default")))
 #else
 #    define LLAMA_CANCEL_API
 #endif
 
+// The version of this header. MINOR grows with each release that adds to the API, PATCH with fixes;
+// while MAJOR is 0, a MINOR change may also change a struct's layout (the sizes below tell).
+#define LLAMA_CANCEL_VERSION_MAJOR 0
+#define LLAMA_CANCEL_VERSION_MINOR 2
+#define LLAMA_CANCEL_VERSION_PATCH 0
+#define LLAMA_CANCEL_VERSION \
+    (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+    //
+    // Version and ABI: what a host that copied the layouts checks before the first call
+    //
+
+    // The version of the library actually loaded, encoded as LLAMA_CANCEL_VERSION (0.2.0 = 200).
+    // A host written against header X.Y.Z needs MAJOR X and MINOR >= Y (while X is 0: MINOR Y).
+    // Any thread, any time; no side effect.
+    LLAMA_CANCEL_API int32_t llama_cancel_version(void);
+
+    // sizeof the named struct as the loaded library was compiled: every public struct of this header
+    // by its C name ("llama_cancel_decode_params", "llama_cancel_decode_result", ...), and the
+    // llama.h structs the API passes by value or pointer ("llama_batch", "llama_model_params",
+    // "llama_context_params") as the library saw them. 0 for a name it does not know, or NULL.
+    // FFI hosts (Dart ffigen, ctypes, koffi) compare it with the size of their own copy of the layout,
+    // so that a field added or moved shows as a clear error at load instead of corrupted memory.
+    // Any thread, any time; the name is only read during the call.
+    LLAMA_CANCEL_API size_t llama_cancel_struct_size(const char * name);
+
+    // Byte offset of field `field` in struct `name` (one of this header's structs) as the loaded
+    // library was compiled; -1 for an unknown struct or field, or NULL. With it a host checks every
+    // field it declares, not just the total size. Any thread, any time.
+    LLAMA_CANCEL_API int64_t llama_cancel_field_offset(const char * name, const char * field);
+
+    // True when the library was built with libmtmd: the multimodal functions below work. Without it
+    // they exist all the same and return LLAMA_CANCEL_ERROR, "built without libmtmd".
+    LLAMA_CANCEL_API bool llama_cancel_has_mtmd(void);
 
     //
     // Callbacks
@@ -313,8 +352,10 @@ extern "C" {
     //
     // Multimodal (mtmd): cancellable encode + embedding decode of a chunk list
     //
-    // Declared here without mtmd.h; defined only when the library was built with libmtmd (CMake
-    // finds it beside libllama and says "mtmd support"). Upstream's hazard: a graph that
+    // Declared here without mtmd.h; always defined. In a library built without libmtmd
+    // (llama_cancel_has_mtmd() false; CMake says "no libmtmd") each returns LLAMA_CANCEL_ERROR (or
+    // NULL) with the message "built without libmtmd", so a host gets a clear answer at run time
+    // rather than a missing symbol. Upstream's hazard: a graph that
     // mtmd_context_params.cb_eval stops still makes mtmd_encode_chunk return 0 with garbage
     // embeddings, and mtmd_helper_eval_chunks returns llama_decode's 2 leaving half a chunk in memory.
 
@@ -396,7 +437,7 @@ extern "C" {
     // logits for the last token), then runs the token loop. Same threads, ownership and returns as
     // llama_cancel_generate; when the prompt is stopped, result->n_past and *n_chunks_done (may be
     // NULL) tell where to resume, as for llama_cancel_mtmd_eval_chunks, and nothing is generated.
-    // result->n_prompt_committed counts prompt positions. Defined only with libmtmd.
+    // result->n_prompt_committed counts prompt positions.
     LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(
             struct mtmd_context                       * mctx,
             struct llama_cancel_hook                  * encode_hook,

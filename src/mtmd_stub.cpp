@@ -1,0 +1,56 @@
+// The multimodal functions of a library built without libmtmd: every one of them exists, so that a
+// host binding the full header links and loads, and answers at run time with a clear error.
+#include "llama-cancel.h"
+
+#include "status.h"
+
+#include <cstring>
+
+namespace {
+
+const char * const no_mtmd = "built without libmtmd";
+
+} // namespace
+
+// The same defaults as the libmtmd build (src/mtmd_eval.cpp): a host reads them either way.
+extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
+    llama_cancel_mtmd_params p{};
+    p.logits_last = true;
+    return p;
+}
+
+extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context *, llama_cancel_hook *, llama_context *,
+                                                 const mtmd_input_chunks *, size_t first_chunk, llama_pos n_past,
+                                                 const llama_cancel_mtmd_params *, llama_cancel_mtmd_result * result) {
+    // As for any error: memory holds chunks [first_chunk, n_chunks_done), here none.
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+        result->n_chunks_done = first_chunk;
+        result->n_past        = n_past;
+    }
+    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
+    return LLAMA_CANCEL_ERROR;
+}
+
+extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const llama_model *, llama_cancel_hook *,
+                                                           int32_t, bool, const int8_t *,
+                                                           llama_cancel_load_result * result) {
+    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
+    return nullptr;
+}
+
+extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context *, llama_cancel_hook *, llama_context *,
+                                              const mtmd_input_chunks *, size_t first_chunk, llama_pos n_past,
+                                              const llama_cancel_generate_params *, llama_token *, int32_t,
+                                              llama_cancel_generate_result * result, size_t * n_chunks_done) {
+    if (n_chunks_done != nullptr) {
+        *n_chunks_done = first_chunk;
+    }
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+        result->stop_reason = LLAMA_CANCEL_STOP_ERROR;
+        result->n_past      = n_past;
+    }
+    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
+    return LLAMA_CANCEL_ERROR;
+}
