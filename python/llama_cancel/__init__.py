@@ -1,0 +1,264 @@
+"""llama-cancel for Python: stop an in-flight llama.cpp computation from any thread by storing one
+byte. Pure ctypes, no compiled extension.
+
+    import llama_cancel
+    lc = llama_cancel.load()               # finds libllama-cancel, checks its version and layouts
+    flag = llama_cancel.Flag()             # the byte; the library only reads it
+    worker: lc.decode(ctx, batch, flag)    # ctypes releases the GIL for the call
+    any thread: flag.set()                 # the decode in flight returns CANCELLED
+
+Every function of llama-cancel.h is available by its C name on the Library (lc.llama_cancel_decode,
+...), with argument and result types declared; the llama.h and mtmd.h functions a host needs around
+it on lc.llama and lc.mtmd. The helpers below wrap the common calls.
+"""
+import ctypes as C
+import ctypes.util
+import os
+import sys
+
+from . import abi, llama, mtmd
+from .abi import (CANCELLED, ERROR, OK, STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,  # noqa: F401
+                  llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
+                  llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
+                  llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result)
+
+__version__ = "%d.%d.%d" % (abi.VERSION_MAJOR, abi.VERSION_MINOR, abi.VERSION_PATCH)
+
+
+class AbiMismatch(RuntimeError):
+    """The loaded library's version or struct layouts differ from those this module declares."""
+
+
+class Flag:
+    """The caller-owned byte. Any thread (or a signal handler) calls set(); the library only loads
+    it. Keep the Flag alive while any call or installed callback may read it."""
+
+    def __init__(self):
+        self._byte = C.c_int8(0)
+        self.ptr = C.pointer(self._byte)  # what the params' `flag` fields take
+
+    def set(self):
+        self._byte.value = 1
+
+    def clear(self):
+        self._byte.value = 0
+
+    @property
+    def is_set(self):
+        return self._byte.value != 0
+
+    @property
+    def address(self):
+        return C.addressof(self._byte)
+
+
+def native_address(fn):
+    """Address of a native function (a ctypes function of a loaded library), for the fields that
+    take one (abort_callback, chain, on_token). Python callables are not accepted on purpose: ggml
+    calls these on the decoding thread, in the middle of a graph."""
+    return C.cast(fn, C.c_void_p).value
+
+
+def _declare(lib, table):
+    for name, (restype, argtypes) in table.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+
+
+def _candidate_paths():
+    """Where load() looks when given no path, in order."""
+    paths = []
+    if os.environ.get("LLAMA_CANCEL_LIBRARY"):
+        paths.append(os.environ["LLAMA_CANCEL_LIBRARY"])
+    try:  # written by `cmake --install`: the library relative to this installed package
+        from . import _location
+        paths.append(os.path.normpath(os.path.join(os.path.dirname(__file__), _location.LIBRARY)))
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("llama-cancel")
+    if found:
+        paths.append(found)
+    paths.append("libllama-cancel.dylib" if sys.platform == "darwin" else "libllama-cancel.so.0")
+    return paths
+
+
+def load(path=None):
+    """Opens libllama-cancel (path, else $LLAMA_CANCEL_LIBRARY, else the installed one, else the
+    dynamic loader's search) and checks it; raises OSError when none loads, AbiMismatch when its
+    version or layouts differ. A host's own library that links llama-cancel statically works too."""
+    errors = []
+    for candidate in [path] if path else _candidate_paths():
+        try:
+            return Library(candidate)
+        except OSError as e:
+            errors.append(f"{candidate}: {e}")
+    raise OSError("cannot load libllama-cancel: " + "; ".join(errors))
+
+
+class Library:
+    """A loaded libllama-cancel: the C functions by name, llama.cpp's beside it, and helpers."""
+
+    def __init__(self, path):
+        self.path = path
+        self._c = C.CDLL(path, mode=C.RTLD_GLOBAL)
+        _declare(self._c, abi.prototypes(llama))
+        self.check_abi()
+        # llama.h, ggml and mtmd.h symbols resolve through the library's own dependencies (or the
+        # host library it was linked into): no second search for libllama.
+        self.llama = C.CDLL(path)
+        _declare(self.llama, llama.prototypes())
+        self.ggml = C.CDLL(path)
+        _declare(self.ggml, llama.ggml_prototypes())
+        self.has_mtmd = bool(self._c.llama_cancel_has_mtmd())
+        self.mtmd = None
+        if self.has_mtmd:
+            self.mtmd = C.CDLL(path)
+            _declare(self.mtmd, mtmd.prototypes())
+
+    def __getattr__(self, name):
+        if name.startswith("llama_cancel_"):
+            return getattr(self._c, name)
+        raise AttributeError(name)
+
+    # --- version and layouts ---
+
+    def version(self):
+        """(major, minor, patch) of the loaded library."""
+        v = self._c.llama_cancel_version()
+        return v // 10000, v // 100 % 100, v % 100
+
+    def abi_problems(self):
+        """Differences between the loaded library and this module's declarations; empty when none."""
+        problems = []
+        major, minor, patch = self.version()
+        if major != abi.VERSION_MAJOR or minor < abi.VERSION_MINOR or (major == 0 and minor != abi.VERSION_MINOR):
+            problems.append(f"library version {major}.{minor}.{patch}, module written for {__version__}")
+        for s in abi.STRUCTS:
+            problems += self._struct_problems(s, fields=True)
+        for s in llama.STRUCTS:
+            problems += self._struct_problems(s, fields=False)
+        return problems
+
+    def _struct_problems(self, s, fields):
+        name = s.__name__.encode()
+        size = self._c.llama_cancel_struct_size(name)
+        out = []
+        if size != C.sizeof(s):
+            out.append(f"{s.__name__}: {size} bytes in the library, {C.sizeof(s)} here")
+        for field, _ in (s._fields_ if fields else []):
+            offset = self._c.llama_cancel_field_offset(name, field.encode())
+            if offset != getattr(s, field).offset:
+                out.append(f"{s.__name__}.{field}: offset {offset} in the library, {getattr(s, field).offset} here")
+        return out
+
+    def check_abi(self):
+        problems = self.abi_problems()
+        if problems:
+            raise AbiMismatch(f"{self.path}: " + "; ".join(problems))
+
+    # --- helpers ---
+
+    def load_backends(self, keep=()):
+        """Loads ggml's dynamically built backends (as Debian ships them) and unloads BLAS, Vulkan
+        and RPC unless named in `keep`: the CPU backend, where the abort callback runs, stays."""
+        self.ggml.ggml_backend_load_all()
+        for name in ("BLAS", "Vulkan", "RPC"):
+            reg = self.ggml.ggml_backend_reg_by_name(name.encode())
+            if reg and name not in keep:
+                self.ggml.ggml_backend_unload(reg)
+
+    def model_load(self, path, flag=None, params=None):
+        """llama_cancel_model_load: (model pointer or None, llama_cancel_load_result)."""
+        result = llama_cancel_load_result()
+        params = params if params is not None else self.llama.llama_model_default_params()
+        model = self._c.llama_cancel_model_load(path.encode() if isinstance(path, str) else path, params,
+                                                flag.ptr if flag else None, C.byref(result))
+        return model, result
+
+    def context(self, model, hook=None, **fields):
+        """llama_init_from_model with llama_context_default_params() and `fields` set on it (n_ctx=...,
+        n_threads=...); `hook` (from hook()) bound as its eval callback. None on failure."""
+        cp = self.llama.llama_context_default_params()
+        for k, v in fields.items():
+            setattr(cp, k, v)
+        if hook:
+            self._c.llama_cancel_hook_bind(hook, C.byref(cp))
+        return self.llama.llama_init_from_model(model, cp)
+
+    def hook(self, flag=None, interval_ms=0.0, chain=None, chain_data=None):
+        """llama_cancel_hook_init; `chain` is a native eval callback's address (native_address())."""
+        p = self._c.llama_cancel_hook_default_params()
+        p.flag = flag.ptr if flag else None
+        p.interval_ms = interval_ms
+        p.chain, p.chain_data = chain, chain_data
+        return self._c.llama_cancel_hook_init(C.byref(p))
+
+    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
+               sliced_outputs=False, n_seq=0):
+        """llama_cancel_decode: (status, llama_cancel_decode_result, per-sequence committed counts)."""
+        p = self._c.llama_cancel_decode_default_params()
+        p.flag = flag.ptr if flag else None
+        p.hook = hook
+        p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
+        p.sliced_outputs = sliced_outputs
+        result = llama_cancel_decode_result()
+        per_seq = (C.c_int32 * n_seq)() if n_seq > 0 else None
+        status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), per_seq, n_seq)
+        return status, result, list(per_seq) if per_seq is not None else []
+
+    def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
+                 on_token=None, on_token_data=None):
+        """llama_cancel_generate: (status, llama_cancel_generate_result, generated tokens)."""
+        p = self._c.llama_cancel_generate_default_params()
+        p.flag = flag.ptr if flag else None
+        p.n_predict, p.seq_id, p.sampler, p.hook = n_predict, seq_id, sampler, hook
+        p.on_token, p.on_token_data = on_token, on_token_data
+        tokens = (C.c_int32 * max(len(prompt), 1))(*prompt)
+        out = (C.c_int32 * max(n_predict, 1))()
+        result = llama_cancel_generate_result()
+        status = self._c.llama_cancel_generate(ctx, tokens, len(prompt), C.byref(p), out, n_predict, C.byref(result))
+        return status, result, list(out[:result.n_generated])
+
+    def tokens_batch(self, tokens):
+        """A llama_batch_get_one batch over `tokens` (next positions of sequence 0) and the array it
+        points into, which must outlive the decode: (batch, array)."""
+        arr = (C.c_int32 * len(tokens))(*tokens)
+        return self.llama.llama_batch_get_one(arr, len(tokens)), arr
+
+    def last_logits(self, ctx, n=None):
+        """A copy of the logits of the last output of the last decode."""
+        n = n or self.llama.llama_vocab_n_tokens(self.llama.llama_model_get_vocab(self.llama.llama_get_model(ctx)))
+        ptr = self.llama.llama_get_logits_ith(ctx, -1)
+        return list(ptr[:n]) if ptr else None
+
+    # --- multimodal (llama_cancel_has_mtmd()) ---
+
+    def mtmd_init(self, mmproj_path, model, encode_hook=None, n_threads=0, use_gpu=False, flag=None):
+        """llama_cancel_mtmd_init_from_file: (mtmd context or None, llama_cancel_load_result)."""
+        result = llama_cancel_load_result()
+        mctx = self._c.llama_cancel_mtmd_init_from_file(mmproj_path.encode(), model, encode_hook, n_threads,
+                                                        use_gpu, flag.ptr if flag else None, C.byref(result))
+        return mctx, result
+
+    def mtmd_tokenize(self, mctx, text, bitmaps):
+        """mtmd_tokenize of `text` (one mtmd_default_marker() per bitmap): the chunk list, or raises."""
+        chunks = self.mtmd.mtmd_input_chunks_init()
+        raw = text.encode()
+        t = mtmd.mtmd_input_text(raw, len(raw), True, True)
+        arr = (C.c_void_p * max(len(bitmaps), 1))(*bitmaps)
+        ret = self.mtmd.mtmd_tokenize(mctx, chunks, C.byref(t), arr, len(bitmaps))
+        if ret != 0:
+            self.mtmd.mtmd_input_chunks_free(chunks)
+            raise ValueError(f"mtmd_tokenize returned {ret}")
+        return chunks
+
+    def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
+                         decode_hook=None, seq_id=0, n_batch=0, logits_last=True):
+        """llama_cancel_mtmd_eval_chunks: (status, llama_cancel_mtmd_result)."""
+        p = self._c.llama_cancel_mtmd_default_params()
+        p.flag = flag.ptr if flag else None
+        p.decode_hook, p.seq_id, p.n_batch, p.logits_last = decode_hook, seq_id, n_batch, logits_last
+        result = llama_cancel_mtmd_result()
+        status = self._c.llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
+                                                       C.byref(p), C.byref(result))
+        return status, result
