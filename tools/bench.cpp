@@ -364,12 +364,9 @@ int run_self(const std::vector<std::string> & args, const std::string & backend)
 
 std::string take_json(const std::string & path);
 
-// Where the generated models live: models/ beside this executable.
+// Where the generated models live: the user's cache folder, never beside the executable.
 std::string models_dir() {
-    char exe[PATH_MAX] = {0};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    std::string dir = n > 0 ? std::string(exe, n) : std::string("./llama-cancel");
-    return dir.substr(0, dir.find_last_of('/')) + "/models/";
+    return lcs::models_cache_dir();
 }
 
 // Memory-kind rows, each in its own process, on the generated bench model of each architecture
@@ -392,7 +389,7 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
         const std::string model = dir + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
         const std::string tmp   = opt.json + ".memory-" + arch + ".tmp";
         std::remove(tmp.c_str());
-        int rc = lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, model, opt.arch_preset, arch) ? 0 : 1;
+        int rc = lcs::ensure_model(lcs::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
         if (rc == 0) {
             rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
                            tmp}, "");
@@ -425,7 +422,7 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
                 "|------:|------:|---------:|:-----|\n");
     std::vector<std::pair<std::string, std::string>> models = {{opt.model, with_large ? "default" : "model"}};
     const std::string large = models_dir() + "bench-large.gguf";
-    if (with_large && lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, large, "bench", "llama",
+    if (with_large && lcs::ensure_model(lcs::script_path("make_model.py"), large, "bench", "llama",
                                         {"--n-embd", "1024", "--n-ff", "8192", "--n-layer", "2", "--n-head", "16"})) {
         models.push_back({large, "large"});
     }
@@ -535,7 +532,7 @@ int bench_main(int argc, char ** argv) {
     const bool builtin_model = opt.model.empty(); // the budget rows add a larger model beside it
     if (builtin_model) {
         opt.model = models_dir() + "bench.gguf";
-        if (!lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, opt.model, "bench")) {
+        if (!lcs::ensure_model(lcs::script_path("make_model.py"), opt.model, "bench")) {
             return 1;
         }
     }
@@ -646,7 +643,7 @@ int bench_main(int argc, char ** argv) {
             std::remove(out.c_str());
             int rc = 0;
             if (access(mmproj.c_str(), R_OK) != 0) {
-                rc = lcs::run_command({"python3", LLAMA_CANCEL_MMPROJ_GENERATOR, mmproj, "--kind", kind, "--preset",
+                rc = lcs::run_command({"python3", lcs::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
                                        "small", "--n-embd-text", std::to_string(n_embd)});
             }
             if (rc == 0) {
@@ -732,8 +729,9 @@ int bench_main(int argc, char ** argv) {
         return 1;
     }
     std::printf("\nsaved %s\n", opt.json.c_str());
-    if (lcs::run_command({"python3", LLAMA_CANCEL_PLOTTER, opt.json}) != 0) {
-        std::printf("(no plot: %s needs python3 with matplotlib)\n", LLAMA_CANCEL_PLOTTER);
+    const std::string plotter = lcs::script_path("plot_bench.py");
+    if (lcs::run_command({"python3", plotter, opt.json}) != 0) {
+        std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
     }
     return 0;
 }

@@ -56,10 +56,7 @@ struct printer {
 };
 
 std::string default_model() {
-    char exe[PATH_MAX] = {0};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    std::string dir = n > 0 ? std::string(exe, n) : std::string("./llama-cancel");
-    return dir.substr(0, dir.find_last_of('/')) + "/models/bench.gguf";
+    return lcs::models_cache_dir() + "bench.gguf";
 }
 
 } // namespace
@@ -114,7 +111,7 @@ int generate_main(int argc, char ** argv) {
     }
     if (model_path.empty()) {
         model_path = default_model();
-        if (!lcs::ensure_model(LLAMA_CANCEL_MODEL_GENERATOR, model_path, "bench")) {
+        if (!lcs::ensure_model(lcs::script_path("make_model.py"), model_path, "bench")) {
             return 1;
         }
     }

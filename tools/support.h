@@ -96,6 +96,19 @@ int run_command(const std::vector<std::string> & args);
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
                   const std::string & arch = "llama", const std::vector<std::string> & extra = {});
 
+// Folder of the running executable, without the trailing slash ("." when it cannot be read).
+std::string executable_dir();
+
+// Path of one of the CLI's Python scripts (make_model.py, make_mmproj.py, plot_bench.py): from
+// $LLAMA_CANCEL_SCRIPTS_DIR, else the install layout relative to the executable
+// (<bindir>/LLAMA_CANCEL_SCRIPTS_REL), else the build tree's copies in scripts/ beside it.
+std::string script_path(const std::string & name);
+
+// Folder for the models the CLI generates, created if missing: $LLAMA_CANCEL_CACHE_DIR/models,
+// else $XDG_CACHE_HOME/llama-cancel/models, else ~/.cache/llama-cancel/models
+// (~/Library/Caches/llama-cancel/models on macOS). Ends with a slash.
+std::string models_cache_dir();
+
 double now_ms();
 
 // Loads a model on explicit devices (NULL-terminated list built here), `n_gpu_layers` of them

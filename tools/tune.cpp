@@ -179,8 +179,9 @@ int tune_main(int argc, char ** argv) {
         return 1;
     }
     std::printf("saved %s\n", o.json.c_str());
-    if (lcs::run_command({"python3", LLAMA_CANCEL_TUNE_PLOTTER, o.json}) != 0) {
-        std::printf("(no plot: %s needs python3 with matplotlib)\n", LLAMA_CANCEL_TUNE_PLOTTER);
+    const std::string plotter = lcs::script_path("plot_tune.py");
+    if (lcs::run_command({"python3", plotter, o.json}) != 0) {
+        std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
     }
     return 0;
 }
