@@ -26,6 +26,7 @@ packages=(
     python3 python3-gguf python3-numpy
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
     llama.cpp-tools llama.cpp-tools-extra
+    nodejs npm
 )
 apt_opt='Acquire::Check-Valid-Until "false"'
 
@@ -83,17 +84,24 @@ in_env() {
         return
     fi
     ensure_root
-    local q
+    local q ca_mount="" ca_env=""
     q=$(printf ' %q' "$@")
+    # The host's extra CA certificates (a TLS-inspecting proxy's), for npm inside the root.
+    if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+        ca_mount="touch $(printf %q "$root/tmp/host-ca.crt")
+        mount --bind $(printf %q "$NODE_EXTRA_CA_CERTS") $(printf %q "$root/tmp/host-ca.crt")"
+        ca_env="NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt"
+    fi
     # A private /tmp first, so that a checkout under /tmp is mounted on top of it, not hidden.
     unshare -m --propagation private -- bash -c "
         set -e
         mount -t tmpfs tmpfs $(printf %q "$root/tmp")
+        $ca_mount
         mkdir -p $(printf %q "$root$here")
         mount --bind $(printf %q "$here") $(printf %q "$root$here")
         mount -t proc proc $(printf %q "$root/proc")
         mount --rbind /dev $(printf %q "$root/dev")
-        exec chroot $(printf %q "$root") /usr/bin/env -C $(printf %q "$here") $q"
+        exec chroot $(printf %q "$root") /usr/bin/env -C $(printf %q "$here") $ca_env $q"
 }
 
 build_dir() { if use_root; then echo build-sid; else echo build; fi; }
@@ -103,6 +111,23 @@ build() {
     dir=$(build_dir)
     in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
     in_env cmake --build "$dir" -j "$jobs"
+    node_deps
+}
+
+# koffi for the Node binding, exactly as bindings/node/package-lock.json pins it (npm ci, no install
+# scripts: the prebuilt binary comes in its platform package), again only when the lockfile changes.
+# Where the registry cannot be reached, the node_binding test is skipped and says why.
+node_deps() {
+    local lock="$here/bindings/node/package-lock.json" stamp="$here/bindings/node/node_modules/.llama-cancel-lock"
+    if [ -f "$stamp" ] && cmp -s "$stamp" "$lock"; then
+        return 0
+    fi
+    log "installing the Node binding's dependencies from its lockfile (npm ci)"
+    if in_env sh -c 'cd bindings/node && npm ci --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error'; then
+        cp "$lock" "$stamp"
+    else
+        log "npm ci failed: the node_binding test will be skipped"
+    fi
 }
 
 # A sanitizer build (NAME, -fsanitize value) of what the labelled tests need, then those tests.

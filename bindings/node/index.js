@@ -1,0 +1,351 @@
+'use strict';
+// llama-cancel for Node: stop an in-flight llama.cpp computation from any thread by storing one
+// byte. JavaScript on koffi, no compiled addon.
+//
+//   const lc = require('llama-cancel').load();           // finds libllama-cancel, checks its ABI
+//   const flag = new Flag();                             // the byte, in native memory
+//   const done = lc.decodeAsync(ctx, batch, { flag });   // koffi runs it on a worker thread
+//   flag.set();                                          // main thread: the decode returns CANCELLED
+//
+// The struct layouts below are copies of llama-cancel.h and llama.h; load() compares each with the
+// library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
+const koffi = require('koffi');
+
+const VERSION = [0, 2, 0]; // the header version these declarations follow
+const OK = 0, CANCELLED = 1, ERROR = -1;
+const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
+
+// Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
+// be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
+const P = 'void *';
+const T = {
+    llama_batch: koffi.struct('llama_batch', {
+        n_tokens: 'int32_t', token: P, embd: P, pos: P, n_seq_id: P, seq_id: P, logits: P,
+    }),
+    llama_model_params: koffi.struct('llama_model_params', {
+        devices: P, tensor_buft_overrides: P, n_gpu_layers: 'int32_t', split_mode: 'int', load_mode: 'int',
+        lazy_mode: 'int', main_gpu: 'int32_t', tensor_split: P, progress_callback: P,
+        progress_callback_user_data: P, kv_overrides: P, vocab_only: 'bool', check_tensors: 'bool',
+        use_extra_bufts: 'bool', no_host: 'bool', no_alloc: 'bool', load_mtp: 'bool',
+    }),
+    llama_context_params: koffi.struct('llama_context_params', {
+        n_ctx: 'uint32_t', n_batch: 'uint32_t', n_ubatch: 'uint32_t', n_seq_max: 'uint32_t', n_rs_seq: 'uint32_t',
+        n_outputs_max: 'uint32_t', n_outputs_max_per_seq: 'uint32_t', n_threads: 'int32_t',
+        n_threads_batch: 'int32_t', ctx_type: 'int', rope_scaling_type: 'int', pooling_type: 'int',
+        attention_type: 'int', flash_attn_type: 'int', rope_freq_base: 'float', rope_freq_scale: 'float',
+        yarn_ext_factor: 'float', yarn_attn_factor: 'float', yarn_beta_fast: 'float', yarn_beta_slow: 'float',
+        yarn_orig_ctx: 'uint32_t', defrag_thold: 'float', cb_eval: P, cb_eval_user_data: P, type_k: 'int',
+        type_v: 'int', moe_cache_size: 'size_t', abort_callback: P, abort_callback_data: P, embeddings: 'bool',
+        offload_kqv: 'bool', no_perf: 'bool', op_offload: 'bool', swa_full: 'bool', kv_unified: 'bool',
+        samplers: P, n_samplers: 'size_t', ctx_other: P,
+    }),
+    llama_cancel_hook_params: koffi.struct('llama_cancel_hook_params', {
+        flag: P, interval_ms: 'float', chain: P, chain_data: P,
+    }),
+    llama_cancel_hook_stats: koffi.struct('llama_cancel_hook_stats', {
+        checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', stopped: 'bool',
+    }),
+    llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
+        flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool',
+    }),
+    llama_cancel_decode_result: koffi.struct('llama_cancel_decode_result', {
+        status: 'int32_t', decode_ret: 'int32_t', n_committed: 'int32_t', output_base: 'int32_t',
+        message: koffi.array('char', 256),
+    }),
+    llama_cancel_generate_params: koffi.struct('llama_cancel_generate_params', {
+        flag: P, n_predict: 'int32_t', seq_id: 'int32_t', sampler: P, hook: P, on_token: P, on_token_data: P,
+    }),
+    llama_cancel_generate_result: koffi.struct('llama_cancel_generate_result', {
+        status: 'int32_t', stop_reason: 'int32_t', n_prompt_committed: 'int32_t', n_generated: 'int32_t',
+        n_generated_committed: 'int32_t', n_past: 'int32_t', message: koffi.array('char', 256),
+    }),
+    llama_cancel_load_result: koffi.struct('llama_cancel_load_result', {
+        status: 'int32_t', message: koffi.array('char', 256),
+    }),
+    llama_cancel_mtmd_params: koffi.struct('llama_cancel_mtmd_params', {
+        flag: P, decode_hook: P, seq_id: 'int32_t', n_batch: 'int32_t', logits_last: 'bool',
+    }),
+    llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
+        status: 'int32_t', n_chunks_done: 'size_t', n_past: 'int32_t', message: koffi.array('char', 256),
+    }),
+};
+// Checked field by field; llama.h's structs by size (the library names no llama.h field).
+const CANCEL_STRUCTS = Object.keys(T).filter((n) => n.startsWith('llama_cancel_'));
+const LLAMA_STRUCTS = ['llama_batch', 'llama_model_params', 'llama_context_params'];
+
+// Every function of llama-cancel.h, and the llama.h / ggml ones a host needs around it.
+const CANCEL_FUNCTIONS = [
+    ['llama_cancel_version', 'int32_t', []],
+    ['llama_cancel_struct_size', 'size_t', ['const char *']],
+    ['llama_cancel_field_offset', 'int64_t', ['const char *', 'const char *']],
+    ['llama_cancel_has_mtmd', 'bool', []],
+    ['llama_cancel_abort_callback', 'bool', [P]],
+    ['llama_cancel_eval_callback', 'bool', [P, 'bool', P]],
+    ['llama_cancel_hook_default_params', T.llama_cancel_hook_params, []],
+    ['llama_cancel_hook_init', P, [P]],
+    ['llama_cancel_hook_free', 'void', [P]],
+    ['llama_cancel_hook_bind', 'void', [P, P]],
+    ['llama_cancel_hook_eval_callback', 'bool', [P, 'bool', P]],
+    ['llama_cancel_hook_set_flag', 'void', [P, P]],
+    ['llama_cancel_hook_get_flag', P, [P]],
+    ['llama_cancel_hook_stopped', 'bool', [P]],
+    ['llama_cancel_hook_reset', 'void', [P]],
+    ['llama_cancel_hook_get_stats', T.llama_cancel_hook_stats, [P]],
+    ['llama_cancel_decode_default_params', T.llama_cancel_decode_params, []],
+    ['llama_cancel_decode', 'int32_t', [P, T.llama_batch, P, P, P, 'int32_t']],
+    ['llama_cancel_get_logits_ith', P, [P, P, 'int32_t']],
+    ['llama_cancel_get_embeddings_ith', P, [P, P, 'int32_t']],
+    ['llama_cancel_generate_default_params', T.llama_cancel_generate_params, []],
+    ['llama_cancel_generate', 'int32_t', [P, P, 'int32_t', P, P, 'int32_t', P]],
+    ['llama_cancel_stop_reason_str', 'const char *', ['int32_t']],
+    ['llama_cancel_model_load', P, ['const char *', T.llama_model_params, P, P]],
+    ['llama_cancel_status_str', 'const char *', ['int32_t']],
+    ['llama_cancel_mtmd_init_from_file', P, ['const char *', P, P, 'int32_t', 'bool', P, P]],
+    ['llama_cancel_mtmd_default_params', T.llama_cancel_mtmd_params, []],
+    ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'size_t', 'int32_t', P, P]],
+    ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'size_t', 'int32_t', P, P, 'int32_t', P, P]],
+];
+const LLAMA_FUNCTIONS = [
+    ['llama_model_default_params', T.llama_model_params, []],
+    ['llama_context_default_params', T.llama_context_params, []],
+    ['llama_model_free', 'void', [P]],
+    ['llama_init_from_model', P, [P, T.llama_context_params]],
+    ['llama_free', 'void', [P]],
+    ['llama_get_model', P, [P]],
+    ['llama_get_memory', P, [P]],
+    ['llama_model_get_vocab', P, [P]],
+    ['llama_vocab_n_tokens', 'int32_t', [P]],
+    ['llama_batch_get_one', T.llama_batch, [P, 'int32_t']],
+    ['llama_decode', 'int32_t', [P, T.llama_batch]],
+    ['llama_get_logits_ith', P, [P, 'int32_t']],
+    ['llama_memory_clear', 'void', [P, 'bool']],
+    ['llama_memory_seq_pos_max', 'int32_t', [P, 'int32_t']],
+    ['ggml_backend_load_all', 'void', []],
+    ['ggml_backend_reg_by_name', P, ['const char *']],
+    ['ggml_backend_unload', 'void', [P]],
+];
+
+class AbiMismatch extends Error {}
+
+// The caller-owned byte, in native memory. set() is one plain byte store (like Dart's
+// `flag.value = 1`); the library only loads it. free() it after the last call that reads it.
+class Flag {
+    constructor() {
+        this.ptr = koffi.alloc('int8_t', 1);
+        this.view = new Int8Array(koffi.view(this.ptr, 1));
+        this.view[0] = 0;
+    }
+    set() { this.view[0] = 1; }
+    clear() { this.view[0] = 0; }
+    get isSet() { return this.view[0] !== 0; }
+    free() { koffi.free(this.ptr); this.ptr = null; }
+}
+
+// int32 values in native memory (tokens, counters), freed by free().
+class NativeInt32Array {
+    constructor(values) {
+        this.length = values.length;
+        this.ptr = koffi.alloc('int32_t', Math.max(1, values.length));
+        const view = new Int32Array(koffi.view(this.ptr, 4 * Math.max(1, values.length)));
+        view.set(values);
+    }
+    toArray(n = this.length) { return Array.from(new Int32Array(koffi.view(this.ptr, 4 * Math.max(1, n))).slice(0, n)); }
+    free() { koffi.free(this.ptr); this.ptr = null; }
+}
+
+// One struct in native memory for the duration of a (possibly asynchronous) call.
+function nativeStruct(type, value) {
+    const ptr = koffi.alloc(type, 1);
+    koffi.encode(ptr, type, value || {});
+    return ptr;
+}
+
+function declare(lib, table) {
+    const out = {};
+    for (const [name, ret, args] of table) out[name] = lib.func(name, ret, args);
+    return out;
+}
+
+// Opens libllama-cancel: `path`, else $LLAMA_CANCEL_LIBRARY, else the loader's search by soname.
+// Throws AbiMismatch when its version or any struct layout differs from the declarations above.
+function load(path) {
+    const where = path || process.env.LLAMA_CANCEL_LIBRARY ||
+        (process.platform === 'darwin' ? 'libllama-cancel.dylib' : 'libllama-cancel.so.0');
+    return new Library(where);
+}
+
+class Library {
+    constructor(path) {
+        this.path = path;
+        this.so = koffi.load(path);
+        this.c = declare(this.so, CANCEL_FUNCTIONS);
+        this.checkAbi();
+        // llama.h and ggml symbols resolve through the library's own dependencies.
+        this.llama = declare(this.so, LLAMA_FUNCTIONS);
+        this.hasMtmd = this.c.llama_cancel_has_mtmd();
+    }
+
+    version() {
+        const v = this.c.llama_cancel_version();
+        return [Math.floor(v / 10000), Math.floor(v / 100) % 100, v % 100];
+    }
+
+    abiProblems() {
+        const problems = [];
+        const [major, minor, patch] = this.version();
+        if (major !== VERSION[0] || minor < VERSION[1] || (major === 0 && minor !== VERSION[1])) {
+            problems.push(`library version ${major}.${minor}.${patch}, binding written for ${VERSION.join('.')}`);
+        }
+        for (const name of [...CANCEL_STRUCTS, ...LLAMA_STRUCTS]) problems.push(...this.structProblems(name, T[name]));
+        return problems;
+    }
+
+    // Differences between the library's layout of `name` and `type` (a koffi struct).
+    structProblems(name, type) {
+        const out = [];
+        const size = Number(this.c.llama_cancel_struct_size(name));
+        if (size !== koffi.sizeof(type)) out.push(`${name}: ${size} bytes in the library, ${koffi.sizeof(type)} here`);
+        if (!name.startsWith('llama_cancel_')) return out;
+        for (const field of type.members ? Object.keys(type.members) : []) {
+            const offset = Number(this.c.llama_cancel_field_offset(name, field));
+            if (offset !== koffi.offsetof(type, field)) {
+                out.push(`${name}.${field}: offset ${offset} in the library, ${koffi.offsetof(type, field)} here`);
+            }
+        }
+        return out;
+    }
+
+    checkAbi() {
+        const problems = this.abiProblems();
+        if (problems.length) throw new AbiMismatch(`${this.path}: ${problems.join('; ')}`);
+    }
+
+    // Loads ggml's dynamically built backends (as Debian ships them) and unloads BLAS, Vulkan and
+    // RPC unless named in `keep`: the CPU backend, where the abort callback runs, stays.
+    loadBackends(keep = []) {
+        this.llama.ggml_backend_load_all();
+        for (const name of ['BLAS', 'Vulkan', 'RPC']) {
+            const reg = this.llama.ggml_backend_reg_by_name(name);
+            if (reg && !keep.includes(name)) this.llama.ggml_backend_unload(reg);
+        }
+    }
+
+    // llama_cancel_model_load: { model (pointer or null), status, message }.
+    modelLoad(path, flag, params) {
+        const result = nativeStruct(T.llama_cancel_load_result);
+        try {
+            const model = this.c.llama_cancel_model_load(path, params || this.llama.llama_model_default_params(),
+                flag ? flag.ptr : null, result);
+            return { model, ...koffi.decode(result, T.llama_cancel_load_result) };
+        } finally {
+            koffi.free(result);
+        }
+    }
+
+    // llama_init_from_model with the default context parameters and `fields` set on them; `hook`
+    // bound as the eval callback.
+    context(model, fields = {}, hook = null) {
+        const cp = Object.assign(this.llama.llama_context_default_params(), fields);
+        if (!hook) return this.llama.llama_init_from_model(model, cp);
+        const native = nativeStruct(T.llama_context_params, cp);
+        try {
+            this.c.llama_cancel_hook_bind(hook, native);
+            return this.llama.llama_init_from_model(model, koffi.decode(native, T.llama_context_params));
+        } finally {
+            koffi.free(native);
+        }
+    }
+
+    // llama_cancel_hook_init; `chain` is a native eval callback's address (lib.symbol(name)).
+    hook(flag, { intervalMs = 0, chain = null, chainData = null } = {}) {
+        const p = nativeStruct(T.llama_cancel_hook_params,
+            { flag: flag ? flag.ptr : null, interval_ms: intervalMs, chain, chain_data: chainData });
+        try {
+            return this.c.llama_cancel_hook_init(p);
+        } finally {
+            koffi.free(p);
+        }
+    }
+
+    // A llama_batch_get_one batch over tokens in native memory: { batch, tokens } (free tokens after).
+    tokensBatch(values) {
+        const tokens = new NativeInt32Array(values);
+        return { batch: this.llama.llama_batch_get_one(tokens.ptr, tokens.length), tokens };
+    }
+
+    decodeCall(ctx, batch, opts) {
+        const params = nativeStruct(T.llama_cancel_decode_params, {
+            ...this.c.llama_cancel_decode_default_params(),
+            flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
+            abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
+            sliced_outputs: !!opts.slicedOutputs,
+        });
+        const result = nativeStruct(T.llama_cancel_decode_result);
+        const nSeq = opts.nSeq || 0;
+        const perSeq = nSeq > 0 ? new NativeInt32Array(new Array(nSeq).fill(0)) : null;
+        const args = [ctx, batch, params, result, perSeq ? perSeq.ptr : null, nSeq];
+        const finish = (status) => {
+            const out = { status, result: koffi.decode(result, T.llama_cancel_decode_result),
+                          perSeq: perSeq ? perSeq.toArray() : [] };
+            koffi.free(params); koffi.free(result); if (perSeq) perSeq.free();
+            return out;
+        };
+        return { args, finish };
+    }
+
+    // llama_cancel_decode on this thread: { status, result, perSeq }. opts: flag, hook,
+    // abortCallback / abortCallbackData (native), slicedOutputs, nSeq.
+    decode(ctx, batch, opts = {}) {
+        const { args, finish } = this.decodeCall(ctx, batch, opts);
+        return finish(this.c.llama_cancel_decode(...args));
+    }
+
+    // The same through koffi's asynchronous call: it runs on a worker thread while this (the main)
+    // thread stays free to store the byte. Resolves to { status, result, perSeq }.
+    decodeAsync(ctx, batch, opts = {}) {
+        const { args, finish } = this.decodeCall(ctx, batch, opts);
+        return new Promise((resolve, reject) => {
+            this.c.llama_cancel_decode.async(...args, (err, status) => (err ? reject(err) : resolve(finish(status))));
+        });
+    }
+
+    generateCall(ctx, prompt, nPredict, opts) {
+        const tokens = new NativeInt32Array(prompt);
+        const out = new NativeInt32Array(new Array(Math.max(1, nPredict)).fill(0));
+        const params = nativeStruct(T.llama_cancel_generate_params, {
+            ...this.c.llama_cancel_generate_default_params(),
+            flag: opts.flag ? opts.flag.ptr : null, n_predict: nPredict, seq_id: opts.seqId || 0,
+            sampler: opts.sampler || null, hook: opts.hook || null,
+            on_token: opts.onToken || null, on_token_data: opts.onTokenData || null,
+        });
+        const result = nativeStruct(T.llama_cancel_generate_result);
+        const args = [ctx, tokens.ptr, prompt.length, params, out.ptr, nPredict, result];
+        const finish = (status) => {
+            const r = koffi.decode(result, T.llama_cancel_generate_result);
+            const res = { status, result: r, tokens: out.toArray(r.n_generated) };
+            tokens.free(); out.free(); koffi.free(params); koffi.free(result);
+            return res;
+        };
+        return { args, finish };
+    }
+
+    // llama_cancel_generate (the token loop): { status, result, tokens }. opts: flag, hook, seqId,
+    // sampler, onToken / onTokenData (native).
+    generate(ctx, prompt, nPredict, opts = {}) {
+        const { args, finish } = this.generateCall(ctx, prompt, nPredict, opts);
+        return finish(this.c.llama_cancel_generate(...args));
+    }
+
+    // The same on a koffi worker thread; resolves to { status, result, tokens }.
+    generateAsync(ctx, prompt, nPredict, opts = {}) {
+        const { args, finish } = this.generateCall(ctx, prompt, nPredict, opts);
+        return new Promise((resolve, reject) => {
+            this.c.llama_cancel_generate.async(...args, (err, status) => (err ? reject(err) : resolve(finish(status))));
+        });
+    }
+}
+
+module.exports = {
+    load, Library, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
+    OK, CANCELLED, ERROR, STOP,
+};
