@@ -7,8 +7,9 @@ import os
 import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
-from llama_ctypes import bind, llama_cancel_decode_result, load_cpu_backend  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import llama_cancel  # noqa: E402
+from llama_cancel import llama_cancel_decode_result  # noqa: E402
 
 lib_path, model_path, probe_path = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
@@ -25,14 +26,15 @@ def check(cond, what):
         failures.append(what)
 
 
-cancel, llama, ggml = bind(lib_path)
+lc = llama_cancel.load(lib_path)  # llama-cancel's functions by name, llama.cpp's on lc.llama
+cancel, llama = lc, lc.llama
 probe_lib = C.CDLL(probe_path)
 
 # The reader bound by its symbol's address, as Dart's `lookup<NativeFunction<...>>` gives it.
 reader = C.cast(cancel.llama_cancel_abort_callback, C.c_void_p).value
 probe_reader = C.cast(probe_lib.ffi_probe_abort_callback, C.c_void_p).value
 
-load_cpu_backend(ggml)
+lc.load_backends()
 
 model = llama.llama_model_load_from_file(model_path.encode(), llama.llama_model_default_params())
 check(bool(model), "model loads")

@@ -1,0 +1,87 @@
+"""Multimodal: llama_cancel_mtmd_eval_chunks on a worker thread, stopped from the main thread
+inside the clip encode of an image chunk (synthetic projector), then resumed to the logits of an
+uninterrupted evaluation, bit for bit. A library built without libmtmd answers with a clear error."""
+import ctypes as C
+import unittest
+
+import llama_cancel
+
+import host
+
+
+class MtmdWithoutLibmtmd(unittest.TestCase):
+    def test_clear_error(self):
+        lib = host.lib()
+        if lib.has_mtmd:
+            self.skipTest("this library has libmtmd")
+        status, result = lib.mtmd_eval_chunks(None, None, None, None)
+        self.assertEqual(status, llama_cancel.ERROR)
+        self.assertEqual(result.message, b"built without libmtmd")
+
+
+class MtmdCancelledFromMainThread(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib = host.lib()
+        if not lib.has_mtmd:
+            raise unittest.SkipTest("library built without libmtmd")
+        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_SMALL_MODEL"))
+        assert cls.model, res.message
+        cls.ctx = lib.context(cls.model, n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2, n_threads_batch=2)
+        cls.mem = lib.llama.llama_get_memory(cls.ctx)
+        cls.flag = llama_cancel.Flag()
+        cls.probe = host.Probe(cls.flag)
+        cls.encode_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_VISION_MMPROJ"), cls.model, cls.encode_hook, n_threads=2)
+        assert cls.mctx, res.message
+        pixels = (C.c_ubyte * (64 * 64 * 3))(*[(i * 37) % 251 for i in range(64 * 64 * 3)])
+        cls.bitmap = lib.mtmd.mtmd_bitmap_init(64, 64, pixels)
+        marker = lib.mtmd.mtmd_default_marker().decode()
+        cls.chunks = lib.mtmd_tokenize(cls.mctx, f"Describe {marker} in a word.", [cls.bitmap])
+        cls.n_chunks = lib.mtmd.mtmd_input_chunks_size(cls.chunks)
+
+    @classmethod
+    def tearDownClass(cls):
+        m, ll = cls.lib.mtmd, cls.lib.llama
+        m.mtmd_input_chunks_free(cls.chunks)
+        m.mtmd_bitmap_free(cls.bitmap)
+        m.mtmd_free(cls.mctx)
+        cls.lib.llama_cancel_hook_free(cls.encode_hook)
+        ll.llama_free(cls.ctx)
+        ll.llama_model_free(cls.model)
+        cls.probe.close()
+
+    def evaluate(self, first_chunk=0, n_past=0):
+        return self.lib.mtmd_eval_chunks(self.mctx, self.encode_hook, self.ctx, self.chunks, first_chunk, n_past,
+                                         self.flag, n_batch=32)
+
+    def test_stop_inside_the_encode_and_resume(self):
+        self.assertGreaterEqual(self.n_chunks, 2)
+        self.probe.arm(0)
+
+        def clean():
+            self.lib.llama.llama_memory_clear(self.mem, True)
+            return self.evaluate()
+        eval_ms, (status, result) = host.timed(clean, runs=2)
+        self.assertEqual(status, llama_cancel.OK, result.message)
+        want = self.lib.last_logits(self.ctx)
+        n_asks = self.probe.calls() // 2  # the image chunk's encode, twice
+
+        self.lib.llama.llama_memory_clear(self.mem, True)
+        cancel = host.CrossThreadCancel(self.probe, self.flag)
+        (status, result), ms = cancel.run(self, self.evaluate, n_asks // 2)
+        self.assertEqual(status, llama_cancel.CANCELLED, result.message)
+        self.assertGreater(result.n_chunks_done, 0, "the text before the image is in memory")
+        self.assertLess(result.n_chunks_done, self.n_chunks, "the image chunk is not")
+        self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), result.n_past - 1)
+
+        self.probe.arm(0)
+        status, resumed = self.evaluate(result.n_chunks_done, result.n_past)
+        self.assertEqual(status, llama_cancel.OK, resumed.message)
+        self.assertEqual(self.lib.last_logits(self.ctx), want, "resumed logits are bit-identical")
+        print(f"\npython mtmd: encode stopped from the main thread {ms:.2f} ms after the store "
+              f"({100 * ms / eval_ms:.1f}% of the {eval_ms:.1f} ms evaluation), resumed bit-identical", flush=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
