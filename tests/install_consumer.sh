@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the build into a scratch prefix, then builds and runs a consumer against it twice:
-# with CMake's find_package(llama-cancel) and with pkg-config. usage: install_consumer.sh BUILD SRC
+# Installs the build into a scratch prefix and uses only the install tree: a consumer built with
+# CMake's find_package(llama-cancel) and with pkg-config; the Python module finding the library from
+# its installed place; the CLI running its installed generator and writing the model it generates
+# into a cache folder, not beside itself, with no source-tree path compiled in.
+# usage: install_consumer.sh BUILD SRC
 set -euo pipefail
 build=$1
 src=$2
@@ -18,3 +21,24 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -o "$prefix/consumer-pc" "$src/tests/consumer/main.c" $(pkg-config --cflags --libs llama-cancel)
 LD_LIBRARY_PATH="$libdir" "$prefix/consumer-pc"
 echo "install tree: CMake package and pkg-config consumers ok"
+
+# The Python module, installed under share/llama-cancel/python: load() with no path finds the library.
+env -u LLAMA_CANCEL_LIBRARY PYTHONPATH="$prefix/share/llama-cancel/python" python3 -c '
+import llama_cancel, os, sys
+lc = llama_cancel.load()
+assert lc.path.startswith(sys.argv[1]), lc.path
+print("installed python module:", os.path.relpath(lc.path, sys.argv[1]), "version %d.%d.%d" % lc.version())
+' "$prefix"
+
+# The CLI: no source path inside it; it runs from the prefix (its RPATH), generates its default model
+# with the installed make_model.py into the cache folder, and writes nothing beside itself.
+if grep -q -F "$src/scripts" "$prefix/bin/llama-cancel"; then
+    echo "FAIL: the installed CLI names the source tree's scripts"
+    exit 1
+fi
+cache="$prefix/cache"
+LLAMA_CANCEL_CACHE_DIR="$cache" "$prefix/bin/llama-cancel" generate --prompt-tokens 4 --n-predict 1 --threads 1 >/dev/null 2>"$prefix/cli.log" ||
+    { cat "$prefix/cli.log"; exit 1; }
+test -s "$cache/models/bench.gguf" || { echo "FAIL: no model in the cache folder"; cat "$prefix/cli.log"; exit 1; }
+test ! -e "$prefix/bin/models" || { echo "FAIL: models written beside the CLI"; exit 1; }
+echo "installed CLI: generated its model into the cache folder with the installed generator"
