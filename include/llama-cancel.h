@@ -66,6 +66,12 @@ extern "C" {
     // field it declares, not just the total size. Any thread, any time.
     LLAMA_CANCEL_API int64_t llama_cancel_field_offset(const char * name, const char * field);
 
+    // Name of field number `i` (0-based, in declaration order) of struct `name` (one of this
+    // header's structs), or NULL past the last one or for an unknown struct. A host walks it to find
+    // the fields its copy lacks: a field added where padding hid it leaves the size unchanged.
+    // Static string; any thread, any time.
+    LLAMA_CANCEL_API const char * llama_cancel_field_name(const char * name, int32_t i);
+
     // True when the library was built with libmtmd: the multimodal functions below work. Without it
     // they exist all the same and return LLAMA_CANCEL_ERROR, "built without libmtmd".
     LLAMA_CANCEL_API bool llama_cancel_has_mtmd(void);

@@ -32,18 +32,19 @@ const field_entry hook_stats[] = {
 const field_entry decode_params[] = {
     LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, abort_callback),
     LC_FIELD(llama_cancel_decode_params, abort_callback_data), LC_FIELD(llama_cancel_decode_params, hook),
-    LC_FIELD(llama_cancel_decode_params, sliced_outputs), LC_END,
+    LC_FIELD(llama_cancel_decode_params, sliced_outputs), LC_FIELD(llama_cancel_decode_params, max_stop_ms), LC_END,
 };
 const field_entry decode_result[] = {
     LC_FIELD(llama_cancel_decode_result, status), LC_FIELD(llama_cancel_decode_result, decode_ret),
     LC_FIELD(llama_cancel_decode_result, n_committed), LC_FIELD(llama_cancel_decode_result, output_base),
-    LC_FIELD(llama_cancel_decode_result, message), LC_END,
+    LC_FIELD(llama_cancel_decode_result, message), LC_FIELD(llama_cancel_decode_result, n_decode_calls),
+    LC_FIELD(llama_cancel_decode_result, longest_node_ms), LC_FIELD(llama_cancel_decode_result, budget_missed), LC_END,
 };
 const field_entry generate_params[] = {
     LC_FIELD(llama_cancel_generate_params, flag), LC_FIELD(llama_cancel_generate_params, n_predict),
     LC_FIELD(llama_cancel_generate_params, seq_id), LC_FIELD(llama_cancel_generate_params, sampler),
     LC_FIELD(llama_cancel_generate_params, hook), LC_FIELD(llama_cancel_generate_params, on_token),
-    LC_FIELD(llama_cancel_generate_params, on_token_data), LC_END,
+    LC_FIELD(llama_cancel_generate_params, on_token_data), LC_FIELD(llama_cancel_generate_params, max_stop_ms), LC_END,
 };
 const field_entry generate_result[] = {
     LC_FIELD(llama_cancel_generate_result, status), LC_FIELD(llama_cancel_generate_result, stop_reason),
@@ -57,7 +58,7 @@ const field_entry load_result[] = {
 const field_entry mtmd_params[] = {
     LC_FIELD(llama_cancel_mtmd_params, flag), LC_FIELD(llama_cancel_mtmd_params, decode_hook),
     LC_FIELD(llama_cancel_mtmd_params, seq_id), LC_FIELD(llama_cancel_mtmd_params, n_batch),
-    LC_FIELD(llama_cancel_mtmd_params, logits_last), LC_END,
+    LC_FIELD(llama_cancel_mtmd_params, logits_last), LC_FIELD(llama_cancel_mtmd_params, max_stop_ms), LC_END,
 };
 const field_entry mtmd_result[] = {
     LC_FIELD(llama_cancel_mtmd_result, status), LC_FIELD(llama_cancel_mtmd_result, n_chunks_done),
@@ -117,6 +118,19 @@ extern "C" int64_t llama_cancel_field_offset(const char * name, const char * fie
         }
     }
     return -1;
+}
+
+extern "C" const char * llama_cancel_field_name(const char * name, int32_t i) {
+    const struct_entry * s = find_struct(name);
+    if (s == nullptr || s->fields == nullptr || i < 0) {
+        return nullptr;
+    }
+    for (const field_entry * f = s->fields; f->name != nullptr; ++f, --i) {
+        if (i == 0) {
+            return f->name;
+        }
+    }
+    return nullptr;
 }
 
 extern "C" bool llama_cancel_has_mtmd(void) {

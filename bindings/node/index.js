@@ -46,14 +46,15 @@ const T = {
         checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', stopped: 'bool',
     }),
     llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
-        flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool',
+        flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool', max_stop_ms: 'float',
     }),
     llama_cancel_decode_result: koffi.struct('llama_cancel_decode_result', {
         status: 'int32_t', decode_ret: 'int32_t', n_committed: 'int32_t', output_base: 'int32_t',
-        message: koffi.array('char', 256),
+        message: koffi.array('char', 256), n_decode_calls: 'int32_t', longest_node_ms: 'float', budget_missed: 'bool',
     }),
     llama_cancel_generate_params: koffi.struct('llama_cancel_generate_params', {
         flag: P, n_predict: 'int32_t', seq_id: 'int32_t', sampler: P, hook: P, on_token: P, on_token_data: P,
+        max_stop_ms: 'float',
     }),
     llama_cancel_generate_result: koffi.struct('llama_cancel_generate_result', {
         status: 'int32_t', stop_reason: 'int32_t', n_prompt_committed: 'int32_t', n_generated: 'int32_t',
@@ -63,7 +64,7 @@ const T = {
         status: 'int32_t', message: koffi.array('char', 256),
     }),
     llama_cancel_mtmd_params: koffi.struct('llama_cancel_mtmd_params', {
-        flag: P, decode_hook: P, seq_id: 'int32_t', n_batch: 'int32_t', logits_last: 'bool',
+        flag: P, decode_hook: P, seq_id: 'int32_t', n_batch: 'int32_t', logits_last: 'bool', max_stop_ms: 'float',
     }),
     llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
         status: 'int32_t', n_chunks_done: 'size_t', n_past: 'int32_t', message: koffi.array('char', 256),
@@ -78,6 +79,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_version', 'int32_t', []],
     ['llama_cancel_struct_size', 'size_t', ['const char *']],
     ['llama_cancel_field_offset', 'int64_t', ['const char *', 'const char *']],
+    ['llama_cancel_field_name', 'const char *', ['const char *', 'int32_t']],
     ['llama_cancel_has_mtmd', 'bool', []],
     ['llama_cancel_abort_callback', 'bool', [P]],
     ['llama_cancel_eval_callback', 'bool', [P, 'bool', P]],
@@ -206,11 +208,18 @@ class Library {
         const size = Number(this.c.llama_cancel_struct_size(name));
         if (size !== koffi.sizeof(type)) out.push(`${name}: ${size} bytes in the library, ${koffi.sizeof(type)} here`);
         if (!name.startsWith('llama_cancel_')) return out;
-        for (const field of type.members ? Object.keys(type.members) : []) {
+        const declared = type.members ? Object.keys(type.members) : [];
+        for (const field of declared) {
             const offset = Number(this.c.llama_cancel_field_offset(name, field));
             if (offset !== koffi.offsetof(type, field)) {
                 out.push(`${name}.${field}: offset ${offset} in the library, ${koffi.offsetof(type, field)} here`);
             }
+        }
+        // Fields the library has and this copy lacks (padding can hide one from the size).
+        for (let i = 0; ; ++i) {
+            const field = this.c.llama_cancel_field_name(name, i);
+            if (field === null) break;
+            if (!declared.includes(field)) out.push(`${name}.${field}: in the library, not declared here`);
         }
         return out;
     }
@@ -278,7 +287,7 @@ class Library {
             ...this.c.llama_cancel_decode_default_params(),
             flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
             abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
-            sliced_outputs: !!opts.slicedOutputs,
+            sliced_outputs: !!opts.slicedOutputs, max_stop_ms: opts.maxStopMs || 0,
         });
         const result = nativeStruct(T.llama_cancel_decode_result);
         const nSeq = opts.nSeq || 0;
@@ -294,7 +303,7 @@ class Library {
     }
 
     // llama_cancel_decode on this thread: { status, result, perSeq }. opts: flag, hook,
-    // abortCallback / abortCallbackData (native), slicedOutputs, nSeq.
+    // abortCallback / abortCallbackData (native), slicedOutputs, nSeq, maxStopMs.
     decode(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return finish(this.c.llama_cancel_decode(...args));
@@ -316,7 +325,7 @@ class Library {
             ...this.c.llama_cancel_generate_default_params(),
             flag: opts.flag ? opts.flag.ptr : null, n_predict: nPredict, seq_id: opts.seqId || 0,
             sampler: opts.sampler || null, hook: opts.hook || null,
-            on_token: opts.onToken || null, on_token_data: opts.onTokenData || null,
+            on_token: opts.onToken || null, on_token_data: opts.onTokenData || null, max_stop_ms: opts.maxStopMs || 0,
         });
         const result = nativeStruct(T.llama_cancel_generate_result);
         const args = [ctx, tokens.ptr, prompt.length, params, out.ptr, nPredict, result];
@@ -330,7 +339,7 @@ class Library {
     }
 
     // llama_cancel_generate (the token loop): { status, result, tokens }. opts: flag, hook, seqId,
-    // sampler, onToken / onTokenData (native).
+    // sampler, onToken / onTokenData (native), maxStopMs.
     generate(ctx, prompt, nPredict, opts = {}) {
         const { args, finish } = this.generateCall(ctx, prompt, nPredict, opts);
         return finish(this.c.llama_cancel_generate(...args));

@@ -149,6 +149,13 @@ class Library:
             offset = self._c.llama_cancel_field_offset(name, field.encode())
             if offset != getattr(s, field).offset:
                 out.append(f"{s.__name__}.{field}: offset {offset} in the library, {getattr(s, field).offset} here")
+        declared = {f for f, _ in s._fields_}
+        for i in range(256 if fields else 0):  # fields the library has and this copy lacks
+            field = self._c.llama_cancel_field_name(name, i)
+            if field is None:
+                break
+            if field.decode() not in declared:
+                out.append(f"{s.__name__}.{field.decode()}: in the library, not declared here")
         return out
 
     def check_abi(self):
@@ -194,24 +201,24 @@ class Library:
         return self._c.llama_cancel_hook_init(C.byref(p))
 
     def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
-               sliced_outputs=False, n_seq=0):
+               sliced_outputs=False, n_seq=0, max_stop_ms=0.0):
         """llama_cancel_decode: (status, llama_cancel_decode_result, per-sequence committed counts)."""
         p = self._c.llama_cancel_decode_default_params()
         p.flag = flag.ptr if flag else None
         p.hook = hook
         p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
-        p.sliced_outputs = sliced_outputs
+        p.sliced_outputs, p.max_stop_ms = sliced_outputs, max_stop_ms
         result = llama_cancel_decode_result()
         per_seq = (C.c_int32 * n_seq)() if n_seq > 0 else None
         status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), per_seq, n_seq)
         return status, result, list(per_seq) if per_seq is not None else []
 
     def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
-                 on_token=None, on_token_data=None):
+                 on_token=None, on_token_data=None, max_stop_ms=0.0):
         """llama_cancel_generate: (status, llama_cancel_generate_result, generated tokens)."""
         p = self._c.llama_cancel_generate_default_params()
         p.flag = flag.ptr if flag else None
-        p.n_predict, p.seq_id, p.sampler, p.hook = n_predict, seq_id, sampler, hook
+        p.n_predict, p.seq_id, p.sampler, p.hook, p.max_stop_ms = n_predict, seq_id, sampler, hook, max_stop_ms
         p.on_token, p.on_token_data = on_token, on_token_data
         tokens = (C.c_int32 * max(len(prompt), 1))(*prompt)
         out = (C.c_int32 * max(n_predict, 1))()
@@ -253,11 +260,12 @@ class Library:
         return chunks
 
     def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
-                         decode_hook=None, seq_id=0, n_batch=0, logits_last=True):
+                         decode_hook=None, seq_id=0, n_batch=0, logits_last=True, max_stop_ms=0.0):
         """llama_cancel_mtmd_eval_chunks: (status, llama_cancel_mtmd_result)."""
         p = self._c.llama_cancel_mtmd_default_params()
         p.flag = flag.ptr if flag else None
         p.decode_hook, p.seq_id, p.n_batch, p.logits_last = decode_hook, seq_id, n_batch, logits_last
+        p.max_stop_ms = max_stop_ms
         result = llama_cancel_mtmd_result()
         status = self._c.llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
                                                        C.byref(p), C.byref(result))

@@ -40,17 +40,19 @@ class llama_cancel_hook_stats(C.Structure):
 
 class llama_cancel_decode_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p),
-                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool)]
+                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool), ("max_stop_ms", C.c_float)]
 
 
 class llama_cancel_decode_result(C.Structure):
     _fields_ = [("status", C.c_int32), ("decode_ret", C.c_int32), ("n_committed", C.c_int32),
-                ("output_base", C.c_int32), ("message", C.c_char * 256)]
+                ("output_base", C.c_int32), ("message", C.c_char * 256), ("n_decode_calls", C.c_int32),
+                ("longest_node_ms", C.c_float), ("budget_missed", C.c_bool)]
 
 
 class llama_cancel_generate_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("n_predict", C.c_int32), ("seq_id", llama_seq_id),
-                ("sampler", C.c_void_p), ("hook", C.c_void_p), ("on_token", C.c_void_p), ("on_token_data", C.c_void_p)]
+                ("sampler", C.c_void_p), ("hook", C.c_void_p), ("on_token", C.c_void_p), ("on_token_data", C.c_void_p),
+                ("max_stop_ms", C.c_float)]
 
 
 class llama_cancel_generate_result(C.Structure):
@@ -65,7 +67,7 @@ class llama_cancel_load_result(C.Structure):
 
 class llama_cancel_mtmd_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("decode_hook", C.c_void_p), ("seq_id", llama_seq_id),
-                ("n_batch", C.c_int32), ("logits_last", C.c_bool)]
+                ("n_batch", C.c_int32), ("logits_last", C.c_bool), ("max_stop_ms", C.c_float)]
 
 
 class llama_cancel_mtmd_result(C.Structure):
@@ -88,6 +90,7 @@ def prototypes(llama):
         "llama_cancel_version": (I32, []),
         "llama_cancel_struct_size": (C.c_size_t, [C.c_char_p]),
         "llama_cancel_field_offset": (C.c_int64, [C.c_char_p, C.c_char_p]),
+        "llama_cancel_field_name": (C.c_char_p, [C.c_char_p, I32]),
         "llama_cancel_has_mtmd": (B, []),
         "llama_cancel_abort_callback": (B, [P]),
         "llama_cancel_eval_callback": (B, [P, B, P]),

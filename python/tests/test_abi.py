@@ -40,6 +40,13 @@ class Abi(unittest.TestCase):
                 self.assertGreaterEqual(self.lib.llama_cancel_field_offset(name.encode(), field.encode()), 0,
                                         f"{name}.{field} missing from src/abi.cpp")
 
+    def test_library_lists_the_fields_in_the_headers_order(self):
+        for name, fields in header_structs(self.header).items():
+            listed = []
+            while (f := self.lib.llama_cancel_field_name(name.encode(), len(listed))) is not None:
+                listed.append(f.decode())
+            self.assertEqual(listed, fields, name)
+
     def test_module_declares_every_struct_with_the_headers_fields(self):
         structs = header_structs(self.header)
         declared = {s.__name__: [f for f, _ in s._fields_] for s in abi.STRUCTS}
@@ -51,10 +58,17 @@ class Abi(unittest.TestCase):
             self.assertGreater(self.lib.llama_cancel_struct_size(s.encode()), 0)
 
     def test_a_changed_layout_is_reported(self):
-        class llama_cancel_decode_params(C.Structure):  # one field short, as an outdated copy would be
+        class llama_cancel_decode_params(C.Structure):  # the last field missing: padding keeps the size
             _fields_ = abi.llama_cancel_decode_params._fields_[:-1]
         problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
+        self.assertTrue(any("not declared here" in p for p in problems), problems)
+
+        class llama_cancel_decode_result(C.Structure):  # the fields after `message` missing
+            _fields_ = abi.llama_cancel_decode_result._fields_[:5]
+        problems = self.lib._struct_problems(llama_cancel_decode_result, fields=True)
         self.assertTrue(any("bytes in the library" in p for p in problems), problems)
+        self.assertEqual(self.lib.llama_cancel_field_name(b"llama_cancel_decode_result", 0), b"status")
+        self.assertIsNone(self.lib.llama_cancel_field_name(b"llama_cancel_decode_result", 1000))
         self.assertEqual(self.lib.llama_cancel_struct_size(b"no_such_struct"), 0)
         self.assertEqual(self.lib.llama_cancel_field_offset(b"llama_cancel_decode_params", b"nope"), -1)
         self.assertEqual(self.lib.llama_cancel_struct_size(None), 0)
