@@ -14,6 +14,9 @@ bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq
     }
     n_     = seqs.size();
     state_ = with_state;
+    if (with_state) {
+        llama_synchronize(ctx); // the previous call's graph may still be writing the state (GPU backends)
+    }
     for (size_t i = 0; i < n_; ++i) {
         seq_state & s = seqs_[i];
         s.seq     = seqs[i];
