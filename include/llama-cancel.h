@@ -90,21 +90,37 @@ extern "C" {
     // half-advanced state. llama_cancel_decode puts it back exactly.
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
 
-    // Work (estimated FLOPs) of a single node that makes llama_cancel_eval_callback place a checkpoint.
+    // Deprecated, kept so that code naming it still builds: llama_cancel_eval_callback no longer
+    // places a checkpoint after each node of this many estimated FLOPs (see below).
 #define LLAMA_CANCEL_EVAL_NODE_WORK 1.0e9
 
     // A ggml_backend_sched_eval_callback for llama_context_params.cb_eval or
-    // mtmd_context_params.cb_eval, with the byte as cb_eval_user_data. It is the only hook that
-    // reaches GPU-API, RPC and BLAS backends and clip encodes. ggml's scheduler asks about nodes
-    // before computing them and synchronizes the backend after each node answered true (a
-    // checkpoint); this callback answers true after each node of at least
-    // LLAMA_CANCEL_EVAL_NODE_WORK estimated FLOPs, and at once when the byte is already set; at a
-    // checkpoint it returns false (stop) when the byte is nonzero (on the RPC backend, whose
-    // synchronize does not wait, it first reads one byte of the node). A NULL `flag` never stops.
+    // mtmd_context_params.cb_eval, with the byte as cb_eval_user_data: the stateless form, for hosts
+    // that bind callbacks by name. It is the only hook that reaches GPU-API, RPC and BLAS backends
+    // and clip encodes. ggml's scheduler asks about nodes before computing them and synchronizes the
+    // backend after each node answered true (a checkpoint); at a checkpoint this returns false (stop)
+    // when the byte is nonzero (on the RPC backend, whose synchronize does not wait, it first reads
+    // one byte of the node). It places checkpoints as llama_cancel_hook does: by the work (estimated
+    // FLOPs) done since the last one, against a budget adapted to the compute rate it measures, so
+    // that they fall about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart on slow and fast
+    // devices alike, whatever the node sizes; and at once when the byte is already set while the
+    // scheduler is still grouping nodes. A stop therefore comes within about that interval, or
+    // within the node in flight when one node takes longer (no node is interrupted).
+    // Cost: a clock read per node, and one backend synchronize per checkpoint (about one per
+    // interval of compute, and a few more while a device's rate is being learnt). A NULL `flag`
+    // never stops and places no checkpoint.
+    // State: none in the binding, so any number of contexts may share it. What it measures is kept
+    // per thread (ggml's scheduler calls it on the thread that computes the graph, the one that
+    // called llama_decode or mtmd_encode_chunk) and per device (the node's buffer's device; the CPU
+    // and BLAS share one): the work since the last checkpoint carries over to the thread's next
+    // graph, and a rate learnt on a device serves later graphs there. The first graphs a thread
+    // computes on a device use a default budget until its rate is measured. Time between decodes,
+    // however long, is not taken for compute.
     // Beware: after a stop the scheduler still runs the graph's later splits and llama_decode
     // returns 0 with half-computed logits and KV cells (mtmd_encode_chunk returns 0 with garbage
-    // embeddings). Use llama_cancel_decode with a llama_cancel_hook, which never reports that as
-    // success, or discard the call's positions yourself when the byte is set on return.
+    // embeddings). Treat a call that returns with the byte set as stopped: discard its positions
+    // (llama_memory_seq_rm) and outputs. Or use llama_cancel_decode with a llama_cancel_hook, which
+    // rolls back exactly what a stop left and never reports it as success.
     LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
 
     //
@@ -131,7 +147,7 @@ extern "C" {
     struct llama_cancel_hook_stats {
         uint64_t checkpoints;  // checkpoints passed since init (each one a backend synchronize)
         uint64_t asks;         // nodes asked about since init
-        double   budget_flops; // current work budget between checkpoints
+        double   budget_flops; // current work budget between checkpoints (of the device last asked about)
         bool     stopped;      // the hook stopped a graph since the last reset
     };
 

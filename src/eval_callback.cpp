@@ -5,55 +5,61 @@
 // nodes up to the first one answered true into one graph view; only after computing and
 // synchronizing that view does it call `ask = false`, where returning false leaves the split.
 // So the byte can only be seen at nodes answered true (checkpoints), and each costs a backend
-// synchronize. The policies below place checkpoints by work (estimated FLOPs), not by node.
+// synchronize. Both forms below leave where checkpoints go to checkpoint_policy (by work and
+// measured rate, not by node).
 #include "llama-cancel.h"
 
+#include "checkpoint_policy.h"
+#include "clock.h"
 #include "flag.h"
 #include "work.h"
 
-#include <algorithm>
-#include <chrono>
 #include <new>
 
-// Stateless form: a checkpoint after each node heavy enough to be worth a synchronize, and at once
-// when the byte is already set while the scheduler is still grouping nodes.
+namespace {
+
+using llama_cancel::checkpoint_policy;
+using llama_cancel::device_key;
+using llama_cancel::now_ms;
+
+// The stateless form's state: per thread, since ggml's scheduler calls cb_eval on the thread that
+// computes the graph, so no lock and nothing shared between hosts' decoding threads. It outlives
+// graphs and contexts: work left over at a graph's end counts toward the next one's first checkpoint,
+// and rates learnt on a device serve every later graph on it.
+thread_local checkpoint_policy t_policy;
+
+} // namespace
+
+// Stateless form: checkpoints by work and measured rate, as the hook places them, and at once when
+// the byte is already set while the scheduler is still grouping nodes.
 extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * flag) {
     const auto * byte = static_cast<const int8_t *>(flag);
+    if (byte == nullptr) {
+        return !ask; // nothing can stop it: no checkpoint, no synchronize
+    }
     if (ask) {
-        return llama_cancel::flag_is_set(byte) || llama_cancel::node_work(t) >= LLAMA_CANCEL_EVAL_NODE_WORK;
+        return llama_cancel::flag_is_set(byte) || t_policy.place(t, device_key(t), now_ms());
     }
     llama_cancel::wait_computed(t);
-    return !llama_cancel::flag_is_set(byte);
+    if (llama_cancel::flag_is_set(byte)) {
+        t_policy.reset(); // the graph is abandoned: its cut view measures nothing
+        return false;
+    }
+    t_policy.passed(now_ms());
+    return true;
 }
 
 struct llama_cancel_hook {
     llama_cancel_hook_params params;
+    checkpoint_policy        policy;
 
-    double work_since   = 0.0;  // estimated FLOPs grouped since the last checkpoint
-    double budget       = 0.0;  // FLOPs between checkpoints, adapted to the measured rate
-    double range_start  = -1.0; // ms: first ask after a checkpoint (≈ start of the range's compute)
-    bool   chain_asked  = false;
-    const ggml_tensor * chain_node = nullptr;
+    bool                chain_asked = false;
+    const ggml_tensor * chain_node  = nullptr;
 
     bool     stopped     = false;
     uint64_t checkpoints = 0;
     uint64_t asks        = 0;
 };
-
-namespace {
-
-double now_ms() {
-    using clock = std::chrono::steady_clock;
-    return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
-
-// Budget bounds: at least a few MFLOPs (so tiny graphs do not sync per node), at most enough that
-// even a slow device reaches a checkpoint within the interval once the rate is known.
-constexpr double k_min_budget     = 4.0e6;
-constexpr double k_initial_budget = 2.0e8;
-constexpr double k_max_budget     = 1.0e13;
-
-} // namespace
 
 extern "C" llama_cancel_hook_params llama_cancel_hook_default_params(void) {
     llama_cancel_hook_params p{};
@@ -73,7 +79,7 @@ extern "C" llama_cancel_hook * llama_cancel_hook_init(const llama_cancel_hook_pa
     if (!(hook->params.interval_ms > 0.0f)) {
         hook->params.interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
     }
-    hook->budget = k_initial_budget;
+    hook->policy.set_interval(hook->params.interval_ms);
     return hook;
 }
 
@@ -98,8 +104,7 @@ extern "C" bool llama_cancel_hook_stopped(const llama_cancel_hook * hook) {
 extern "C" void llama_cancel_hook_reset(llama_cancel_hook * hook) {
     if (hook != nullptr) {
         hook->stopped     = false;
-        hook->work_since  = 0.0;
-        hook->range_start = -1.0;
+        hook->policy.reset();
         hook->chain_asked = false;
         hook->chain_node  = nullptr;
     }
@@ -110,7 +115,7 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
     if (hook != nullptr) {
         s.checkpoints  = hook->checkpoints;
         s.asks         = hook->asks;
-        s.budget_flops = hook->budget;
+        s.budget_flops = hook->policy.budget();
         s.stopped      = hook->stopped;
     }
     return s;
@@ -141,13 +146,10 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
             h->chain_asked = false;
             return true;
         }
-        if (h->range_start < 0.0) {
-            h->range_start = now_ms();
-        }
-        h->work_since += llama_cancel::node_work(t);
+        const bool due = h->policy.place(t, device_key(t), now_ms());
         h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
         h->chain_node  = t;
-        return h->chain_asked || h->work_since >= h->budget;
+        return h->chain_asked || due;
     }
 
     // ask == false: the view up to `t` is computed and the backend synchronized.
@@ -157,24 +159,13 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         keep_going = p.chain(t, false, p.chain_data);
     }
     h->chain_asked = false;
-    if (h->stopped || llama_cancel::flag_is_set(p.flag)) {
+    // A stop by the byte, or by the chained callback: either way the graph is incomplete.
+    if (h->stopped || llama_cancel::flag_is_set(p.flag) || !keep_going) {
         h->stopped = true;
+        h->policy.reset();
         return false;
     }
-    if (!keep_going) {
-        h->stopped = true; // the chained callback asked to stop: the graph is incomplete too
-        return false;
-    }
-    // A checkpoint that the budget placed: adapt the budget to the rate just measured.
-    if (h->range_start >= 0.0 && h->work_since > 0.0) {
-        const double dt = now_ms() - h->range_start;
-        if (dt > 0.05) {
-            const double want = h->work_since / dt * p.interval_ms;
-            h->budget = std::clamp(0.5 * h->budget + 0.5 * want, k_min_budget, k_max_budget);
-        }
-    }
+    h->policy.passed(now_ms());
     h->checkpoints++;
-    h->work_since  = 0.0;
-    h->range_start = -1.0;
     return true;
 }

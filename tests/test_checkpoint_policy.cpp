@@ -1,0 +1,208 @@
+// The checkpoint policy (src/checkpoint_policy.h) without a model: fake nodes (tensors without data,
+// whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
+// simulated clock.
+#include "checkpoint_policy.h"
+
+#include "ggml.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using llama_cancel::checkpoint_policy;
+
+namespace {
+
+constexpr double k_interval = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+
+// Two fake devices (any distinct addresses: the policy only compares them).
+const int   g_dev_a = 0, g_dev_b = 0;
+const void * const dev_a = &g_dev_a;
+const void * const dev_b = &g_dev_b;
+
+// ggml's scheduler around a policy, on a simulated clock: asks nodes back to back, computes the
+// view up to each node the policy answers true (work / rate, plus a synchronize), then calls it
+// at that checkpoint; a split that ends without one is computed with no call.
+struct scheduler_sim {
+    checkpoint_policy & policy;
+    double              now       = 1000.0; // ms
+    double              sync_ms   = 0.02;   // cost of one synchronize
+    double              ask_ms    = 1e-5;   // the scheduler's asks follow each other within microseconds
+    double              view_work = 0.0;
+    std::vector<double> checkpoints;        // times of the checkpoints passed
+
+    // One split of `n` copies of `node` on `device`, which computes `rate` FLOPs per ms.
+    void split(const ggml_tensor * node, int n, const void * device, double rate) {
+        for (int i = 0; i < n; ++i) {
+            now += ask_ms;
+            view_work += static_cast<double>(ggml_nelements(node));
+            const bool checkpoint = policy.place(node, device, now);
+            if (checkpoint || i == n - 1) {
+                now += view_work / rate + sync_ms;
+                view_work = 0.0;
+            }
+            if (checkpoint) {
+                policy.passed(now);
+                checkpoints.push_back(now);
+            }
+        }
+    }
+
+    // Mean time between the last `n` checkpoints.
+    double spacing(size_t n) const {
+        if (checkpoints.size() < n + 1) {
+            return 0.0;
+        }
+        return (checkpoints.back() - checkpoints[checkpoints.size() - 1 - n]) / static_cast<double>(n);
+    }
+};
+
+class Policy : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ggml_init_params ip{};
+        ip.mem_size = 1 << 20;
+        ip.no_alloc = true; // metadata only: the fake nodes hold no data
+        ctx = ggml_init(ip);
+        ASSERT_NE(ctx, nullptr);
+    }
+    void TearDown() override { ggml_free(ctx); }
+
+    // A node whose estimated work is `work` FLOPs (an op-less tensor counts its elements).
+    ggml_tensor * node(int64_t work) { return ggml_new_tensor_1d(ctx, GGML_TYPE_F32, work); }
+
+    ggml_context * ctx = nullptr;
+};
+
+} // namespace
+
+TEST_F(Policy, BudgetAdaptsToASlowDevice) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e6; // FLOPs per ms (1 GFLOP/s): the default budget is 200 ms of it
+    for (int g = 0; g < 20; ++g) {
+        sim.split(node(100000), 1000, dev_a, rate); // 100 ms graphs of 0.1 ms nodes
+    }
+    EXPECT_NEAR(policy.budget(dev_a), rate * k_interval, 0.1 * rate * k_interval);
+    EXPECT_NEAR(sim.spacing(20), k_interval, 0.15 * k_interval) << "checkpoints about one interval apart";
+}
+
+TEST_F(Policy, BudgetAdaptsToAFastDevice) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e10; // 10 TFLOP/s: the default budget is 20 microseconds of it
+    for (int g = 0; g < 200; ++g) {
+        sim.split(node(10000000), 2000, dev_a, rate); // 2 ms graphs of 1 microsecond nodes
+    }
+    // A synchronize per checkpoint makes the measured rate a little lower than the device's.
+    EXPECT_NEAR(policy.budget(dev_a), rate * k_interval, 0.1 * rate * k_interval);
+    EXPECT_NEAR(sim.spacing(10), k_interval, 0.15 * k_interval);
+    EXPECT_LT(sim.checkpoints.size(), 200u) << "not a synchronize per graph, let alone per node";
+}
+
+TEST_F(Policy, IdleGapBetweenGraphsDoesNotCollapseTheBudget) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e8;
+    for (int g = 0; g < 10; ++g) {
+        sim.split(node(1000000), 500, dev_a, rate);
+    }
+    const double learnt = policy.budget(dev_a);
+    ASSERT_NEAR(learnt, rate * k_interval, 0.1 * rate * k_interval);
+
+    // A graph that ends between checkpoints, then ten minutes of host idle time, then more graphs:
+    // the view after the pause starts at its own first ask, not at the last checkpoint.
+    sim.split(node(1000000), 50, dev_a, rate);
+    ASSERT_FALSE(sim.checkpoints.empty());
+    const double last_checkpoint = sim.checkpoints.back();
+    sim.now += 10 * 60 * 1000.0;
+    const size_t before = sim.checkpoints.size();
+    for (int g = 0; g < 4 && sim.checkpoints.size() < before + 2; ++g) {
+        sim.split(node(1000000), 500, dev_a, rate);
+    }
+    ASSERT_GE(sim.checkpoints.size(), before + 2) << "checkpoints after the pause";
+    EXPECT_GT(sim.checkpoints[before], last_checkpoint + 10 * 60 * 1000.0);
+    EXPECT_NEAR(policy.budget(dev_a), learnt, 0.1 * learnt) << "the pause was taken for compute";
+    for (int g = 0; g < 20; ++g) {
+        sim.split(node(1000000), 500, dev_a, rate);
+    }
+    EXPECT_NEAR(sim.spacing(5), k_interval, 0.15 * k_interval);
+}
+
+TEST_F(Policy, ShortPausesBetweenSplitsCountInTheInterval) {
+    // Splits on a fast device separated by host work (input copies, other backends): the pauses
+    // are part of the wall time between checkpoints, which is what a cancel waits for.
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e9;
+    for (int s = 0; s < 200; ++s) {
+        sim.split(node(1000000), 499, dev_a, rate); // 0.5 ms of compute
+        sim.now += 0.5;                              // then 0.5 ms of something else
+    }
+    EXPECT_NEAR(sim.spacing(10), k_interval, 0.15 * k_interval);
+    EXPECT_NEAR(policy.budget(dev_a), 0.5 * rate * k_interval, 0.1 * rate * k_interval);
+}
+
+TEST_F(Policy, DevicesKeepTheirOwnRates) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double slow = 1.0e6, fast = 1.0e9;
+    // One thread alternating a graph on a fast device and one on the CPU (say a clip encode).
+    for (int g = 0; g < 40; ++g) {
+        sim.split(node(1000000), 1999, dev_b, fast); // 2 ms
+        sim.split(node(100000), 999, nullptr, slow); // 100 ms
+    }
+    EXPECT_NEAR(policy.budget(nullptr), slow * k_interval, 0.15 * slow * k_interval);
+    EXPECT_NEAR(policy.budget(dev_b), fast * k_interval, 0.15 * fast * k_interval);
+    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_initial_budget) << "a device never seen";
+
+    // Beyond k_devices devices, the least recently used one is forgotten.
+    static const int more[checkpoint_policy::k_devices] = {};
+    for (const int & d : more) {
+        sim.split(node(10000), 10, &d, slow);
+    }
+    EXPECT_EQ(policy.budget(dev_b), checkpoint_policy::k_initial_budget);
+}
+
+TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e7;
+    for (int g = 0; g < 10; ++g) {
+        sim.split(node(100000), 999, dev_a, rate);
+    }
+    const double learnt = policy.budget(dev_a);
+    ASSERT_NEAR(learnt, rate * k_interval, 0.1 * rate * k_interval);
+
+    // Work counted before a reset does not count after it.
+    const double now = sim.now + 1.0;
+    ASSERT_FALSE(policy.place(node(static_cast<int64_t>(0.9 * learnt)), dev_a, now));
+    EXPECT_TRUE(policy.place(node(static_cast<int64_t>(0.2 * learnt)), dev_a, now + 1e-3));
+    policy.reset();
+    EXPECT_FALSE(policy.place(node(static_cast<int64_t>(0.2 * learnt)), dev_a, now + 2e-3));
+    EXPECT_EQ(policy.budget(dev_a), learnt) << "reset keeps what was learnt";
+
+    policy.set_interval(2 * k_interval);
+    EXPECT_DOUBLE_EQ(policy.budget(dev_a), 2 * learnt);
+    EXPECT_EQ(policy.interval_ms(), 2 * k_interval);
+    policy.set_interval(0);
+    EXPECT_EQ(policy.interval_ms(), k_interval) << "<= 0 means the default";
+}
+
+TEST_F(Policy, BudgetStaysWithinItsBounds) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    for (int g = 0; g < 10; ++g) {
+        sim.split(node(1000000), 100, dev_a, 1.0e3); // 1 MFLOP/s: 10 kFLOPs an interval
+    }
+    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_min_budget);
+    for (int g = 0; g < 300; ++g) {
+        sim.split(node(1000000000), 100, dev_b, 1.0e15); // 1 EFLOP/s
+    }
+    EXPECT_LE(policy.budget(dev_b), checkpoint_policy::k_max_budget);
+    EXPECT_GT(policy.budget(dev_b), 0.5 * checkpoint_policy::k_max_budget);
+}
+
+TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
+    EXPECT_EQ(llama_cancel::device_key(node(10)), nullptr);
+}
