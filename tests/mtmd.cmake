@@ -2,13 +2,15 @@
 # Included by tests/CMakeLists.txt when the library is built with libmtmd.
 set(VISION_MMPROJ ${MODELS_DIR}/mmproj-vision-tiny.gguf)
 set(AUDIO_MMPROJ ${MODELS_DIR}/mmproj-audio-tiny.gguf)
+# A clip encode long enough to hold several of the stateless callback's checkpoints (8 layers, 224x224).
+set(VISION_SMALL_MMPROJ ${MODELS_DIR}/mmproj-vision-small.gguf)
 
 # Text models with recurrent state of the same width, so that the projectors serve them too.
 set(SMALL_LFM2_MODEL ${MODELS_DIR}/small-lfm2.gguf)
 set(SMALL_MAMBA_MODEL ${MODELS_DIR}/small-mamba.gguf)
 
 add_test(NAME make_mmproj
-    COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_MMPROJ} --kind vision --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${AUDIO_MMPROJ} --kind audio --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_LFM2_MODEL} --arch lfm2 --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_MAMBA_MODEL} --arch mamba --n-embd 256")
+    COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_MMPROJ} --kind vision --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${AUDIO_MMPROJ} --kind audio --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_LFM2_MODEL} --arch lfm2 --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_MAMBA_MODEL} --arch mamba --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_SMALL_MMPROJ} --kind vision --preset small --n-embd-text 256")
 set_tests_properties(make_mmproj PROPERTIES FIXTURES_SETUP mmproj FIXTURES_REQUIRED models)
 
 add_executable(test_mtmd test_mtmd.cpp)
@@ -34,6 +36,11 @@ foreach(text llama lfm2 mamba)
             ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${text_model};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ};LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
     endforeach()
 endforeach()
+# The stateless callback bound as mtmd's cb_eval stops a clip encode.
+add_test(NAME test_mtmd_stateless COMMAND test_mtmd --gtest_filter=MtmdStateless.*)
+set_tests_properties(test_mtmd_stateless PROPERTIES
+    FIXTURES_REQUIRED "models;mmproj"
+    ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_SMALL_MMPROJ=${VISION_SMALL_MMPROJ}")
 
 # The CLI with an image and an audio file.
 add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>

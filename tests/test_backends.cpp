@@ -1,9 +1,11 @@
-// Cancel on GPU-API, RPC and BLAS backends through eval-callback checkpoints (llama_cancel_hook).
+// Cancel on GPU-API, RPC and BLAS backends through eval-callback checkpoints (llama_cancel_hook and
+// the stateless llama_cancel_eval_callback).
 //
 // LLAMA_CANCEL_BACKEND picks the setup: vulkan (Mesa llvmpipe, all layers offloaded), rpc1 / rpc2
 // (one or two ggml-rpc-server processes started here, layers split across them and the local
 // CPU), blas (Debian's BLAS backend beside the CPU). Stops are triggered at a chosen node through
-// the hook's chained callback, so no test depends on timing.
+// the hook's chained callback, or a probe around the stateless callback, so that no test depends
+// on timing for where the byte is stored.
 #include "support.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +30,7 @@ struct fixture {
     lcs::backend_setup                       setup;
     lcs::model_ptr model;     // on the backend under test
     lcs::model_ptr cpu_model; // reference, CPU backend
+    int32_t        n_gpu_layers = -1;
 };
 fixture * g = nullptr;
 
@@ -217,6 +220,141 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     EXPECT_LE(e.asks, 40) << "the graph went on for " << e.asks << " asks after the byte was set";
 }
 
+using lcs::stateless_probe;
+
+class Stateless : public Backend {
+  protected:
+    // A context whose cb_eval is `cb` with `data`, n_batch = n_ubatch = `batch`; attention and KV
+    // cache on the device too, as a host offloads them, so that the device's splits are long.
+    static lcs::context_ptr context(llama_model * model, int batch, ggml_backend_sched_eval_callback cb, void * data) {
+        lcs::context_options opt;
+        opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(batch);
+        opt.offload_kqv  = !g->setup.devices.empty();
+        opt.cb_eval      = cb;
+        opt.cb_eval_data = data;
+        return lcs::make_context(model, opt);
+    }
+
+    // llama_decode of `prompt` from an empty memory, as a host decodes; its duration in ms.
+    static double decode(llama_context * ctx, const std::vector<llama_token> & prompt) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+        const double t0 = lcs::now_ms();
+        EXPECT_EQ(llama_decode(ctx, b.get()), 0);
+        llama_synchronize(ctx);
+        return lcs::now_ms() - t0;
+    }
+
+    // The smallest batch of `batches` whose plain decode takes at least 8 checkpoint intervals (the
+    // last one otherwise), so that a graph holds several of the callback's checkpoints on this
+    // machine. Only sizes the work; nothing is asserted on time.
+    static int long_enough_batch(llama_model * model, std::initializer_list<int> batches) {
+        int batch = 0;
+        for (int b : batches) {
+            batch = b;
+            auto ctx = context(model, b, nullptr, nullptr);
+            EXPECT_NE(ctx, nullptr);
+            const auto prompt = lcs::make_prompt(model, b, 21);
+            decode(ctx.get(), prompt);
+            const double ms = decode(ctx.get(), prompt);
+            std::printf("[%s] plain decode of %d tokens: %.1f ms\n", g->backend.c_str(), b, ms);
+            if (ms >= 8 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) {
+                break;
+            }
+        }
+        return batch;
+    }
+
+    // Decodes through the probe with the byte at 0 until the thread's policy has measured the device,
+    // then stores the byte at a quarter of the graph's asks; the graph must stop at the checkpoint
+    // that ends that node's view, before the graph's end.
+    void stops_before_the_end(llama_model * model, int batch, double min_work, double max_work) {
+        stateless_probe probe;
+        auto ctx = context(model, batch, stateless_probe::eval_cb, &probe);
+        ASSERT_NE(ctx, nullptr);
+        const auto prompt = lcs::make_prompt(model, batch, 23);
+        double ms = 0;
+        for (int i = 0; i < 3; ++i) {
+            probe.rearm(-1);
+            ms = decode(ctx.get(), prompt);
+        }
+        const int n_asks = probe.asks;
+        std::printf("[%s] batch %d: %d nodes, largest %.3g FLOPs, %.1f ms, %d checkpoints with the byte at 0\n",
+                    g->backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
+        ASSERT_GE(probe.max_work, min_work) << "the model's largest node is smaller than this test needs";
+        ASSERT_LT(probe.max_work, max_work) << "the model's largest node is larger than this test needs";
+        EXPECT_GE(probe.checkpoints, 2) << "a graph of 8 intervals or more without checkpoints cannot be stopped";
+        EXPECT_EQ(probe.stopped_at, -1) << "the byte at 0 stopped nothing";
+
+        probe.rearm(n_asks / 4);
+        decode(ctx.get(), prompt);
+        ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
+        if (g->backend == "vulkan" || g->backend == "rpc1") {
+            // Node store_at is inside the device's one long split: only a checkpoint there stops it.
+            EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
+        }
+        ASSERT_GT(probe.stopped_at, 0) << "the graph ran to its end with the byte set at node " << probe.store_at;
+        EXPECT_GE(probe.stopped_at, probe.store_at);
+        EXPECT_LT(probe.stopped_at, n_asks) << "stopped only at the graph's last node";
+        std::printf("[%s] byte stored during node %d of %d: stopped at the checkpoint after node %d "
+                    "(%d nodes computed after it, %.0f%% of the rest)\n",
+                    g->backend.c_str(), probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
+                    100.0 * (probe.stopped_at - probe.store_at) / (n_asks - probe.store_at));
+    }
+};
+
+TEST_F(Stateless, ByteAtZeroLeavesResultsUnchanged) {
+    const int n = 64;
+    auto prompt = lcs::make_prompt(g->model.get(), n, 3);
+    const auto plain = decode_plain(g->model.get(), prompt, n);
+    int8_t byte = 0;
+    auto ctx = context(g->model.get(), n, llama_cancel_eval_callback, &byte); // as a host binds it
+    ASSERT_NE(ctx, nullptr);
+    for (int i = 0; i < 2; ++i) {
+        decode(ctx.get(), prompt);
+        const auto got = lcs::last_logits(ctx.get());
+        ASSERT_EQ(got.size(), plain.size());
+        EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
+            << "checkpoints changed the " << g->backend << " result (decode " << i << ")";
+    }
+    EXPECT_EQ(byte, 0) << "the callback never writes the byte";
+}
+
+TEST_F(Stateless, StopsAGraphOfSmallNodes) {
+    // Every node under 0.1 GFLOP: the old single-node threshold (1 GFLOP) never checkpointed here.
+    const int batch = long_enough_batch(g->model.get(), {64, 128, 256});
+    stops_before_the_end(g->model.get(), batch, 0.0, 1.0e8);
+}
+
+TEST_F(Stateless, StopsAGraphOfLargeNodes) {
+    const std::string path = env("LLAMA_CANCEL_WIDE_MODEL");
+    if (path.empty()) {
+        GTEST_SKIP() << "LLAMA_CANCEL_WIDE_MODEL is set for the vulkan and rpc1 runs";
+    }
+    lcs::model_ptr wide = g->setup.load(path, g->n_gpu_layers);
+    ASSERT_NE(wide, nullptr) << "cannot load " << path;
+    // 2 x 256 x 8192 x 256: the first layer's feed-forward products are over 1 GFLOP each (the
+    // last layer computes only the rows that have outputs).
+    stops_before_the_end(wide.get(), 256, 1.0e9, 1.0e12);
+}
+
+TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
+    const int n = 64;
+    auto prompt = lcs::make_prompt(g->model.get(), n, 11);
+    stateless_probe probe;
+    auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
+    decode(ctx.get(), prompt);
+    const int n_asks = probe.asks;
+    probe.rearm(n_asks / 3);
+    probe.while_grouping = true;
+    decode(ctx.get(), prompt);
+    EXPECT_EQ(probe.stored_at, n_asks / 3);
+    EXPECT_EQ(probe.stopped_at, probe.stored_at) << "the node asked with the byte set is a checkpoint that stops";
+    // Later splits stop at their first node (BLAS makes a split of each matrix product).
+    EXPECT_LT(probe.asks - probe.stopped_at, (n_asks - probe.stopped_at) / 2)
+        << "the graph went on for " << probe.asks - probe.stopped_at << " asks after the stop";
+}
+
 int main(int argc, char ** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     fixture s;
@@ -235,7 +373,8 @@ int main(int argc, char ** argv) {
     ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     // Vulkan: every layer offloaded; RPC: 3 of 4 layers across the servers, the last layer and the
     // output on the local CPU.
-    s.model     = s.setup.load(model, s.backend == "vulkan" ? -1 : 3);
+    s.n_gpu_layers = s.backend == "vulkan" ? -1 : 3;
+    s.model        = s.setup.load(model, s.n_gpu_layers);
     s.cpu_model = lcs::load_model_on(model, {cpu}, 0);
     if (!s.model || !s.cpu_model) {
         std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());

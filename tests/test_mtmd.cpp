@@ -684,6 +684,69 @@ TEST_P(Mtmd, ClearErrors) {
     EXPECT_FALSE(mtmd_decode_use_mrope(s.mctx.get())) << "M-RoPE projectors (refused) are not covered here";
 }
 
+// The stateless llama_cancel_eval_callback bound as mtmd's cb_eval (through lcs::stateless_probe,
+// which forwards every call) on a clip encode of the `small` vision projector: a byte stored while
+// a node a quarter into the graph computes stops the encode at a later checkpoint, before its end;
+// mtmd_encode_chunk still returns 0 (upstream's hazard, the caller's to handle without the wrapper).
+TEST(MtmdStateless, StopsAClipEncode) {
+    const std::string model_path = env("LLAMA_CANCEL_SMALL_MODEL");
+    const std::string mmproj     = env("LLAMA_CANCEL_VISION_SMALL_MMPROJ");
+    ASSERT_FALSE(model_path.empty() || mmproj.empty()) << "set LLAMA_CANCEL_SMALL_MODEL and _VISION_SMALL_MMPROJ";
+    lcs::quiet_logs();
+    mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+    lcs::load_backends();
+    lcs::model_ptr model = lcs::load_model(model_path);
+    ASSERT_NE(model, nullptr);
+    g_model = model.get();
+
+    lcs::stateless_probe probe;
+    auto mctx = make_mtmd(mmproj, lcs::stateless_probe::eval_cb, &probe);
+    ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj;
+    mtmd_bitmap * image = make_bitmap(false, 5);
+    const std::string prompt = mtmd_default_marker();
+    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
+    const mtmd_bitmap * bitmaps[1] = {image};
+    chunks_ptr chunks(mtmd_input_chunks_init());
+    ASSERT_EQ(mtmd_tokenize(mctx.get(), chunks.get(), &text, bitmaps, 1), 0);
+    mtmd_bitmap_free(image);
+    const mtmd_input_chunk * chunk = nullptr;
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
+        const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks.get(), i);
+        chunk = mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? c : chunk;
+    }
+    ASSERT_NE(chunk, nullptr);
+
+    // The byte at 0: the thread's policy measures the CPU; the encode must hold checkpoints.
+    double ms = 0;
+    for (int i = 0; i < 3; ++i) {
+        probe.rearm(-1);
+        const double t0 = lcs::now_ms();
+        ASSERT_EQ(mtmd_encode_chunk(mctx.get(), chunk), 0);
+        ms = lcs::now_ms() - t0;
+    }
+    const auto ref = embeddings(mctx.get(), chunk);
+    const int  n_asks = probe.asks;
+    std::printf("clip encode: %d nodes, largest %.3g FLOPs, %.1f ms, %d checkpoints with the byte at 0\n", n_asks,
+                probe.max_work, ms, probe.checkpoints);
+    ASSERT_GE(ms, 4 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) << "the encode is too short to hold checkpoints";
+    EXPECT_GE(probe.checkpoints, 2);
+    EXPECT_EQ(probe.stopped_at, -1);
+
+    probe.rearm(n_asks / 4);
+    EXPECT_EQ(mtmd_encode_chunk(mctx.get(), chunk), 0) << "upstream reports the stopped encode as success";
+    ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
+    EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
+    ASSERT_GT(probe.stopped_at, 0) << "the encode ran to its end with the byte set at node " << probe.store_at;
+    EXPECT_LT(probe.stopped_at, n_asks);
+    EXPECT_FALSE(same(embeddings(mctx.get(), chunk), ref)) << "the stopped encode left garbage";
+    std::printf("byte stored during node %d of %d: stopped at the checkpoint after node %d (%d nodes computed after "
+                "it, %.0f%% of the rest)\n",
+                probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
+                100.0 * (probe.stopped_at - probe.store_at) / (n_asks - probe.store_at));
+    mctx.reset();
+    g_model = nullptr;
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, Mtmd, ::testing::Values("vision", "audio"),
                          [](const ::testing::TestParamInfo<std::string> & i) { return i.param; });
 INSTANTIATE_TEST_SUITE_P(Kinds, MtmdDecodeCancel, ::testing::Values("vision", "audio"),

@@ -1,6 +1,9 @@
 #include "support.h"
 
 #include "ggml-backend.h"
+#include "work.h"
+
+#include <algorithm>
 
 #include <arpa/inet.h>
 #include <chrono>
@@ -69,6 +72,56 @@ bool node_trigger::abort_cb(void * data) {
         __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
     }
     return false;
+}
+
+namespace {
+
+const void * buffer_type_of(const ggml_tensor * t) {
+    return t->buffer != nullptr ? ggml_backend_buffer_get_type(t->buffer) : nullptr;
+}
+
+} // namespace
+
+bool stateless_probe::eval_cb(ggml_tensor * t, bool ask, void * data) {
+    auto * p = static_cast<stateless_probe *>(data);
+    if (!ask) {
+        const bool go = llama_cancel_eval_callback(t, false, &p->byte);
+        if (go) {
+            p->checkpoints++;
+        } else if (p->stopped_at < 0) {
+            p->stopped_at = p->asks;
+        }
+        return go;
+    }
+    p->asks++;
+    p->max_work = std::max(p->max_work, llama_cancel::node_work(t));
+    if (p->pending_ && buffer_type_of(t) != p->store_buft_) {
+        p->store(true); // another split: the view of store_at was computed without a checkpoint
+    }
+    if (p->asks == p->store_at) {
+        p->pending_    = true;
+        p->store_buft_ = buffer_type_of(t);
+        if (p->while_grouping) {
+            p->store(false);
+        }
+    }
+    const bool checkpoint = llama_cancel_eval_callback(t, true, &p->byte);
+    if (checkpoint && p->pending_) {
+        p->store(false);
+    }
+    return checkpoint;
+}
+
+void stateless_probe::store(bool late) {
+    __atomic_store_n(&byte, 1, __ATOMIC_RELAXED);
+    stored_at   = asks;
+    stored_late = late;
+    pending_    = false;
+}
+
+void stateless_probe::rearm(int at) {
+    *this    = stateless_probe{};
+    store_at = at;
 }
 
 model_ptr load_model(const std::string & path, int32_t n_gpu_layers) {

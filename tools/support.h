@@ -42,6 +42,37 @@ struct node_trigger {
     static bool abort_cb(void * data);
 };
 
+// The stateless callback as a host binds it (cb_eval = llama_cancel_eval_callback, user data = the
+// byte), observed from outside by the tests and the benchmark: set cb_eval to eval_cb and its user
+// data to the probe; every call goes through unchanged with the probe's byte. It counts asks and
+// the checkpoints the callback passes, notes the largest node's work, and, for the tests, stores the
+// byte at ask number `store_at` as a store from another thread during that node's compute lands:
+// once the scheduler has grouped the node's view, which only a checkpoint ending that view can see.
+// The view ends at the first node answered true; when the split ends first (the next node asked
+// lives in another buffer type), the view was computed with no checkpoint and the store comes late,
+// at that next node. With `while_grouping`, it stores before ask `store_at` instead: the check made
+// while grouping sees it.
+struct stateless_probe {
+    int8_t byte           = 0;
+    int    asks           = 0;
+    int    checkpoints    = 0;     // passed, the byte at 0
+    double max_work       = 0.0;   // estimated FLOPs of the largest node asked about
+    int    store_at       = -1;
+    bool   while_grouping = false;
+    int    stored_at      = -1;    // ask number when the byte was stored
+    bool   stored_late    = false; // the view of store_at ended with no checkpoint: stored after it
+    int    stopped_at     = -1;    // ask number of the checkpoint that returned false (-1: none)
+
+    static bool eval_cb(ggml_tensor * t, bool ask, void * data);
+    // Counters, store and byte back to zero; the byte is stored at ask `at` (-1: never).
+    void rearm(int at);
+
+  private:
+    bool        pending_    = false;   // node store_at asked, its view not closed yet
+    const void * store_buft_ = nullptr; // where node store_at lives
+    void store(bool late);
+};
+
 struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
 struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };
 using model_ptr   = std::unique_ptr<llama_model, model_deleter>;
