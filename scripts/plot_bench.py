@@ -44,31 +44,40 @@ def main(path):
     ax.legend(loc="upper left")
 
     ax = axes[1]
-    names = [f"CPU b{r['batch']} t{r['threads']}" for r in rows] + [f"{b['backend']} hook" for b in backends]
-    values = [r["reader_overhead_pct"] for r in rows] + [b["hook_overhead_pct"] for b in backends]
-    colors = ["#4393c3"] * len(rows) + ["#d6604d"] * len(backends)
+    names = [f"CPU b{r['batch']} t{r['threads']}" for r in rows]
+    values = [r["reader_overhead_pct"] for r in rows]
+    colors = ["#4393c3"] * len(rows)
+    for b in backends:
+        names += [f"{b['backend']} hook", f"{b['backend']} stateless"]
+        values += [b["hook_overhead_pct"], b.get("stateless_overhead_pct", 0.0)]
+        colors += ["#d6604d", "#b8860b"]
+    for m in mtmd:
+        names += [f"{m['kind']} encode hook", f"{m['kind']} encode stateless"]
+        values += [m["encode_hook_overhead_pct"], m.get("encode_stateless_overhead_pct", 0.0)]
+        colors += ["#d6604d", "#b8860b"]
     ax.barh(names, values, color=colors)
     ax.axvline(1.0, color="#4393c3", linestyle="--", linewidth=1, label="CPU target 1%")
-    ax.axvline(3.0, color="#d6604d", linestyle="--", linewidth=1, label="backend target 3%")
+    ax.axvline(3.0, color="#d6604d", linestyle="--", linewidth=1, label="backend and encode target 3%")
     ax.set_xlabel("overhead with the byte at 0, % (median paired ratio)")
-    ax.set_title("Overhead")
+    ax.set_title("Overhead (red: hook, ochre: stateless eval callback)")
     ax.legend(loc="lower right")
 
     ax = axes[2]
     if backends:
+        # Runs that finished before the store have no latency: they are not in these lists.
+        methods = [("abort_callback_only_ms", "#f4a582", "abort callback alone"),
+                   ("llama_cancel_ms", "#92c5de", "llama-cancel hook"),
+                   ("stateless_ms", "#fee08b", "stateless eval callback")]
         x = range(len(backends))
-        ax.boxplot([b["abort_callback_only_ms"]["all"] or [0.0] for b in backends],
-                   positions=[i - 0.18 for i in x], widths=0.3, patch_artist=True,
-                   boxprops=dict(facecolor="#f4a582"), medianprops=dict(color="black"))
-        ax.boxplot([[max(v, 1e-3) for v in b["llama_cancel_ms"]["all"]] or [1e-3] for b in backends],
-                   positions=[i + 0.18 for i in x], widths=0.3, patch_artist=True,
-                   boxprops=dict(facecolor="#92c5de"), medianprops=dict(color="black"))
+        for k, (key, color, label) in enumerate(methods):
+            lat = [[max(v, 1e-3) for v in b.get(key, {}).get("all", [])] or [1e-3] for b in backends]
+            ax.boxplot(lat, positions=[i + (k - 1) * 0.27 for i in x], widths=0.24, patch_artist=True,
+                       boxprops=dict(facecolor=color), medianprops=dict(color="black"))
+            ax.plot([], [], color=color, linewidth=8, label=label)
         ax.set_xticks(list(x))
         ax.set_xticklabels([f"{b['backend']}\nb{b['batch']}" for b in backends])
         ax.set_yscale("log")
         ax.set_ylabel("store to return, ms (log)")
-        ax.plot([], [], color="#f4a582", linewidth=8, label="abort callback alone")
-        ax.plot([], [], color="#92c5de", linewidth=8, label="llama-cancel")
         ax.legend()
     ax.set_title("Backends: cancel latency")
 
@@ -76,13 +85,16 @@ def main(path):
     if mtmd:
         groups = []
         for m in mtmd:
-            groups.append((f"{m['kind']} encode", m["encode_cancel_without_ms"]["p50"], m["encode_cancel_with_ms"]["p50"]))
+            groups.append((f"{m['kind']} encode", m["encode_cancel_without_ms"]["p50"],
+                           m["encode_cancel_with_ms"]["p50"], m.get("encode_cancel_stateless_ms", {}).get("p50")))
             groups.append((f"{m['kind']} embd decode", m["decode_cancel_without_ms"]["p50"],
-                           m["decode_cancel_with_ms"]["p50"]))
+                           m["decode_cancel_with_ms"]["p50"], None))
         x = range(len(groups))
-        ax.bar([i - 0.2 for i in x], [g[1] for g in groups], width=0.4, color="#f4a582", label="without (p50)")
-        ax.bar([i + 0.2 for i in x], [max(g[2], 1e-3) for g in groups], width=0.4, color="#92c5de",
-               label="llama-cancel (p50)")
+        ax.bar([i - 0.27 for i in x], [max(g[1], 1e-3) for g in groups], width=0.27, color="#f4a582",
+               label="without (p50)")
+        ax.bar(list(x), [max(g[2], 1e-3) for g in groups], width=0.27, color="#92c5de", label="llama-cancel hook (p50)")
+        ax.bar([i + 0.27 for i in x], [max(g[3], 1e-3) if g[3] is not None else 0 for g in groups], width=0.27,
+               color="#fee08b", label="stateless eval callback (p50)")
         ax.set_xticks(list(x))
         ax.set_xticklabels([g[0] for g in groups], rotation=15)
         ax.set_yscale("log")

@@ -31,7 +31,20 @@ for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_t
     assert isinstance(data["targets"][key], bool), key
 backends = data["backends"]
 assert [b["backend"] for b in backends] == ([] if backend_rows == "none" else ["rpc"]), backends
-assert not backends or ("error" not in backends[0] and backends[0]["llama_cancel_ms"]["cancelled"] >= 0), backends
+for b in backends:
+    assert "error" not in b, backends
+    # Each latency run either landed (a latency) or finished before the store (counted apart).
+    for key in ("abort_callback_only_ms", "llama_cancel_ms", "stateless_ms"):
+        lat = b[key]
+        assert len(lat["all"]) + lat["finished_first"] == 2 and 0 <= lat["cancelled"] <= 2, (key, lat)
+        assert all(v > 0 for v in lat["all"]), (key, lat)
+    for key in ("hook_overhead_pct", "stateless_overhead_pct", "checkpoints_per_decode",
+                "stateless_checkpoints_per_decode", "ours_over_abort_pct", "stateless_over_abort_pct"):
+        assert isinstance(b[key], (int, float)), key
+    for key in ("latency_le_10pct_of_abort", "overhead_le_3pct", "stateless_latency_le_10pct_of_abort",
+                "stateless_overhead_le_3pct"):
+        assert isinstance(b["targets"][key], bool), key
+assert isinstance(data["backends_stateless_targets_met"], bool)
 memory = data["memory_kinds"]
 assert [m["arch"] for m in memory] == ["mamba", "lfm2"], memory
 for m in memory:

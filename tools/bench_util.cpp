@@ -56,4 +56,21 @@ std::string json_list(const std::vector<double> & v) {
     return out + "]";
 }
 
+void latencies::add(double latency_ms, bool first, bool stopped) {
+    if (first) {
+        finished_first++;
+    } else {
+        ms.push_back(latency_ms);
+    }
+    cancelled += stopped ? 1 : 0;
+}
+
+std::string latencies::json() const {
+    char buf[192];
+    std::snprintf(buf, sizeof(buf),
+                  "{\"p50\": %.4f, \"p95\": %.4f, \"max\": %.4f, \"cancelled\": %d, \"finished_first\": %d, \"all\": ",
+                  p50(), p95(), max_of(ms), cancelled, finished_first);
+    return buf + json_list(ms) + "}";
+}
+
 } // namespace lcs
