@@ -6,6 +6,7 @@ import ctypes as C
 import os
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import llama_cancel  # noqa: E402
@@ -68,9 +69,11 @@ def worker():
 
 t = threading.Thread(target=worker)
 t.start()
-while not probe.started:  # the graph is running on the worker
-    pass
-flag.value = 1  # the cancel: one byte store from another thread
+deadline = time.monotonic() + 60
+while not probe.started and t.is_alive() and time.monotonic() < deadline:  # the graph runs on the worker
+    time.sleep(0.001)
+check(probe.started, "the decode reached reader call 20 on the worker (waited at most 60 s)")
+flag.value = 1  # the cancel: one byte store from another thread (it also releases a held probe)
 t.join(timeout=60)
 check(not t.is_alive(), "worker returned")
 check(result.get("ret") == 2, f"llama_decode on the worker returned 2 after the store (got {result.get('ret')})")
