@@ -35,6 +35,7 @@ struct timed {
     int32_t status         = LLAMA_CANCEL_OK;
     double  ms             = 0.0; // decode time, or store-to-return latency
     bool    finished_first = false;
+    int     checkpoints    = 0;   // eval-callback checkpoints passed
 };
 
 // Decodes the prompt from an empty memory through llama_cancel_decode with the byte at `flag`;
@@ -68,22 +69,157 @@ timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const st
 
 using lcs::latencies;
 
-// A latency as a share of the abort callback's, or -1 when either has no landed run.
-double share_of(const latencies & ours, const latencies & abort_only) {
-    return ours.ms.empty() || abort_only.ms.empty() || abort_only.p50() <= 0 ? -1.0
-                                                                             : ours.p50() / abort_only.p50() * 100.0;
+// The three ways of cancelling, each on its own context of the same model: upstream's abort
+// callback alone (llama_cancel_decode without a hook), the hook (llama_cancel_decode with it), and
+// the stateless callback bound by name as cb_eval beside the abort callback, seen through a probe
+// that forwards every call and counts checkpoints and stops (a few nanoseconds a node).
+enum way { abort_only = 0, with_hook = 1, by_name = 2, n_ways = 3 };
+const char * const k_way_names[n_ways] = {"abort callback", "hook", "stateless"};
+
+struct contenders {
+    lcs::context_ptr     ctx[n_ways];
+    lcs::hook_ptr        hook;
+    lcs::stateless_probe probe;
+    int8_t               flag = 0;
+
+    bool make(llama_model * model, const backend_options & o, bool offloaded) {
+        lcs::context_options opt;
+        opt.n_ctx       = static_cast<uint32_t>(std::max(o.batch, 256));
+        opt.n_batch     = o.batch;
+        opt.n_ubatch    = o.batch;
+        opt.n_threads   = o.threads;
+        opt.offload_kqv = offloaded; // attention and KV cache on the device too
+        ctx[abort_only] = lcs::make_context(model, opt);
+        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+        hp.interval_ms = o.interval_ms;
+        hook.reset(llama_cancel_hook_init(&hp));
+        llama_context_params cp = llama_context_default_params();
+        llama_cancel_hook_bind(hook.get(), &cp);
+        opt.cb_eval      = cp.cb_eval;
+        opt.cb_eval_data = cp.cb_eval_user_data;
+        ctx[with_hook]   = lcs::make_context(model, opt);
+        opt.cb_eval      = lcs::stateless_probe::eval_cb;
+        opt.cb_eval_data = &probe;
+        ctx[by_name]     = lcs::make_context(model, opt);
+        return ctx[abort_only] && ctx[with_hook] && ctx[by_name];
+    }
+
+    // One decode of `prompt` the given way, the byte stored at `frac` of `full` ms when `frac` > 0.
+    timed decode(int w, const std::vector<llama_token> & prompt, double frac, double full) {
+        if (w == by_name) {
+            probe.rearm(-1); // the byte back to 0, the probe's counters for this decode
+            timed t = run(ctx[w].get(), nullptr, &probe.byte, prompt, frac, full);
+            t.checkpoints = probe.checkpoints;
+            return t;
+        }
+        flag = 0;
+        const uint64_t cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
+        timed t = run(ctx[w].get(), w == with_hook ? hook.get() : nullptr, &flag, prompt, frac, full);
+        t.checkpoints = static_cast<int>(llama_cancel_hook_get_stats(hook.get()).checkpoints - cp0);
+        return t;
+    }
+    bool stopped(int w, const timed & t) const {
+        return t.status == LLAMA_CANCEL_CANCELLED || (w == by_name && probe.stopped_at >= 0);
+    }
+};
+
+struct results {
+    double    decode_ms = 0.0;
+    double    overhead_pct[n_ways]   = {0, 0, 0}; // against the abort callback alone, byte at 0
+    double    checkpoints[n_ways]    = {0, 0, 0}; // per decode
+    latencies lat[n_ways];
+    double    share_pct[n_ways]      = {0, 0, 0}; // p50 as % of the abort callback's, -1: no landed run
+};
+
+// Decode time and overhead: triples of decodes with the byte at 0, in rotating order so that drift
+// favours none; the median ratio to the abort callback alone.
+void measure_overhead(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt,
+                      results & r) {
+    std::vector<double> ratios[n_ways], plain_ms;
+    double checkpoints[n_ways] = {0, 0, 0};
+    const int triples = std::max(3, o.runs / 2); // the slow backends make each decode seconds long
+    for (int i = 0; i < triples; ++i) {
+        double t[n_ways] = {0, 0, 0};
+        for (int k = 0; k < n_ways; ++k) {
+            const int   w = (i + k) % n_ways;
+            const timed d = c.decode(w, prompt, 0, 0);
+            t[w] = d.ms;
+            checkpoints[w] += d.checkpoints;
+        }
+        for (int w = 0; w < n_ways; ++w) {
+            ratios[w].push_back(t[w] / t[abort_only]);
+        }
+        plain_ms.push_back(t[abort_only]);
+    }
+    r.decode_ms = lcs::percentile(plain_ms, 0.5);
+    for (int w = with_hook; w < n_ways; ++w) {
+        r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
+        r.checkpoints[w]  = checkpoints[w] / triples;
+    }
 }
 
-// One table row: a way of cancelling on this setup.
-void print_row(const backend_options & o, const char * method, double decode_ms, const latencies & l, double share,
-               const char * overhead, const char * checkpoints) {
-    char pct[32] = "-";
-    if (share >= 0) {
-        std::snprintf(pct, sizeof(pct), "%.1f%%", share);
+// Cancel latency: the byte stored at the same random 30-66% point for each way in turn.
+void measure_latency(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt,
+                     results & r) {
+    std::mt19937 rng(o.seed);
+    std::uniform_real_distribution<double> point(0.30, 0.66);
+    for (int i = 0; i < o.runs; ++i) {
+        const double frac = point(rng);
+        for (int w = 0; w < n_ways; ++w) {
+            const timed t = c.decode(w, prompt, frac, r.decode_ms);
+            r.lat[w].add(t.ms, t.finished_first, c.stopped(w, t));
+        }
     }
-    std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %9s | %11s | %5d/%-3d | %14d |\n",
-                o.name.c_str(), method, o.batch, o.threads, decode_ms, l.p50(), l.p95(),
-                lcs::max_of(l.ms), pct, overhead, checkpoints, l.cancelled, o.runs, l.finished_first);
+    c.probe.rearm(-1);
+    for (int w = 0; w < n_ways; ++w) {
+        const latencies & l = r.lat[w], & a = r.lat[abort_only];
+        r.share_pct[w] = l.ms.empty() || a.ms.empty() || a.p50() <= 0 ? -1.0 : l.p50() / a.p50() * 100.0;
+    }
+}
+
+// One table row per way of cancelling.
+void print_rows(const backend_options & o, const results & r) {
+    for (int w = 0; w < n_ways; ++w) {
+        char pct[32] = "-", overhead[32] = "-", checkpoints[32] = "-";
+        if (r.share_pct[w] >= 0) {
+            std::snprintf(pct, sizeof(pct), "%.1f%%", r.share_pct[w]);
+        }
+        if (w != abort_only) {
+            std::snprintf(overhead, sizeof(overhead), "%.2f%%", r.overhead_pct[w]);
+            std::snprintf(checkpoints, sizeof(checkpoints), "%.1f", r.checkpoints[w]);
+        }
+        const latencies & l = r.lat[w];
+        std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %9s | %11s | %5d/%-3d "
+                    "| %14d |\n",
+                    o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, l.p50(), l.p95(),
+                    lcs::max_of(l.ms), pct, overhead, checkpoints, l.cancelled, o.runs, l.finished_first);
+    }
+    std::fflush(stdout);
+}
+
+bool write_json(const backend_options & o, const std::string & device, const results & r, double budget_flops) {
+    auto met = [](bool b) { return b ? "true" : "false"; };
+    auto latency_met = [&](int w) { return met(r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0); };
+    std::ofstream js(o.json);
+    js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << lcs::json_escape(device)
+       << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs
+       << ", \"decode_ms\": " << r.decode_ms << ", \"hook_overhead_pct\": " << r.overhead_pct[with_hook]
+       << ", \"checkpoints_per_decode\": " << r.checkpoints[with_hook] << ", \"budget_flops\": " << budget_flops
+       << ", \"stateless_overhead_pct\": " << r.overhead_pct[by_name]
+       << ", \"stateless_checkpoints_per_decode\": " << r.checkpoints[by_name]
+       << ", \"abort_callback_only_ms\": " << r.lat[abort_only].json()
+       << ", \"llama_cancel_ms\": " << r.lat[with_hook].json() << ", \"stateless_ms\": " << r.lat[by_name].json()
+       << ", \"ours_over_abort_pct\": " << r.share_pct[with_hook]
+       << ", \"stateless_over_abort_pct\": " << r.share_pct[by_name]
+       << ", \"targets\": {\"latency_le_10pct_of_abort\": " << latency_met(with_hook)
+       << ", \"overhead_le_3pct\": " << met(r.overhead_pct[with_hook] <= 3.0)
+       << ", \"stateless_latency_le_10pct_of_abort\": " << latency_met(by_name)
+       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0) << "}}\n";
+    if (!js) {
+        std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
+        return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -141,128 +277,33 @@ int bench_backend_main(int argc, char ** argv) {
     if (!lcs::setup_backend(setup_name, o.rpc_server, o.threads, setup)) {
         return 1;
     }
-    const std::string & device_desc = setup.description;
     lcs::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
         return 1;
     }
 
-    lcs::context_options opt;
-    opt.n_ctx     = static_cast<uint32_t>(std::max(o.batch, 256));
-    opt.n_batch   = o.batch;
-    opt.n_ubatch  = o.batch;
-    opt.n_threads = o.threads;
-    opt.offload_kqv = !setup.devices.empty(); // fully offloaded: attention and KV cache on the device too
-    lcs::context_ptr plain = lcs::make_context(model.get(), opt);
-    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-    hp.interval_ms = o.interval_ms;
-    lcs::hook_ptr hook(llama_cancel_hook_init(&hp));
-    llama_context_params cp = llama_context_default_params();
-    llama_cancel_hook_bind(hook.get(), &cp);
-    opt.cb_eval      = cp.cb_eval;
-    opt.cb_eval_data = cp.cb_eval_user_data;
-    lcs::context_ptr hooked = lcs::make_context(model.get(), opt);
-    // The stateless callback by name with the byte as user data, seen through a probe that forwards
-    // every call and counts checkpoints and stops (a few nanoseconds a node).
-    lcs::stateless_probe probe;
-    opt.cb_eval      = lcs::stateless_probe::eval_cb;
-    opt.cb_eval_data = &probe;
-    lcs::context_ptr stateless = lcs::make_context(model.get(), opt);
-    if (!plain || !hooked || !stateless) {
+    contenders c;
+    if (!c.make(model.get(), o, !setup.devices.empty())) {
         std::fprintf(stderr, "error: cannot create contexts on %s\n", o.name.c_str());
         return 1;
     }
     const auto prompt = lcs::make_prompt(model.get(), o.batch, o.seed);
-    int8_t flag = 0;
-
     // Warm-up; the hook and the stateless callback also learn the device's rate here.
-    for (int i = 0; i < 2; ++i) {
-        const timed a = run(plain.get(), nullptr, &flag, prompt, 0, 0);
-        const timed b = run(hooked.get(), hook.get(), &flag, prompt, 0, 0);
-        const timed c = run(stateless.get(), nullptr, &probe.byte, prompt, 0, 0);
-        if (a.status != LLAMA_CANCEL_OK || b.status != LLAMA_CANCEL_OK || c.status != LLAMA_CANCEL_OK) {
-            std::fprintf(stderr, "error: decoding on %s failed (status %d, %d, %d)\n", o.name.c_str(), a.status,
-                         b.status, c.status);
+    for (int i = 0; i < 2 * n_ways; ++i) {
+        const timed t = c.decode(i % n_ways, prompt, 0, 0);
+        if (t.status != LLAMA_CANCEL_OK) {
+            std::fprintf(stderr, "error: decoding on %s (%s) failed: status %d\n", o.name.c_str(),
+                         k_way_names[i % n_ways], t.status);
             return 1;
         }
     }
-
+    results r;
     std::fprintf(stderr, "[%s] overhead\n", o.name.c_str());
-    std::vector<double> hook_ratios, stateless_ratios, plain_ms;
-    const uint64_t cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
-    probe.rearm(-1);
-    const int triples = std::max(3, o.runs / 2); // the slow backends make each decode seconds long
-    for (int i = 0; i < triples; ++i) {
-        double t[3] = {0, 0, 0}; // plain, hook, stateless; the order rotates so that drift favours none
-        for (int k = 0; k < 3; ++k) {
-            const int which = (i + k) % 3;
-            t[which] = which == 0 ? run(plain.get(), nullptr, &flag, prompt, 0, 0).ms
-                     : which == 1 ? run(hooked.get(), hook.get(), &flag, prompt, 0, 0).ms
-                                  : run(stateless.get(), nullptr, &probe.byte, prompt, 0, 0).ms;
-        }
-        hook_ratios.push_back(t[1] / t[0]);
-        stateless_ratios.push_back(t[2] / t[0]);
-        plain_ms.push_back(t[0]);
-    }
-    const double hook_checkpoints =
-        static_cast<double>(llama_cancel_hook_get_stats(hook.get()).checkpoints - cp0) / triples;
-    const double stateless_checkpoints = static_cast<double>(probe.checkpoints) / triples;
-    const double full = lcs::percentile(plain_ms, 0.5);
-
+    measure_overhead(c, o, prompt, r);
     std::fprintf(stderr, "[%s] cancel latency\n", o.name.c_str());
-    std::mt19937 rng(o.seed);
-    std::uniform_real_distribution<double> point(0.30, 0.66);
-    latencies abort_only, ours, by_name;
-    for (int i = 0; i < o.runs; ++i) {
-        const double frac = point(rng);
-        flag = 0;
-        const timed a = run(plain.get(), nullptr, &flag, prompt, frac, full);
-        abort_only.add(a.ms, a.finished_first, a.status == LLAMA_CANCEL_CANCELLED);
-        flag = 0;
-        const timed h = run(hooked.get(), hook.get(), &flag, prompt, frac, full);
-        ours.add(h.ms, h.finished_first, h.status == LLAMA_CANCEL_CANCELLED);
-        probe.rearm(-1);
-        const timed n = run(stateless.get(), nullptr, &probe.byte, prompt, frac, full);
-        by_name.add(n.ms, n.finished_first, n.status == LLAMA_CANCEL_CANCELLED || probe.stopped_at >= 0);
-    }
-    probe.rearm(-1);
-
-    const double hook_overhead      = (lcs::percentile(hook_ratios, 0.5) - 1.0) * 100.0;
-    const double stateless_overhead = (lcs::percentile(stateless_ratios, 0.5) - 1.0) * 100.0;
-    const double hook_share         = share_of(ours, abort_only);
-    const double stateless_share    = share_of(by_name, abort_only);
-    char oh_hook[32], oh_name[32], cp_hook[32], cp_name[32];
-    std::snprintf(oh_hook, sizeof(oh_hook), "%.2f%%", hook_overhead);
-    std::snprintf(oh_name, sizeof(oh_name), "%.2f%%", stateless_overhead);
-    std::snprintf(cp_hook, sizeof(cp_hook), "%.1f", hook_checkpoints);
-    std::snprintf(cp_name, sizeof(cp_name), "%.1f", stateless_checkpoints);
-    print_row(o, "abort callback", full, abort_only, abort_only.ms.empty() ? -1.0 : 100.0, "-", "-");
-    print_row(o, "hook", full, ours, hook_share, oh_hook, cp_hook);
-    print_row(o, "stateless", full, by_name, stateless_share, oh_name, cp_name);
-    std::fflush(stdout);
-
-    if (!o.json.empty()) {
-        auto met = [](bool b) { return b ? "true" : "false"; };
-        std::ofstream js(o.json);
-        js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << lcs::json_escape(device_desc)
-           << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs
-           << ", \"decode_ms\": " << full << ", \"hook_overhead_pct\": " << hook_overhead
-           << ", \"checkpoints_per_decode\": " << hook_checkpoints
-           << ", \"budget_flops\": " << llama_cancel_hook_get_stats(hook.get()).budget_flops
-           << ", \"stateless_overhead_pct\": " << stateless_overhead
-           << ", \"stateless_checkpoints_per_decode\": " << stateless_checkpoints
-           << ", \"abort_callback_only_ms\": " << abort_only.json() << ", \"llama_cancel_ms\": " << ours.json()
-           << ", \"stateless_ms\": " << by_name.json() << ", \"ours_over_abort_pct\": " << hook_share
-           << ", \"stateless_over_abort_pct\": " << stateless_share
-           << ", \"targets\": {\"latency_le_10pct_of_abort\": " << met(hook_share >= 0 && hook_share <= 10.0)
-           << ", \"overhead_le_3pct\": " << met(hook_overhead <= 3.0)
-           << ", \"stateless_latency_le_10pct_of_abort\": " << met(stateless_share >= 0 && stateless_share <= 10.0)
-           << ", \"stateless_overhead_le_3pct\": " << met(stateless_overhead <= 3.0) << "}}\n";
-        if (!js) {
-            std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
-            return 1;
-        }
-    }
-    return 0;
+    measure_latency(c, o, prompt, r);
+    print_rows(o, r);
+    const double budget = llama_cancel_hook_get_stats(c.hook.get()).budget_flops;
+    return o.json.empty() || write_json(o, setup.description, r, budget) ? 0 : 1;
 }
