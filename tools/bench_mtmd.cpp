@@ -96,13 +96,213 @@ mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, i
     return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
 }
 
+// The three ways a clip encode runs: plain (a host polling its byte between native calls), through
+// the hook bound to the mtmd context, through the stateless callback bound by name (via the probe).
+enum way { plain = 0, with_hook = 1, by_name = 2, n_ways = 3 };
+
+struct encoders {
+    lcs::hook_ptr            hook;
+    lcs::stateless_probe     probe;
+    mtmd_ptr                 mctx[n_ways];
+    chunks_ptr               chunks[n_ways];
+    const mtmd_input_chunk * chunk[n_ways] = {nullptr, nullptr, nullptr};
+    int8_t                   flag     = 0;
+    int32_t                  last_ret = 0; // mtmd_encode_chunk's, for the last encode
+
+    // False with a message when a projector or the media cannot be loaded or tokenized.
+    bool make(const std::string & mmproj, const llama_model * model, int threads, bool vision) {
+        hook.reset(llama_cancel_hook_init(nullptr));
+        llama_cancel_load_result lr;
+        mctx[plain].reset(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model, nullptr, threads, false, nullptr, &lr));
+        mctx[with_hook].reset(
+            llama_cancel_mtmd_init_from_file(mmproj.c_str(), model, hook.get(), threads, false, nullptr, &lr));
+        if (!mctx[plain] || !mctx[with_hook]) {
+            std::fprintf(stderr, "error: cannot load %s: %s\n", mmproj.c_str(), lr.message);
+            return false;
+        }
+        mctx[by_name] = init_stateless(mmproj, model, threads, &probe);
+        bitmap_ptr media = make_media(mctx[plain].get(), vision);
+        for (int w = 0; w < n_ways; ++w) {
+            chunk[w] = mctx[w] && media ? media_chunk(mctx[w].get(), media.get(), chunks[w]) : nullptr;
+            if (chunk[w] == nullptr) {
+                std::fprintf(stderr, "error: cannot load %s or tokenize its input\n", mmproj.c_str());
+                return false;
+            }
+        }
+        llama_cancel_hook_set_flag(hook.get(), &flag);
+        return true;
+    }
+
+    // One encode the given way, the byte stored at `frac` of `full` ms when `frac` > 0; `stopped`
+    // says whether the byte stopped its graph.
+    landed encode(int w, double frac, double full, bool * stopped = nullptr, int * checkpoints = nullptr) {
+        flag = 0;
+        probe.rearm(-1);
+        llama_cancel_hook_reset(hook.get());
+        const uint64_t cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
+        const landed l = store_then(frac, full, w == by_name ? &probe.byte : &flag,
+                                    [&] { last_ret = mtmd_encode_chunk(mctx[w].get(), chunk[w]); });
+        const auto st = llama_cancel_hook_get_stats(hook.get());
+        if (stopped != nullptr) {
+            *stopped = w == with_hook ? st.stopped : w == by_name && probe.stopped_at >= 0;
+        }
+        if (checkpoints != nullptr) {
+            *checkpoints = w == with_hook ? static_cast<int>(st.checkpoints - cp0) : w == by_name ? probe.checkpoints : 0;
+        }
+        return l;
+    }
+};
+
+// A context that decodes the media chunk's embeddings (a plain encode's output) in one batch,
+// with llama_decode (a host polling between calls) or llama_cancel_decode.
+struct embd_decoder {
+    lcs::context_ptr            ctx;
+    std::vector<float>          embd;
+    std::vector<llama_pos>      pos;
+    std::vector<int32_t>        n_seq;
+    std::vector<llama_seq_id>   seq;
+    std::vector<llama_seq_id *> seq_ptr;
+    std::vector<int8_t>         logits;
+    int8_t                      flag = 0;
+
+    bool make(llama_model * model, encoders & e, int32_t n_tokens, int threads) {
+        e.encode(plain, 0, 0);
+        const float * out = mtmd_get_output_embd(e.mctx[plain].get());
+        embd.assign(out, out + static_cast<size_t>(n_tokens) * llama_model_n_embd_inp(model));
+        lcs::context_options opt;
+        opt.n_ctx = opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(std::max(n_tokens, 64));
+        opt.n_threads = threads;
+        ctx = lcs::make_context(model, opt);
+        pos.resize(n_tokens);
+        n_seq.assign(n_tokens, 1);
+        seq.assign(n_tokens, 0);
+        seq_ptr.resize(n_tokens);
+        logits.assign(n_tokens, 0);
+        for (int32_t i = 0; i < n_tokens; ++i) {
+            pos[i]     = i;
+            seq_ptr[i] = &seq[i];
+        }
+        logits[n_tokens - 1] = 1;
+        // Set once: each change of the attention type makes llama.cpp reserve its graphs again.
+        if (ctx) {
+            llama_set_causal_attn(ctx.get(), !mtmd_decode_use_non_causal(e.mctx[plain].get(), e.chunk[plain]));
+        }
+        return ctx != nullptr;
+    }
+
+    landed decode(bool ours, double frac, double full, bool * cancelled = nullptr) {
+        const llama_batch batch{static_cast<int32_t>(pos.size()), nullptr, embd.data(), pos.data(), n_seq.data(),
+                                seq_ptr.data(), logits.data()};
+        llama_memory_clear(llama_get_memory(ctx.get()), true);
+        flag = 0;
+        int32_t st = 0;
+        const landed l = store_then(frac, full, &flag, [&] {
+            if (ours) {
+                llama_cancel_decode_params p = llama_cancel_decode_default_params();
+                p.flag = &flag;
+                st     = llama_cancel_decode(ctx.get(), batch, &p, nullptr, nullptr, 0);
+            } else {
+                st = llama_decode(ctx.get(), batch);
+            }
+        });
+        if (cancelled != nullptr) {
+            *cancelled = st == LLAMA_CANCEL_CANCELLED;
+        }
+        return l;
+    }
+};
+
+struct results {
+    int32_t        n_tokens  = 0;
+    double         encode_ms = 0.0, decode_ms = 0.0;
+    double         overhead_pct[n_ways] = {0, 0, 0}; // encode, against the plain one, byte at 0
+    double         checkpoints[n_ways]  = {0, 0, 0}; // per encode
+    lcs::latencies enc[n_ways], dec_without, dec_with;
+};
+
+// Encode time and overhead: triples of encodes in rotating order; median ratios to the plain one.
+void measure_encode(encoders & e, int runs, results & r) {
+    std::vector<double> ratios[n_ways], plain_ms;
+    for (int i = 0; i < runs; ++i) {
+        double t[n_ways] = {0, 0, 0};
+        for (int k = 0; k < n_ways; ++k) {
+            const int w = (i + k) % n_ways;
+            int checkpoints = 0;
+            t[w] = e.encode(w, 0, 0, nullptr, &checkpoints).ms;
+            r.checkpoints[w] += static_cast<double>(checkpoints) / runs;
+        }
+        for (int w = 0; w < n_ways; ++w) {
+            ratios[w].push_back(t[w] / t[plain]);
+        }
+        plain_ms.push_back(t[plain]);
+    }
+    r.encode_ms = lcs::percentile(plain_ms, 0.5);
+    for (int w = with_hook; w < n_ways; ++w) {
+        r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
+    }
+}
+
+// Cancel latency: the byte stored at the same random 30-66% point of each encode and decode.
+void measure_latency(encoders & e, embd_decoder & d, int runs, uint32_t seed, results & r) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> point(0.30, 0.66);
+    for (int i = 0; i < runs; ++i) {
+        const double frac = point(rng);
+        for (int w = 0; w < n_ways; ++w) {
+            bool stopped = false;
+            const landed l = e.encode(w, frac, r.encode_ms, &stopped);
+            r.enc[w].add(l.ms, l.finished_first, stopped);
+        }
+        landed l = d.decode(false, frac, r.decode_ms);
+        r.dec_without.add(l.ms, l.finished_first, false);
+        bool cancelled = false;
+        l = d.decode(true, frac, r.decode_ms, &cancelled);
+        r.dec_with.add(l.ms, l.finished_first, cancelled);
+    }
+}
+
 // One table row: a path (encode through the hook or the stateless callback, embedding decode).
-void print_row(const std::string & kind, const char * path, int32_t n_tokens, double full_ms, const lcs::latencies & without,
-               const lcs::latencies & with, const char * overhead, int runs) {
+void print_row(const std::string & kind, const char * path, const results & r, double full_ms,
+               const lcs::latencies & without, const lcs::latencies & with, const char * overhead, int runs) {
     std::printf("| %-6s | %-17s | %6d | %9.1f | %14.1f | %8.2f | %8.2f | %8.2f | %9.1f%% | %9s | %5d/%-3d | %6d/%-6d |\n",
-                kind.c_str(), path, n_tokens, full_ms, without.p50(), with.p50(), with.p95(), lcs::max_of(with.ms),
+                kind.c_str(), path, r.n_tokens, full_ms, without.p50(), with.p50(), with.p95(), lcs::max_of(with.ms),
                 with.p50() / full_ms * 100.0, overhead, with.cancelled, runs, with.finished_first,
                 without.finished_first);
+}
+
+void print_rows(const std::string & kind, const results & r, int runs) {
+    char oh_hook[32], oh_name[32];
+    std::snprintf(oh_hook, sizeof(oh_hook), "%.2f%%", r.overhead_pct[with_hook]);
+    std::snprintf(oh_name, sizeof(oh_name), "%.2f%%", r.overhead_pct[by_name]);
+    print_row(kind, "encode, hook", r, r.encode_ms, r.enc[plain], r.enc[with_hook], oh_hook, runs);
+    print_row(kind, "encode, stateless", r, r.encode_ms, r.enc[plain], r.enc[by_name], oh_name, runs);
+    print_row(kind, "embd decode", r, r.decode_ms, r.dec_without, r.dec_with, "-", runs);
+    std::fflush(stdout);
+}
+
+void write_json(const std::string & path, const std::string & kind, const std::string & mmproj, int threads, int runs,
+                const results & r) {
+    auto met = [](bool b) { return b ? "true" : "false"; };
+    auto pct = [&](int w) { return r.enc[w].p50() / r.encode_ms * 100.0; };
+    auto latency_met = [&](int w) { return met(!r.enc[w].ms.empty() && pct(w) <= 10.0); };
+    std::ofstream js(path);
+    js << "{\"kind\": \"" << kind << "\", \"mmproj\": \"" << lcs::json_escape(mmproj) << "\", \"media_tokens\": "
+       << r.n_tokens << ", \"threads\": " << threads << ", \"runs\": " << runs << ", \"encode_ms\": " << r.encode_ms
+       << ", \"encode_hook_overhead_pct\": " << r.overhead_pct[with_hook]
+       << ", \"encode_checkpoints_per_encode\": " << r.checkpoints[with_hook]
+       << ", \"encode_stateless_overhead_pct\": " << r.overhead_pct[by_name]
+       << ", \"encode_stateless_checkpoints_per_encode\": " << r.checkpoints[by_name]
+       << ", \"encode_cancel_without_ms\": " << r.enc[plain].json()
+       << ", \"encode_cancel_with_ms\": " << r.enc[with_hook].json()
+       << ", \"encode_cancel_stateless_ms\": " << r.enc[by_name].json()
+       << ", \"encode_cancel_pct_of_encode\": " << pct(with_hook)
+       << ", \"encode_stateless_pct_of_encode\": " << pct(by_name) << ", \"embd_decode_ms\": " << r.decode_ms
+       << ", \"decode_cancel_without_ms\": " << r.dec_without.json()
+       << ", \"decode_cancel_with_ms\": " << r.dec_with.json()
+       << ", \"targets\": {\"latency_le_10pct_of_encode\": " << latency_met(with_hook)
+       << ", \"overhead_le_3pct\": " << met(r.overhead_pct[with_hook] <= 3.0)
+       << ", \"stateless_latency_le_10pct_of_encode\": " << latency_met(by_name)
+       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0) << "}}\n";
 }
 
 } // namespace
@@ -137,7 +337,6 @@ int bench_mtmd_main(int argc, char ** argv) {
                              "[--runs N] [--threads N] [--json PATH]\n");
         return 2;
     }
-    const bool vision = kind == "vision";
     lcs::quiet_logs();
     mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     lcs::load_backends();
@@ -146,160 +345,39 @@ int bench_mtmd_main(int argc, char ** argv) {
         std::fprintf(stderr, "error: cannot load %s\n", model_path.c_str());
         return 1;
     }
-    lcs::hook_ptr hook(llama_cancel_hook_init(nullptr));
-    lcs::stateless_probe probe;
-    llama_cancel_load_result lr;
-    mtmd_ptr plain(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model.get(), nullptr, threads, false, nullptr, &lr));
-    mtmd_ptr hooked(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model.get(), hook.get(), threads, false, nullptr, &lr));
-    mtmd_ptr stateless = plain && hooked ? init_stateless(mmproj, model.get(), threads, &probe) : nullptr;
-    if (!plain || !hooked || !stateless) {
-        std::fprintf(stderr, "error: cannot load %s: %s\n", mmproj.c_str(), lr.message);
+    encoders e;
+    if (!e.make(mmproj, model.get(), threads, kind == "vision")) {
         return 1;
     }
-    bitmap_ptr media = make_media(plain.get(), vision);
-    chunks_ptr chunks_plain, chunks_hooked, chunks_stateless;
-    const mtmd_input_chunk * chunk_plain  = media ? media_chunk(plain.get(), media.get(), chunks_plain) : nullptr;
-    const mtmd_input_chunk * chunk_hooked = media ? media_chunk(hooked.get(), media.get(), chunks_hooked) : nullptr;
-    const mtmd_input_chunk * chunk_stateless =
-        media ? media_chunk(stateless.get(), media.get(), chunks_stateless) : nullptr;
-    if (chunk_plain == nullptr || chunk_hooked == nullptr || chunk_stateless == nullptr) {
-        std::fprintf(stderr, "error: cannot tokenize the %s input\n", kind.c_str());
-        return 1;
-    }
-    const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk_plain));
-    const int32_t n_embd   = llama_model_n_embd_inp(model.get());
-
-    int8_t flag = 0;
-    llama_cancel_hook_set_flag(hook.get(), &flag);
-    auto encode_plain  = [&] { return mtmd_encode_chunk(plain.get(), chunk_plain); };
-    auto encode_hooked = [&] {
-        llama_cancel_hook_reset(hook.get());
-        return mtmd_encode_chunk(hooked.get(), chunk_hooked);
-    };
-    auto encode_stateless = [&] { return mtmd_encode_chunk(stateless.get(), chunk_stateless); };
-    for (int i = 0; i < 2; ++i) { // warm-up; the hook and the stateless callback learn the CPU's rate
-        if (encode_plain() != 0 || encode_hooked() != 0 || encode_stateless() != 0) {
-            std::fprintf(stderr, "error: mtmd_encode_chunk failed\n");
+    results r;
+    r.n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(e.chunk[plain]));
+    for (int i = 0; i < 2 * n_ways; ++i) { // warm-up; the hook and the stateless callback learn the CPU's rate
+        e.encode(i % n_ways, 0, 0);
+        if (e.last_ret != 0) {
+            std::fprintf(stderr, "error: mtmd_encode_chunk returned %d\n", e.last_ret);
             return 1;
         }
     }
-
     std::fprintf(stderr, "[mtmd %s] encode overhead\n", kind.c_str());
-    std::vector<double> hook_ratios, stateless_ratios, enc_ms;
-    const uint64_t hook_cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
-    probe.rearm(-1);
-    for (int i = 0; i < runs; ++i) {
-        double t[3] = {0, 0, 0}; // plain, hook, stateless; the order rotates so that drift favours none
-        for (int k = 0; k < 3; ++k) {
-            const int which = (i + k) % 3;
-            t[which] = which == 0 ? store_then(0, 0, &flag, encode_plain).ms
-                     : which == 1 ? store_then(0, 0, &flag, encode_hooked).ms
-                                  : store_then(0, 0, &probe.byte, encode_stateless).ms;
-        }
-        hook_ratios.push_back(t[1] / t[0]);
-        stateless_ratios.push_back(t[2] / t[0]);
-        enc_ms.push_back(t[0]);
-    }
-    const double encode_ms          = lcs::percentile(enc_ms, 0.5);
-    const double overhead           = (lcs::percentile(hook_ratios, 0.5) - 1.0) * 100.0;
-    const double stateless_overhead = (lcs::percentile(stateless_ratios, 0.5) - 1.0) * 100.0;
-    const double checkpoints =
-        static_cast<double>(llama_cancel_hook_get_stats(hook.get()).checkpoints - hook_cp0) / runs;
-    const double stateless_checkpoints = static_cast<double>(probe.checkpoints) / runs;
+    measure_encode(e, runs, r);
 
-    // The embeddings to decode: a plain encode's output.
-    encode_plain();
-    const float * out = mtmd_get_output_embd(plain.get());
-    std::vector<float> embd(out, out + static_cast<size_t>(n_tokens) * n_embd);
-    lcs::context_options opt;
-    opt.n_ctx = opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(std::max(n_tokens, 64));
-    opt.n_threads = threads;
-    lcs::context_ptr ctx = lcs::make_context(model.get(), opt);
-    std::vector<llama_pos> pos(n_tokens);
-    std::vector<int32_t> n_seq(n_tokens, 1);
-    std::vector<llama_seq_id> seq(n_tokens, 0);
-    std::vector<llama_seq_id *> seq_ptr(n_tokens);
-    std::vector<int8_t> logits(n_tokens, 0);
-    for (int32_t i = 0; i < n_tokens; ++i) {
-        pos[i]     = i;
-        seq_ptr[i] = &seq[i];
+    embd_decoder d;
+    if (!d.make(model.get(), e, r.n_tokens, threads)) {
+        std::fprintf(stderr, "error: cannot create a context for the embeddings\n");
+        return 1;
     }
-    logits[n_tokens - 1] = 1;
-    const llama_batch batch{n_tokens, nullptr, embd.data(), pos.data(), n_seq.data(), seq_ptr.data(), logits.data()};
-    // Set once: each change of the attention type makes llama.cpp reserve its graphs again.
-    llama_set_causal_attn(ctx.get(), !mtmd_decode_use_non_causal(plain.get(), chunk_plain));
-    auto decode = [&](bool ours) {
-        llama_memory_clear(llama_get_memory(ctx.get()), true);
-        int32_t st = 0;
-        if (ours) {
-            llama_cancel_decode_params p = llama_cancel_decode_default_params();
-            p.flag = &flag;
-            st     = llama_cancel_decode(ctx.get(), batch, &p, nullptr, nullptr, 0);
-        } else {
-            st = llama_decode(ctx.get(), batch);
-        }
-        return st;
-    };
-    decode(false);
+    d.decode(false, 0, 0);
     std::vector<double> dec;
     for (int i = 0; i < std::max(3, runs / 2); ++i) {
-        dec.push_back(store_then(0, 0, &flag, [&] { decode(false); }).ms);
+        dec.push_back(d.decode(false, 0, 0).ms);
     }
-    const double decode_ms = lcs::percentile(dec, 0.5);
+    r.decode_ms = lcs::percentile(dec, 0.5);
 
     std::fprintf(stderr, "[mtmd %s] cancel latency\n", kind.c_str());
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<double> point(0.30, 0.66);
-    lcs::latencies enc_without, enc_with, enc_stateless, dec_without, dec_with;
-    for (int i = 0; i < runs; ++i) {
-        const double frac = point(rng);
-        flag = 0;
-        landed l = store_then(frac, encode_ms, &flag, encode_plain);
-        enc_without.add(l.ms, l.finished_first, false);
-        flag = 0;
-        l = store_then(frac, encode_ms, &flag, encode_hooked);
-        enc_with.add(l.ms, l.finished_first, llama_cancel_hook_stopped(hook.get()));
-        probe.rearm(-1);
-        l = store_then(frac, encode_ms, &probe.byte, encode_stateless);
-        enc_stateless.add(l.ms, l.finished_first, probe.stopped_at >= 0);
-        flag = 0;
-        l = store_then(frac, decode_ms, &flag, [&] { decode(false); });
-        dec_without.add(l.ms, l.finished_first, false);
-        flag = 0;
-        int32_t st = 0;
-        l = store_then(frac, decode_ms, &flag, [&] { st = decode(true); });
-        dec_with.add(l.ms, l.finished_first, st == LLAMA_CANCEL_CANCELLED);
-    }
-    flag = 0;
-    probe.rearm(-1);
-
-    char oh_hook[32], oh_name[32];
-    std::snprintf(oh_hook, sizeof(oh_hook), "%.2f%%", overhead);
-    std::snprintf(oh_name, sizeof(oh_name), "%.2f%%", stateless_overhead);
-    print_row(kind, "encode, hook", n_tokens, encode_ms, enc_without, enc_with, oh_hook, runs);
-    print_row(kind, "encode, stateless", n_tokens, encode_ms, enc_without, enc_stateless, oh_name, runs);
-    print_row(kind, "embd decode", n_tokens, decode_ms, dec_without, dec_with, "-", runs);
-    std::fflush(stdout);
+    measure_latency(e, d, runs, seed, r);
+    print_rows(kind, r, runs);
     if (!json.empty()) {
-        const double ew = enc_with.p50(), es = enc_stateless.p50();
-        auto met = [](bool b) { return b ? "true" : "false"; };
-        std::ofstream js(json);
-        js << "{\"kind\": \"" << kind << "\", \"mmproj\": \"" << lcs::json_escape(mmproj) << "\", \"media_tokens\": "
-           << n_tokens << ", \"threads\": " << threads << ", \"runs\": " << runs << ", \"encode_ms\": " << encode_ms
-           << ", \"encode_hook_overhead_pct\": " << overhead << ", \"encode_checkpoints_per_encode\": " << checkpoints
-           << ", \"encode_stateless_overhead_pct\": " << stateless_overhead
-           << ", \"encode_stateless_checkpoints_per_encode\": " << stateless_checkpoints
-           << ", \"encode_cancel_without_ms\": " << enc_without.json()
-           << ", \"encode_cancel_with_ms\": " << enc_with.json()
-           << ", \"encode_cancel_stateless_ms\": " << enc_stateless.json()
-           << ", \"encode_cancel_pct_of_encode\": " << ew / encode_ms * 100.0
-           << ", \"encode_stateless_pct_of_encode\": " << es / encode_ms * 100.0
-           << ", \"embd_decode_ms\": " << decode_ms << ", \"decode_cancel_without_ms\": " << dec_without.json()
-           << ", \"decode_cancel_with_ms\": " << dec_with.json()
-           << ", \"targets\": {\"latency_le_10pct_of_encode\": " << met(!enc_with.ms.empty() && ew <= 0.1 * encode_ms)
-           << ", \"overhead_le_3pct\": " << met(overhead <= 3.0)
-           << ", \"stateless_latency_le_10pct_of_encode\": " << met(!enc_stateless.ms.empty() && es <= 0.1 * encode_ms)
-           << ", \"stateless_overhead_le_3pct\": " << met(stateless_overhead <= 3.0) << "}}\n";
+        write_json(json, kind, mmproj, threads, runs, r);
     }
     return 0;
 }
