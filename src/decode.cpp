@@ -2,6 +2,7 @@
 #include "llama-cancel.h"
 
 #include "flag.h"
+#include "hook_interval.h"
 #include "memory_checkpoint.h"
 #include "clock.h"
 #include "slice_budget.h"
@@ -298,18 +299,27 @@ int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> 
     return n_prefix;
 }
 
-// Puts back the caller's abort callback and the hook's byte however the call ends.
+// Share of a stop-time budget the hook's checkpoint interval may take: a stop waits at most for
+// the next checkpoint, its synchronize and the rollback.
+constexpr double k_hook_budget_share = 0.7;
+
+// Installs the call's abort callback, the hook's byte and (with a budget) a shorter checkpoint
+// interval; puts back the caller's callback, the hook's byte and interval however the call ends.
 struct callbacks_guard {
     llama_context *                    ctx;
     const llama_cancel_decode_params & p;
     chained_abort                      chain;
     const int8_t *                     hook_flag;
+    double                             hook_interval;
 
     callbacks_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::slice_budget & budget)
         : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data, nullptr},
-          hook_flag(llama_cancel_hook_get_flag(p.hook)) {
+          hook_flag(llama_cancel_hook_get_flag(p.hook)), hook_interval(llama_cancel::hook_interval_ms(p.hook)) {
         if (budget.active()) {
             chain.budget = &budget;
+        }
+        if (p.max_stop_ms > 0.0f && p.hook != nullptr) {
+            llama_cancel::hook_set_interval_ms(p.hook, std::min(hook_interval, k_hook_budget_share * p.max_stop_ms));
         }
         if (p.abort_callback != nullptr || chain.budget != nullptr) {
             llama_set_abort_callback(ctx, chained_abort_callback, &chain);
@@ -320,6 +330,7 @@ struct callbacks_guard {
         llama_cancel_hook_set_flag(p.hook, p.flag);
     }
     ~callbacks_guard() {
+        llama_cancel::hook_set_interval_ms(p.hook, hook_interval);
         llama_cancel_hook_set_flag(p.hook, hook_flag);
         llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
     }

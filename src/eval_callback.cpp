@@ -12,6 +12,7 @@
 #include "checkpoint_policy.h"
 #include "clock.h"
 #include "flag.h"
+#include "hook_interval.h"
 #include "work.h"
 
 #include <new>
@@ -168,4 +169,14 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     h->policy.passed(now_ms());
     h->checkpoints++;
     return true;
+}
+
+double llama_cancel::hook_interval_ms(const llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->policy.interval_ms() : 0.0;
+}
+
+void llama_cancel::hook_set_interval_ms(llama_cancel_hook * hook, double ms) {
+    if (hook != nullptr) {
+        hook->policy.set_interval(ms);
+    }
 }

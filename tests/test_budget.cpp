@@ -179,3 +179,39 @@ TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1);
     }
 }
+
+// With a hook, the budget also shortens the checkpoint interval for the call, and only for it.
+TEST_F(Budget, HookCheckpointsFollowTheBudgetDuringTheCall) {
+    auto prompt = lcs::make_prompt(g_model, k_n, 36);
+    auto decode_with = [&](llama_cancel_hook * hook, float budget_ms) {
+        llama_context_params cp = llama_context_default_params();
+        llama_cancel_hook_bind(hook, &cp);
+        lcs::context_options opt;
+        opt.n_batch      = k_n;
+        opt.n_ubatch     = k_n;
+        opt.cb_eval      = cp.cb_eval;
+        opt.cb_eval_data = cp.cb_eval_user_data;
+        auto ctx = lcs::make_context(g_model, opt);
+        const uint64_t before = llama_cancel_hook_get_stats(hook).checkpoints;
+        llama_cancel_decode_params p = params(nullptr, budget_ms);
+        p.hook = hook;
+        llama_cancel_decode_result r;
+        lcs::seq_batch b(prompt, 0, k_n, 0);
+        EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+        return llama_cancel_hook_get_stats(hook).checkpoints - before;
+    };
+    llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+    hp.interval_ms = 50.0f;
+    lcs::hook_ptr plain(llama_cancel_hook_init(&hp));
+    lcs::hook_ptr budgeted(llama_cancel_hook_init(&hp));
+    decode_with(plain.get(), 0.0f); // both hooks learn the rate once
+    decode_with(budgeted.get(), 0.0f);
+    const uint64_t without = decode_with(plain.get(), 0.0f);
+    const uint64_t with    = decode_with(budgeted.get(), 2.0f);
+    const uint64_t after   = decode_with(budgeted.get(), 0.0f);
+    std::printf("checkpoints: interval 50 ms %llu, budget 2 ms %llu, interval back %llu\n",
+                static_cast<unsigned long long>(without), static_cast<unsigned long long>(with),
+                static_cast<unsigned long long>(after));
+    EXPECT_GT(with, 2 * without) << "a 2 ms budget places checkpoints far more often than a 50 ms interval";
+    EXPECT_LT(after, with) << "the hook's own interval is back after the call";
+}
