@@ -15,7 +15,7 @@
 // did something else meanwhile: built the next graph, or waited minutes for its user. The pause is
 // counted as compute, and the range goes on, only when that view could take that long at the rate
 // known so far (k_pause_factor); otherwise the next ask opens a new range, so idle time is never
-// taken for compute. Every error this leaves makes a rate look lower, never higher: more
+// taken for compute. Every timing error this leaves makes a rate look lower, never higher: more
 // checkpoints, not later ones.
 #pragma once
 
