@@ -119,8 +119,9 @@ extern "C" {
     // Beware: after a stop the scheduler still runs the graph's later splits and llama_decode
     // returns 0 with half-computed logits and KV cells (mtmd_encode_chunk returns 0 with garbage
     // embeddings). Treat a call that returns with the byte set as stopped: discard its positions
-    // (llama_memory_seq_rm) and outputs. Or use llama_cancel_decode with a llama_cancel_hook, which
-    // rolls back exactly what a stop left and never reports it as success.
+    // (llama_memory_seq_rm) and outputs. Or decode through llama_cancel_decode (with or without a
+    // llama_cancel_hook): it learns on the decoding thread that this callback stopped the graph,
+    // rolls back exactly what the stop left and returns LLAMA_CANCEL_CANCELLED, never success.
     LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
 
     //

@@ -219,27 +219,29 @@ outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_c
             break;
         }
         n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, batch.n_tokens - a);
-        if (plan.own_rollback && !checkpoint.capture(ctx, seqs_in(batch, a, n), plan.with_state)) {
+        // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
+        if (!checkpoint.capture(ctx, seqs_in(batch, a, n), plan.with_state)) {
             std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d", a);
             break;
         }
         llama_cancel_hook_reset(p.hook);
+        llama_cancel::take_stateless_stop();
         budget.begin_call();
         o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
         o.last_start = a;
         o.n_calls++;
         budget.end_call(n);
-        const bool hook_stopped = llama_cancel_hook_stopped(p.hook);
-        // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph the hook stopped (which
-        // returns 0) and a recurrent state are put back here, to the start of this call.
+        const bool graph_stopped = llama_cancel_hook_stopped(p.hook) || llama_cancel::take_stateless_stop();
+        // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
+        // (which returns 0) and a recurrent state are put back here, to the start of this call.
         llama_seq_id failed = -1;
-        if ((hook_stopped || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
+        if ((graph_stopped || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
             std::snprintf(o.error, sizeof(o.error),
                           "could not restore the state of sequence %d after the stop; that sequence was cleared",
                           failed);
         }
-        if (hook_stopped || o.ret != 0) {
-            o.stopped = hook_stopped || o.ret == 2;
+        if (graph_stopped || o.ret != 0) {
+            o.stopped = graph_stopped || o.ret == 2;
             break;
         }
     }

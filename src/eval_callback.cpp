@@ -28,8 +28,17 @@ using llama_cancel::now_ms;
 // graphs and contexts: work left over at a graph's end counts toward the next one's first checkpoint,
 // and rates learnt on a device serve every later graph on it.
 thread_local checkpoint_policy t_policy;
+// Set when the stateless form stopped a graph on this thread: llama_decode still returns 0 then,
+// and llama_cancel_decode (on the same thread) must not report that as success.
+thread_local bool t_stopped = false;
 
 } // namespace
+
+bool llama_cancel::take_stateless_stop() {
+    const bool stopped = t_stopped;
+    t_stopped = false;
+    return stopped;
+}
 
 // Stateless form: checkpoints by work and measured rate, as the hook places them, and at once when
 // the byte is already set while the scheduler is still grouping nodes.
@@ -44,6 +53,7 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
     llama_cancel::wait_computed(t);
     if (llama_cancel::flag_is_set(byte)) {
         t_policy.reset(); // the graph is abandoned: its cut view measures nothing
+        t_stopped = true;
         return false;
     }
     t_policy.passed(now_ms());

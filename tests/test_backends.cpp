@@ -355,6 +355,31 @@ TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
         << "the graph went on for " << probe.asks - probe.stopped_at << " asks after the stop";
 }
 
+// The contract name alone (cb_eval = llama_cancel_eval_callback, user data = the byte, no hook):
+// llama_decode reports the stopped graph as success, llama_cancel_decode must not.
+TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
+    const int n = 64;
+    auto prompt = lcs::make_prompt(g->model.get(), n, 12);
+    stateless_probe probe;
+    auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
+    decode(ctx.get(), prompt);
+    const int n_asks = probe.asks;
+    probe.rearm(n_asks / 3);
+    probe.while_grouping = true;
+    llama_memory_clear(llama_get_memory(ctx.get()), true);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = &probe.byte; // the same byte the callback reads
+    llama_cancel_decode_result r;
+    lcs::seq_batch b(prompt, 0, n, 0);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED) << r.message;
+    // Where the node is computed by the CPU (RPC's local layers), the abort reader stops first (2).
+    EXPECT_TRUE(probe.stopped_at > 0 || r.decode_ret == 2) << "neither reader stopped the graph";
+    EXPECT_EQ(r.n_committed, 0);
+    EXPECT_EQ(pos_max(ctx.get()), -1) << "the stopped graph's cells are removed";
+    std::printf("[%s] llama_decode returned %d under the stop (0: the stopped graph reported as success)\n",
+                g->backend.c_str(), r.decode_ret);
+}
+
 int main(int argc, char ** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     fixture s;
