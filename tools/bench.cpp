@@ -30,7 +30,7 @@ struct options {
     std::string      json = "llama-cancel-bench.json";
     std::vector<int> batches = {64, 256, 512};
     std::vector<int> threads = {1, 2};
-    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas"};
+    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas", "cpu"};
     int              backend_batch = 128;
     bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
@@ -56,7 +56,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
-                 "                          [--backends vulkan,vulkan-1t,rpc,blas|none] [--backend-batch 128]\n"
+                 "                          [--backends vulkan,vulkan-1t,rpc,blas,cpu|none] [--backend-batch 128]\n"
                  "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
                  "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
                  "\n"
@@ -597,9 +597,9 @@ int bench_main(int argc, char ** argv) {
                     "point; latency over the runs the store reached before the decode returned, %% of the abort "
                     "callback's p50; overhead with the byte at 0 (median paired ratio)\n\n");
         std::printf("| backend   | method         | batch | threads | decode ms |   p50 ms |   p95 ms |   max ms "
-                    "| %% of abort | overhead  | checkpoints | stopped   | finished first |\n");
+                    "| %% of abort | overhead  | checkpoints | stopped   | finished first | thread CPU ms | of wall | process CPU ms |\n");
         std::printf("|:----------|:---------------|------:|--------:|----------:|---------:|---------:|---------:"
-                    "|-----------:|----------:|------------:|----------:|---------------:|\n");
+                    "|-----------:|----------:|------------:|----------:|---------------:|--------------:|--------:|---------------:|\n");
         std::fflush(stdout);
     }
     for (const std::string & name : opt.backends) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -36,7 +37,15 @@ struct timed {
     double  ms             = 0.0; // decode time, or store-to-return latency
     bool    finished_first = false;
     int     checkpoints    = 0;   // eval-callback checkpoints passed
+    double  thread_cpu_ms  = 0.0; // CPU time of the decoding thread (the host's waits included)
+    double  process_cpu_ms = 0.0; // of the whole process (llvmpipe's workers included; not a server's)
 };
+
+double cpu_ms(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
 
 // Decodes the prompt from an empty memory through llama_cancel_decode with the byte at `flag`;
 // with `at_frac` > 0 another thread stores the byte at that share of `full_ms` and the result is the
@@ -55,9 +64,12 @@ timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const st
         writer = lcs::store_at(flag, t0 + at_frac * full_ms, &t_store);
     }
     timed r;
+    const double thread0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID), process0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
     r.status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously: wait for what the host would
     const double t_ret = lcs::now_ms();
+    r.thread_cpu_ms  = cpu_ms(CLOCK_THREAD_CPUTIME_ID) - thread0;
+    r.process_cpu_ms = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process0;
     r.ms = t_ret - t0;
     if (writer.joinable()) {
         writer.join();
@@ -127,6 +139,9 @@ struct results {
     double    decode_ms = 0.0;
     double    overhead_pct[n_ways]   = {0, 0, 0}; // against the abort callback alone, byte at 0
     double    checkpoints[n_ways]    = {0, 0, 0}; // per decode
+    double    wall_ms[n_ways]        = {0, 0, 0}; // median decode time, byte at 0
+    double    thread_cpu_ms[n_ways]  = {0, 0, 0}; // median CPU time of the decoding thread, byte at 0
+    double    process_cpu_ms[n_ways] = {0, 0, 0}; // median CPU time of the process, byte at 0
     latencies lat[n_ways];
     double    share_pct[n_ways]      = {0, 0, 0}; // p50 as % of the abort callback's, -1: no landed run
 };
@@ -135,7 +150,7 @@ struct results {
 // favours none; the median ratio to the abort callback alone.
 void measure_overhead(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt,
                       results & r) {
-    std::vector<double> ratios[n_ways], plain_ms;
+    std::vector<double> ratios[n_ways], wall[n_ways], thread_cpu[n_ways], process_cpu[n_ways];
     double checkpoints[n_ways] = {0, 0, 0};
     const int triples = std::max(3, o.runs / 2); // the slow backends make each decode seconds long
     for (int i = 0; i < triples; ++i) {
@@ -145,13 +160,20 @@ void measure_overhead(contenders & c, const backend_options & o, const std::vect
             const timed d = c.decode(w, prompt, 0, 0);
             t[w] = d.ms;
             checkpoints[w] += d.checkpoints;
+            wall[w].push_back(d.ms);
+            thread_cpu[w].push_back(d.thread_cpu_ms);
+            process_cpu[w].push_back(d.process_cpu_ms);
         }
         for (int w = 0; w < n_ways; ++w) {
             ratios[w].push_back(t[w] / t[abort_only]);
         }
-        plain_ms.push_back(t[abort_only]);
     }
-    r.decode_ms = lcs::percentile(plain_ms, 0.5);
+    for (int w = 0; w < n_ways; ++w) {
+        r.wall_ms[w]        = lcs::percentile(wall[w], 0.5);
+        r.thread_cpu_ms[w]  = lcs::percentile(thread_cpu[w], 0.5);
+        r.process_cpu_ms[w] = lcs::percentile(process_cpu[w], 0.5);
+    }
+    r.decode_ms = r.wall_ms[abort_only];
     for (int w = with_hook; w < n_ways; ++w) {
         r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
         r.checkpoints[w]  = checkpoints[w] / triples;
@@ -177,6 +199,30 @@ void measure_latency(contenders & c, const backend_options & o, const std::vecto
     }
 }
 
+// The decoding thread's CPU time as % of the decode's wall time.
+double cpu_share_pct(const results & r, int w) {
+    return r.wall_ms[w] > 0 ? r.thread_cpu_ms[w] / r.wall_ms[w] * 100.0 : 0.0;
+}
+
+// Issue #16's target: the thread's CPU time with checkpoints at most the plain decode's plus 10% of
+// the wall time.
+bool cpu_met(const results & r, int w) {
+    return r.thread_cpu_ms[w] <= r.thread_cpu_ms[abort_only] + 0.1 * r.wall_ms[w];
+}
+
+std::string cpu_json(const results & r) {
+    std::string js = "{";
+    const char * const keys[n_ways] = {"plain", "hook", "stateless"};
+    for (int w = 0; w < n_ways; ++w) {
+        char one[200];
+        std::snprintf(one, sizeof(one), "%s\"%s\": {\"wall_ms\": %.2f, \"thread_cpu_ms\": %.2f, "
+                      "\"process_cpu_ms\": %.2f, \"thread_cpu_pct_of_wall\": %.1f}",
+                      w ? ", " : "", keys[w], r.wall_ms[w], r.thread_cpu_ms[w], r.process_cpu_ms[w], cpu_share_pct(r, w));
+        js += one;
+    }
+    return js + "}";
+}
+
 // One table row per way of cancelling.
 void print_rows(const backend_options & o, const results & r) {
     for (int w = 0; w < n_ways; ++w) {
@@ -190,9 +236,10 @@ void print_rows(const backend_options & o, const results & r) {
         }
         const latencies & l = r.lat[w];
         std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %9s | %11s | %5d/%-3d "
-                    "| %14d |\n",
+                    "| %14d | %13.1f | %6.0f%% | %14.1f |\n",
                     o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, l.p50(), l.p95(),
-                    lcs::max_of(l.ms), pct, overhead, checkpoints, l.cancelled, o.runs, l.finished_first);
+                    lcs::max_of(l.ms), pct, overhead, checkpoints, l.cancelled, o.runs, l.finished_first,
+                    r.thread_cpu_ms[w], cpu_share_pct(r, w), r.process_cpu_ms[w]);
     }
     std::fflush(stdout);
 }
@@ -210,11 +257,13 @@ bool write_json(const backend_options & o, const std::string & device, const res
        << ", \"abort_callback_only_ms\": " << r.lat[abort_only].json()
        << ", \"llama_cancel_ms\": " << r.lat[with_hook].json() << ", \"stateless_ms\": " << r.lat[by_name].json()
        << ", \"ours_over_abort_pct\": " << r.share_pct[with_hook]
-       << ", \"stateless_over_abort_pct\": " << r.share_pct[by_name]
+       << ", \"stateless_over_abort_pct\": " << r.share_pct[by_name] << ", \"cpu\": " << cpu_json(r)
        << ", \"targets\": {\"latency_le_10pct_of_abort\": " << latency_met(with_hook)
        << ", \"overhead_le_3pct\": " << met(r.overhead_pct[with_hook] <= 3.0)
        << ", \"stateless_latency_le_10pct_of_abort\": " << latency_met(by_name)
-       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0) << "}}\n";
+       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0)
+       << ", \"thread_cpu_le_plain_plus_10pct_of_wall\": " << met(cpu_met(r, with_hook))
+       << ", \"stateless_thread_cpu_le_plain_plus_10pct_of_wall\": " << met(cpu_met(r, by_name)) << "}}\n";
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
         return false;
@@ -260,7 +309,7 @@ int bench_backend_main(int argc, char ** argv) {
         }
     }
     if (o.name.empty() || o.model.empty() || o.runs < 1 || o.batch < 2 || o.threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|blas --model PATH [--json PATH]\n"
+        std::fprintf(stderr, "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|blas|cpu --model PATH [--json PATH]\n"
                              "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n");
         return 2;
     }
@@ -269,8 +318,9 @@ int bench_backend_main(int argc, char ** argv) {
     // vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
     // the host's spin-wait at each synchronize does not take a core from the "GPU".
     const std::string setup_name = o.name == "vulkan-1t" ? "vulkan" : o.name == "rpc" ? "rpc1" : o.name;
-    if (setup_name != "vulkan" && setup_name != "rpc1" && setup_name != "rpc2" && setup_name != "blas") {
-        std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, blas)\n", o.name.c_str());
+    if (setup_name != "vulkan" && setup_name != "rpc1" && setup_name != "rpc2" && setup_name != "blas" &&
+        setup_name != "cpu") {
+        std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, blas, cpu)\n", o.name.c_str());
         return 2;
     }
     lcs::backend_setup setup;
