@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Checks the shared library's dynamic symbol table: the two contract callbacks are exported, and
-every exported symbol is llama_cancel_*. usage: check_exports.py LIBLLAMA_CANCEL"""
+every exported symbol is llama_cancel_*. usage: [NM=nm] check_exports.py LIBLLAMA_CANCEL
+(NM: the target's nm, e.g. aarch64-linux-gnu-nm for a cross build)"""
+import os
 import subprocess
 import sys
 
-out = subprocess.run(["nm", "-D", "--defined-only", sys.argv[1]], check=True, capture_output=True, text=True).stdout
+out = subprocess.run([os.environ.get("NM") or "nm", "-D", "--defined-only", sys.argv[1]], check=True, capture_output=True, text=True).stdout
 names = sorted({line.split()[-1].split("@")[0] for line in out.splitlines()
                 if len(line.split()) >= 3 and line.split()[1] in "TtDdBbRrVvWwi"})
 print("exported:", " ".join(names))
