@@ -3,16 +3,20 @@
 #
 #   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job)
 #   scripts/dev.sh test           build, then run every test, then the ASan/UBSan and TSan
-#                                 builds' tests (what .ci/run calls)
+#                                 builds' tests, the fuzz run, and the arm64 core tests under
+#                                 qemu-user (what .ci/run calls; LLAMA_CANCEL_ARM64=0 leaves arm64 out)
 #   scripts/dev.sh build          configure and build only
 #   scripts/dev.sh run CMD...     run CMD in the build environment, from the checkout
+#   scripts/dev.sh --arch arm64 build|test
+#                                 the arm64 cross build only, and its core tests under qemu-user
 #
 # Where the host has llama.cpp >= 0.7 development files (CMake package, python3-gguf), everything
 # runs natively. Elsewhere the script makes, once, a Debian sid root with mmdebstrap holding
 # Debian's llama.cpp and ggml packages, caches it under $LLAMA_CANCEL_ROOT, and runs each command
 # inside it (unshare -m, bind mount of the checkout, chroot). A second call costs seconds.
 #
-# LLAMA_CANCEL_ENV=root|native forces one; LLAMA_CANCEL_ROOT picks the cache folder.
+# LLAMA_CANCEL_ENV=root|native forces one; LLAMA_CANCEL_ROOT picks the cache folder;
+# LLAMA_CANCEL_ARM64_CPUS the qemu CPU models of the arm64 tests (default: max cortex-a76 neoverse-n2).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +33,14 @@ packages=(
     nodejs npm
 )
 apt_opt='Acquire::Check-Valid-Until "false"'
+
+# The arm64 cross build's extras (cross compiler, Debian's arm64 llama.cpp and ggml, qemu-user),
+# installed into the root only when an arm64 step runs, with their own stamp: the list above, and
+# what other checkouts install from it, stay as they are.
+arm64_packages=(
+    g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
+    libllama-dev:arm64 libggml-dev:arm64 libgtest-dev:arm64
+)
 
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
 
@@ -74,6 +86,24 @@ ensure_root() {
             --include="$(IFS=,; echo "${packages[*]}")" sid "$tmp"
         mv "$tmp" "$root"
     fi
+    printf '%s\n' "$want" > "$stamp"
+}
+
+ensure_arm64_root() {
+    ensure_root
+    local stamp="$root/.llama-cancel-packages-arm64" want
+    want=$(printf '%s\n' "${arm64_packages[@]}" | sort)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        log "adding the arm64 packages to the Debian sid root needs root"
+        exit 1
+    fi
+    log "adding arm64 (cross compiler, arm64 llama.cpp and ggml, qemu-user) to $root"
+    chroot "$root" dpkg --add-architecture arm64
+    chroot "$root" apt-get update -qq
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${arm64_packages[@]}" >/dev/null
     printf '%s\n' "$want" > "$stamp"
 }
 
@@ -153,8 +183,77 @@ fuzz_tests() {
     in_env ctest --test-dir "$dir" --output-on-failure -L fuzz
 }
 
+# arm64: the cross build (cmake/aarch64-linux-gnu.cmake), in the sid root with its arm64 extras, or
+# natively where the host has the cross compiler, qemu-aarch64 and arm64 llama.cpp files. Sets
+# arm64_ok to 1 where the arm64 step can run (not called as a condition, so that set -e holds inside).
+arm64_env() {
+    arm64_ok=1
+    if use_root; then
+        ensure_arm64_root
+    elif ! { command -v aarch64-linux-gnu-g++ && command -v qemu-aarch64 &&
+        [ -f /usr/lib/aarch64-linux-gnu/cmake/llama/llama-config.cmake ]; } >/dev/null; then
+        log "arm64 skipped: this host has no aarch64-linux-gnu-g++, qemu-aarch64 or arm64 llama.cpp files"
+        log "  (LLAMA_CANCEL_ENV=root runs it in the sid root; LLAMA_CANCEL_ARM64=0 says so instead)"
+        arm64_ok=0
+    fi
+}
+
+arm64_build() {
+    local dir
+    dir="$(build_dir)-arm64"
+    in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo --no-warn-unused-cli \
+        -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
+    in_env cmake --build "$dir" -j "$jobs"
+}
+
+# The core tests (the cross build registers only those) through qemu-aarch64, once per CPU model in
+# LLAMA_CANCEL_ARM64_CPUS, each loading another of ggml's arm64 CPU variants (printed): max (SVE
+# 512-bit, SME: armv9.2_2), cortex-a76 (NEON, dotprod: armv8.2_2, most phones), neoverse-n2 (SVE2
+# 128-bit, i8mm: armv8.6_2, recent phone cores). Timed.
+arm64_tests() {
+    local start=$SECONDS dir cpu
+    dir="$(build_dir)-arm64"
+    arm64_build
+    for cpu in ${LLAMA_CANCEL_ARM64_CPUS:-max cortex-a76 neoverse-n2}; do
+        log "arm64 core tests under qemu-aarch64 -cpu $cpu"
+        in_env env LLAMA_CANCEL_QEMU_CPU="$cpu" ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@"
+        in_env env LLAMA_CANCEL_QEMU_CPU="$cpu" ctest --test-dir "$dir" -R '^cpu_variant$' -FS models -V |
+            sed -n 's/^[0-9]*: \(load_backend: loaded CPU\|features:\|repacked\)/  \1/p'
+    done
+    log "arm64 build and core tests under qemu-user: $((SECONDS - start)) s"
+}
+
+arch=x86-64
+if [ "${1:-}" = --arch ]; then
+    arch=${2:-}
+    shift 2 || true
+    if [ "$arch" != arm64 ]; then
+        log "--arch takes arm64 (the default build is the host's)"
+        exit 2
+    fi
+fi
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
+if [ "$arch" = arm64 ]; then
+    case "$cmd" in
+        build)
+            arm64_env
+            if [ "$arm64_ok" != 1 ]; then exit 1; fi
+            arm64_build
+            ;;
+        test)
+            arm64_env
+            if [ "$arm64_ok" != 1 ]; then exit 1; fi
+            arm64_tests "$@"
+            ;;
+        *)
+            log "--arch arm64 takes build or test"
+            exit 2
+            ;;
+    esac
+    exit
+fi
 case "$cmd" in
     build) build ;;
     test)
@@ -163,6 +262,12 @@ case "$cmd" in
         sanitized_tests asan address,undefined
         sanitized_tests tsan thread
         fuzz_tests
+        if [ "${LLAMA_CANCEL_ARM64:-1}" = 0 ]; then
+            log "arm64 core tests left out (LLAMA_CANCEL_ARM64=0)"
+        else
+            arm64_env
+            if [ "$arm64_ok" = 1 ]; then arm64_tests; fi
+        fi
         ;;
     bench)
         build
@@ -170,7 +275,7 @@ case "$cmd" in
         ;;
     run) in_env "$@" ;;
     *)
-        sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 2
         ;;
 esac
