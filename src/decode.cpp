@@ -146,10 +146,9 @@ int32_t first_output(llama_context * ctx, const llama_batch & batch) {
 
 // How one call decodes its batch.
 struct decode_plan {
-    int32_t step         = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
-    bool    own_rollback = false; // a stopped call is undone here (hook, or recurrent state)
-    bool    with_state   = false; // ... with the partial-state snapshot that needs
-    bool    budgeted     = false; // slices sized by the stop-time budget, at most `step`
+    int32_t step       = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
+    bool    with_state = false; // a partial-state snapshot before each call (recurrent state)
+    bool    budgeted   = false; // slices sized by the stop-time budget, at most `step`
 };
 
 // Slices of n_ubatch tokens (one llama_decode each) let a stop roll back to a slice boundary where
@@ -161,9 +160,10 @@ struct decode_plan {
 // not known in advance), and reads outputs as sliced_outputs does.
 decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p) {
     decode_plan plan;
-    plan.step         = batch.n_tokens;
-    plan.with_state   = llama_cancel::memory_checkpoint::needs_state(ctx);
-    plan.own_rollback = p.hook != nullptr || plan.with_state;
+    plan.step       = batch.n_tokens;
+    plan.with_state = llama_cancel::memory_checkpoint::needs_state(ctx);
+    // Only these stops are undone to the start of a call (not ubatch by ubatch, as llama.cpp does).
+    const bool call_rollback = p.hook != nullptr || plan.with_state;
     const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
     const int32_t first    = first_output(ctx, batch);
     if (llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
@@ -174,7 +174,7 @@ decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llam
         plan.budgeted = true;
         return plan;
     }
-    if (!plan.own_rollback || batch.n_tokens <= n_ubatch) {
+    if (!call_rollback || batch.n_tokens <= n_ubatch) {
         return plan;
     }
     const int32_t last_start = (batch.n_tokens - 1) / n_ubatch * n_ubatch;
