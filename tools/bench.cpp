@@ -52,6 +52,19 @@ std::vector<int> parse_list(const char * s) {
     return out;
 }
 
+// A comma-separated list of names; "none" (or nothing) is the empty list.
+std::vector<std::string> parse_names(const char * s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        if (!item.empty() && item != "none") {
+            out.push_back(item);
+        }
+    }
+    return out;
+}
+
 void usage() {
     std::fprintf(stderr,
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
@@ -479,23 +492,9 @@ int bench_main(int argc, char ** argv) {
         } else if (a == "--threads") {
             opt.threads = parse_list(next());
         } else if (a == "--backends") {
-            opt.backends.clear();
-            std::stringstream ss(next());
-            std::string item;
-            while (std::getline(ss, item, ',')) {
-                if (!item.empty() && item != "none") {
-                    opt.backends.push_back(item);
-                }
-            }
+            opt.backends = parse_names(next());
         } else if (a == "--archs") {
-            opt.archs.clear();
-            std::stringstream ss(next());
-            std::string item;
-            while (std::getline(ss, item, ',')) {
-                if (!item.empty() && item != "none") {
-                    opt.archs.push_back(item);
-                }
-            }
+            opt.archs = parse_names(next());
         } else if (a == "--budgets") {
             opt.budgets.clear();
             for (int b : parse_list(next())) {
