@@ -106,6 +106,38 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
     return count.calls;
 }
 
+// A stop inside the third slice's graph: the byte stored at that node by a trigger chained behind
+// the hook (`hooked`) or installed as the caller's abort callback.
+struct third_slice_stop {
+    lcs::node_trigger trig;
+    int8_t            flag = 0;
+    bool              hooked;
+    lcs::hook_ptr     hook;
+
+    third_slice_stop(int per_slice, bool hooked_) : hooked(hooked_) {
+        trig.flag = &flag;
+        trig.at   = 2 * per_slice + per_slice / 2;
+        hook      = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
+    }
+    third_slice_stop(const third_slice_stop &) = delete;
+    third_slice_stop & operator=(const third_slice_stop &) = delete;
+
+    // The hook to bind to the context: NULL on the abort path.
+    llama_cancel_hook * bound_hook() const { return hooked ? hook.get() : nullptr; }
+
+    llama_cancel_decode_params params(bool sliced) {
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag           = &flag;
+        p.sliced_outputs = sliced;
+        p.hook           = bound_hook();
+        if (!hooked) {
+            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback_data = &trig;
+        }
+        return p;
+    }
+};
+
 } // namespace
 
 class MemoryKinds : public ::testing::TestWithParam<bool> {
@@ -121,25 +153,14 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
         const int per_slice = nodes_per_slice(prompt, hooked);
         ASSERT_GT(per_slice, 8);
 
-        lcs::node_trigger trig;
-        int8_t flag = 0;
-        trig.flag = &flag;
-        trig.at   = 2 * per_slice + per_slice / 2;
-        lcs::hook_ptr hook = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
-        auto ctx = context(hooked ? hook.get() : nullptr);
-        llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag           = &flag;
-        p.sliced_outputs = sliced;
-        p.hook           = hooked ? hook.get() : nullptr;
-        if (!hooked) {
-            p.abort_callback      = lcs::node_trigger::abort_cb;
-            p.abort_callback_data = &trig;
-        }
+        third_slice_stop stop(per_slice, hooked);
+        auto ctx = context(stop.bound_hook());
+        const llama_cancel_decode_params p = stop.params(sliced);
         llama_cancel_decode_result r;
         int32_t per_seq[1] = {-1};
         lcs::seq_batch b(prompt, 0, k_n, 0);
         ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
-        ASSERT_GE(trig.calls, trig.at) << "the stop landed";
+        ASSERT_GE(stop.trig.calls, stop.trig.at) << "the stop landed";
         EXPECT_EQ(per_seq[0], r.n_committed);
         EXPECT_EQ(r.n_committed % k_u, 0) << "whole slices only";
         if (sliced) {
@@ -150,8 +171,8 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
         const reference want = clean(prompt, r.n_committed);
         expect_same_state(seq_state(ctx.get(), 0), want.state,
                           "memory differs from a clean decode of " + std::to_string(r.n_committed) + " tokens");
-        flag    = 0;
-        trig.at = -1;
+        stop.flag    = 0;
+        stop.trig.at = -1;
         lcs::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
         llama_cancel_decode_result r2;
         ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r2, nullptr, 0), LLAMA_CANCEL_OK) << r2.message;
@@ -210,21 +231,10 @@ TEST(MemoryKind, TwoSequencesInOneBatch) {
 
     const bool hooked = !on_cpu();
     const int per_slice = nodes_per_slice(tokens, hooked);
-    lcs::node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
-    trig.at   = 2 * per_slice + per_slice / 2;
-    lcs::hook_ptr hook = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
-    auto ctx = context(hooked ? hook.get() : nullptr, 2);
+    third_slice_stop stop(per_slice, hooked);
+    auto ctx = context(stop.bound_hook(), 2);
     ASSERT_NE(ctx, nullptr);
-    llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag           = &flag;
-    p.sliced_outputs = true;
-    p.hook           = hooked ? hook.get() : nullptr;
-    if (!hooked) {
-        p.abort_callback      = lcs::node_trigger::abort_cb;
-        p.abort_callback_data = &trig;
-    }
+    const llama_cancel_decode_params p = stop.params(true);
     llama_cancel_decode_result r;
     int32_t per_seq[2] = {-1, -1};
     ASSERT_EQ(llama_cancel_decode(ctx.get(), batch_of(0, k_n), &p, &r, per_seq, 2), LLAMA_CANCEL_CANCELLED)
@@ -258,14 +268,10 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
                   LLAMA_CANCEL_OK) << r.message;
     }
     const int per_slice = nodes_per_slice(prompt, true);
-    lcs::node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
-    trig.at   = 2 * per_slice + per_slice / 2;
-    lcs::hook_ptr hook = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
-    auto ctx = context(hook.get());
-    gp.flag = &flag;
-    gp.hook = hook.get();
+    third_slice_stop stop(per_slice, true);
+    auto ctx = context(stop.bound_hook());
+    gp.flag = &stop.flag;
+    gp.hook = stop.bound_hook();
     llama_cancel_generate_result r;
     ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data(), k_n, &gp, got.data(), n_predict, &r),
               LLAMA_CANCEL_CANCELLED) << r.message;
@@ -273,8 +279,8 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
     EXPECT_EQ(r.n_past, 2 * k_u);
     EXPECT_EQ(r.n_generated, 0);
 
-    flag    = 0;
-    trig.at = -1;
+    stop.flag    = 0;
+    stop.trig.at = -1;
     ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data() + r.n_past, k_n - r.n_past, &gp, got.data(), n_predict,
                                     &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(got, want);
