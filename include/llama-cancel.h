@@ -34,7 +34,7 @@
 // The version of this header. MINOR grows with each release that adds to the API, PATCH with fixes;
 // while MAJOR is 0, a MINOR change may also change a struct's layout (the sizes below tell).
 #define LLAMA_CANCEL_VERSION_MAJOR 0
-#define LLAMA_CANCEL_VERSION_MINOR 2
+#define LLAMA_CANCEL_VERSION_MINOR 3
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
@@ -47,7 +47,7 @@ extern "C" {
     // Version and ABI: what a host that copied the layouts checks before the first call
     //
 
-    // The version of the library actually loaded, encoded as LLAMA_CANCEL_VERSION (0.2.0 = 200).
+    // The version of the library actually loaded, encoded as LLAMA_CANCEL_VERSION (0.3.0 = 300).
     // A host written against header X.Y.Z needs MAJOR X and MINOR >= Y (while X is 0: MINOR Y).
     // Any thread, any time; no side effect.
     LLAMA_CANCEL_API int32_t llama_cancel_version(void);
@@ -150,6 +150,12 @@ extern "C" {
         uint64_t asks;         // nodes asked about since init
         double   budget_flops; // current work budget between checkpoints (of the device last asked about)
         bool     stopped;      // the hook stopped a graph since the last reset
+        // Of the device last asked about: the checkpoint interval in force, ms (the hook's interval,
+        // lengthened so that checkpoints cost about 1% of the compute where each is a network round
+        // trip, capped by a decode's stop-time budget), and that round trip as measured, ms (0 where
+        // a checkpoint is no round trip: only RPC servers are timed).
+        double   interval_ms;
+        double   round_trip_ms;
     };
 
     // Defaults: no byte, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS, no chained callback.
@@ -221,7 +227,10 @@ extern "C" {
         // and the longest node grows with the tokens per llama_decode call; with a budget the
         // batch is decoded in slices (llama_decode calls) sized so that the longest node, as
         // measured on the previous slice (the abort callback times each node on the decoding
-        // thread), stays within the budget; slices grow back to n_ubatch when the nodes allow. The
+        // thread; nodes on a GPU or RPC device are estimated from their work and the rate the eval
+        // callback measures there), stays within the budget; slices grow back to n_ubatch when the
+        // nodes allow. The hook's and the stateless eval callback's checkpoint interval is lowered to
+        // 0.7 of the budget for the call. The
         // context's n_ubatch is untouched. Applies to batches whose only output is the last token
         // (read it as with sliced_outputs); other batches are decoded as without a budget. What
         // ends in memory is the same as for llama_decode with those slices. result->budget_missed
@@ -238,7 +247,8 @@ extern "C" {
                              // token: output i is llama.cpp's index i - output_base (0 unless sliced)
         char    message[256]; // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
         int32_t n_decode_calls;  // llama_decode calls made
-        float   longest_node_ms; // with a budget: the longest CPU graph node measured, ms
+        float   longest_node_ms; // with a budget: the longest graph node, ms (timed on the CPU,
+                                 // estimated from the eval callback's rate on other devices)
         bool    budget_missed;   // with a budget: a node took longer, or the batch could not be sliced
     };
 

@@ -27,7 +27,8 @@ const field_entry hook_params[] = {
 };
 const field_entry hook_stats[] = {
     LC_FIELD(llama_cancel_hook_stats, checkpoints), LC_FIELD(llama_cancel_hook_stats, asks),
-    LC_FIELD(llama_cancel_hook_stats, budget_flops), LC_FIELD(llama_cancel_hook_stats, stopped), LC_END,
+    LC_FIELD(llama_cancel_hook_stats, budget_flops), LC_FIELD(llama_cancel_hook_stats, stopped),
+    LC_FIELD(llama_cancel_hook_stats, interval_ms), LC_FIELD(llama_cancel_hook_stats, round_trip_ms), LC_END,
 };
 const field_entry decode_params[] = {
     LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, abort_callback),

@@ -23,13 +23,27 @@ checkpoint_policy::checkpoint_policy(double interval_ms) : interval_(LLAMA_CANCE
 }
 
 void checkpoint_policy::set_interval(double interval_ms) {
-    const double next = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
-    for (device_rate & d : devices_) {
-        if (d.used) {
-            d.budget = std::clamp(d.budget * next / interval_, k_min_budget, k_max_budget);
+    interval_ = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+}
+
+double checkpoint_policy::interval_of(const device_rate & d) const {
+    // Only a measured rate is lengthened: with a guessed one, rarer checkpoints would only make
+    // the measure slower to come.
+    const double paid = d.measured ? std::max(interval_, d.round_trip / k_cost_share) : interval_;
+    return cap_ > 0.0 ? std::min(paid, cap_) : paid;
+}
+
+double checkpoint_policy::budget_of(const device_rate & d) const {
+    return std::clamp(d.rate * interval_of(d), k_min_budget, k_max_budget);
+}
+
+const checkpoint_policy::device_rate * checkpoint_policy::find(const void * device) const {
+    for (const device_rate & d : devices_) {
+        if (d.used && d.device == device) {
+            return &d;
         }
     }
-    interval_ = next;
+    return nullptr;
 }
 
 checkpoint_policy::device_rate & checkpoint_policy::rate_of(const void * device) {
@@ -52,7 +66,7 @@ checkpoint_policy::device_rate & checkpoint_policy::rate_of(const void * device)
 
 bool checkpoint_policy::pause_was_compute(const device_rate & d, double now) const {
     const double pause = now - last_ask_;
-    return pause <= k_ask_gap_ms || pause <= k_pause_factor * view_work_ / d.budget * interval_;
+    return pause <= k_ask_gap_ms || pause <= k_pause_factor * view_work_ / d.rate;
 }
 
 bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now) {
@@ -71,11 +85,26 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     const double work = node_work(node);
     range_work_ += work;
     view_work_  += work;
-    progress_   += work / d.budget;
+    progress_   += work / budget_of(d);
+    if (device != nullptr) {
+        heaviest_ms_ = std::max(heaviest_ms_, work / d.rate);
+    }
     return progress_ >= 1.0;
 }
 
-void checkpoint_policy::passed(double now) {
+bool checkpoint_policy::wants_round_trip() const {
+    const device_rate * d = find(last_device_);
+    return d == nullptr || d->round_trip <= 0.0 || d->since_trip + 1 >= k_cost_sample_every;
+}
+
+void checkpoint_policy::passed(double now, double round_trip_ms) {
+    device_rate & d = rate_of(last_device_);
+    d.since_trip++;
+    if (round_trip_ms >= 0.0) {
+        // Smoothed: one round trip delayed by the scheduler must not stretch the interval alone.
+        d.round_trip = d.round_trip > 0.0 ? 0.75 * d.round_trip + 0.25 * round_trip_ms : round_trip_ms;
+        d.since_trip = 0;
+    }
     if (range_open_ && range_work_ > 0.0) {
         learn(rate_of(range_device_), range_work_, now - range_start_);
     }
@@ -92,28 +121,41 @@ void checkpoint_policy::reset() {
 void checkpoint_policy::learn(device_rate & d, double work, double ms) {
     d.sample_work += work;
     d.sample_ms   += std::max(ms, 0.0);
-    if (d.sample_ms < k_sample_share * interval_) {
+    if (d.sample_ms < k_sample_share * interval_of(d)) {
         return;
     }
-    const double want = std::clamp(d.sample_work / d.sample_ms * interval_, k_min_budget, k_max_budget);
-    // Checkpoints too far apart cost latency: adopt a smaller budget at once. Too close cost only
+    const double want = d.sample_work / d.sample_ms;
+    // Checkpoints too far apart cost latency: adopt a lower rate at once. Too close cost only
     // synchronizes: grow halfway, so that one fast sample does not overshoot.
-    d.budget      = want < d.budget ? want : 0.5 * (d.budget + want);
+    d.rate        = want < d.rate ? want : 0.5 * (d.rate + want);
+    d.measured    = true;
     d.sample_work = 0.0;
     d.sample_ms   = 0.0;
 }
 
 double checkpoint_policy::budget(const void * device) const {
-    for (const device_rate & d : devices_) {
-        if (d.used && d.device == device) {
-            return d.budget;
-        }
-    }
-    return k_initial_budget;
+    const device_rate * d = find(device);
+    return budget_of(d != nullptr ? *d : device_rate{});
+}
+
+double checkpoint_policy::interval_ms(const void * device) const {
+    const device_rate * d = find(device);
+    return interval_of(d != nullptr ? *d : device_rate{});
+}
+
+double checkpoint_policy::round_trip_ms(const void * device) const {
+    const device_rate * d = find(device);
+    return d != nullptr ? d->round_trip : 0.0;
 }
 
 double checkpoint_policy::budget() const {
     return budget(last_device_);
+}
+
+double checkpoint_policy::take_heaviest_node_ms() {
+    const double ms = heaviest_ms_;
+    heaviest_ms_ = 0.0;
+    return ms;
 }
 
 } // namespace llama_cancel

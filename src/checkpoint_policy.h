@@ -17,6 +17,12 @@
 // known so far (k_pause_factor); otherwise the next ask opens a new range, so idle time is never
 // taken for compute. Every timing error this leaves makes a rate look lower, never higher: more
 // checkpoints, not later ones.
+//
+// A checkpoint also has a cost of its own where the backend's synchronize is a network round trip
+// (RPC): the remote device idles while the byte's read goes and comes back. Where the callback can
+// time that round trip (a second read of a computed node, now and then), the interval of that
+// device grows so that checkpoints cost about k_cost_share of the compute. A stop-time budget caps
+// the interval whatever it costs (set_cap): the budget wins.
 #pragma once
 
 #include "llama-cancel.h"
@@ -49,15 +55,25 @@ class checkpoint_policy {
     static constexpr double k_sample_share = 0.25;
     // Devices whose rates are kept; the least recently used one is forgotten beyond that.
     static constexpr int k_devices = 4;
+    // Checkpoints cost at most this share of the compute: the interval is at least the measured
+    // round trip divided by it.
+    static constexpr double k_cost_share = 0.01;
+    // The round trip is timed again every this many checkpoints of a device (each timing is one
+    // more round trip).
+    static constexpr uint32_t k_cost_sample_every = 32;
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 
     // At ask time, `now` in ms (now_ms, clock.h): counts `node`'s work against the budget of `device`.
     // True when the node should be a checkpoint.
     bool place(const ggml_tensor * node, const void * device, double now);
+    // True when the checkpoint at hand should time its round trip (passed's `round_trip_ms`): the
+    // device of the node asked last has none measured yet, or its turn came.
+    bool wants_round_trip() const;
     // At a checkpoint (ask = false, the view computed): measures the view's rate, adapts its
-    // device's budget and restarts the count.
-    void passed(double now);
+    // device's budget and restarts the count. `now` is when the view was known computed;
+    // `round_trip_ms` >= 0 is what one more read of the node took (a checkpoint's own cost).
+    void passed(double now, double round_trip_ms = -1.0);
     // Forgets the work counted and the open view, keeps what was learnt: for a new graph, or a
     // graph abandoned at a stop (its cut view measures nothing).
     void reset();
@@ -65,27 +81,52 @@ class checkpoint_policy {
     // Learnt budgets scale with it.
     void   set_interval(double interval_ms);
     double interval_ms() const { return interval_; }
+    // A hard upper bound on the interval, round-trip cost or not (a stop-time budget's share);
+    // <= 0: none.
+    void   set_cap(double cap_ms) { cap_ = cap_ms > 0.0 ? cap_ms : 0.0; }
+    double cap_ms() const { return cap_; }
+    // The interval in force on `device`: the target, lengthened for the checkpoint's round trip,
+    // within the cap.
+    double interval_ms(const void * device) const;
+    // The measured round trip of one checkpoint on `device`, ms; 0 when not measured.
+    double round_trip_ms(const void * device) const;
+    // The device most recently asked about.
+    const void * last_device() const { return last_device_; }
 
     // Current budget of `device` (k_initial_budget when not measured yet).
     double budget(const void * device) const;
     // Budget of the device most recently asked about.
     double budget() const;
 
+    // The longest a node asked about since the last take should take on its device, ms, from its
+    // work and the device's rate (0 when none was asked). Host nodes are left out: the abort
+    // callback times those exactly. A stop-time budget sizes slices from it where no CPU node runs.
+    double take_heaviest_node_ms();
+
   private:
     struct device_rate {
         const void * device      = nullptr;
         bool         used        = false;
         uint64_t     last_use    = 0;
-        double       budget      = k_initial_budget;
-        double       sample_work = 0.0; // measured views not yet applied to the budget
+        // FLOPs per ms. Kept apart from the interval, so that a budget clamped for a short
+        // interval (a stop-time budget's) comes back whole with the longer one.
+        double       rate        = k_initial_budget / LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+        double       sample_work = 0.0; // measured views not yet applied to the rate
         double       sample_ms   = 0.0;
+        bool         measured    = false; // the rate was learnt at least once
+        double       round_trip  = 0.0; // ms, smoothed; 0: not measured
+        uint32_t     since_trip  = 0;   // checkpoints since the round trip was last timed
     };
 
     device_rate & rate_of(const void * device);
+    double        budget_of(const device_rate & d) const;
+    double        interval_of(const device_rate & d) const;
+    const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
     void          learn(device_rate & d, double work, double ms);
 
     double      interval_;
+    double      cap_ = 0.0;
     device_rate devices_[k_devices];
     uint64_t    uses_ = 0;
 
@@ -97,6 +138,7 @@ class checkpoint_policy {
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
+    double       heaviest_ms_ = 0.0;
 };
 
 } // namespace llama_cancel

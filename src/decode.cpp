@@ -1,10 +1,10 @@
 // llama_cancel_decode: llama_decode under the caller's byte, with committed-token accounting.
 #include "llama-cancel.h"
 
-#include "flag.h"
-#include "hook_interval.h"
-#include "memory_checkpoint.h"
 #include "clock.h"
+#include "eval_callback.h"
+#include "flag.h"
+#include "memory_checkpoint.h"
 #include "slice_budget.h"
 #include "status.h"
 
@@ -226,11 +226,16 @@ outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_c
         }
         llama_cancel_hook_reset(p.hook);
         llama_cancel::take_stateless_stop();
+        llama_cancel::hook_take_heaviest_node_ms(p.hook);
+        llama_cancel::take_stateless_heaviest_node_ms();
         budget.begin_call();
         o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
         o.last_start = a;
         o.n_calls++;
-        budget.end_call(n);
+        // Nodes on a device are not timed by the abort callback: their expected time comes from
+        // the eval callback's measured rate.
+        budget.end_call(n, std::max(llama_cancel::hook_take_heaviest_node_ms(p.hook),
+                                    llama_cancel::take_stateless_heaviest_node_ms()));
         const bool graph_stopped = llama_cancel_hook_stopped(p.hook) || llama_cancel::take_stateless_stop();
         // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
         // (which returns 0) and a recurrent state are put back here, to the start of this call.
@@ -301,27 +306,33 @@ int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> 
     return n_prefix;
 }
 
-// Share of a stop-time budget the hook's checkpoint interval may take: a stop waits at most for
-// the next checkpoint, its synchronize and the rollback.
+// Share of a stop-time budget the eval callbacks' checkpoint interval may take: a stop waits at
+// most for the next checkpoint, its synchronize and the rollback.
 constexpr double k_hook_budget_share = 0.7;
 
-// Installs the call's abort callback, the hook's byte and (with a budget) a shorter checkpoint
-// interval; puts back the caller's callback, the hook's byte and interval however the call ends.
+// Installs the call's abort callback, the hook's byte and (with a budget) a cap on the checkpoint
+// interval of the hook and of this thread's stateless eval callback (whichever the context runs):
+// the budget wins over the interval a checkpoint's round trip would call for. Puts back the
+// caller's callback, the hook's byte and the caps however the call ends.
 struct callbacks_guard {
     llama_context *                    ctx;
     const llama_cancel_decode_params & p;
     chained_abort                      chain;
     const int8_t *                     hook_flag;
-    double                             hook_interval;
+    double                             hook_cap;
+    double                             stateless_cap;
 
     callbacks_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::slice_budget & budget)
         : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data, nullptr},
-          hook_flag(llama_cancel_hook_get_flag(p.hook)), hook_interval(llama_cancel::hook_interval_ms(p.hook)) {
+          hook_flag(llama_cancel_hook_get_flag(p.hook)), hook_cap(llama_cancel::hook_cap_ms(p.hook)),
+          stateless_cap(llama_cancel::stateless_cap_ms()) {
         if (budget.active()) {
             chain.budget = &budget;
         }
-        if (p.max_stop_ms > 0.0f && p.hook != nullptr) {
-            llama_cancel::hook_set_interval_ms(p.hook, std::min(hook_interval, k_hook_budget_share * p.max_stop_ms));
+        if (p.max_stop_ms > 0.0f) {
+            const double cap = k_hook_budget_share * p.max_stop_ms;
+            llama_cancel::hook_set_cap_ms(p.hook, hook_cap > 0.0 ? std::min(hook_cap, cap) : cap);
+            llama_cancel::stateless_set_cap_ms(stateless_cap > 0.0 ? std::min(stateless_cap, cap) : cap);
         }
         if (p.abort_callback != nullptr || chain.budget != nullptr) {
             llama_set_abort_callback(ctx, chained_abort_callback, &chain);
@@ -332,7 +343,8 @@ struct callbacks_guard {
         llama_cancel_hook_set_flag(p.hook, p.flag);
     }
     ~callbacks_guard() {
-        llama_cancel::hook_set_interval_ms(p.hook, hook_interval);
+        llama_cancel::hook_set_cap_ms(p.hook, hook_cap);
+        llama_cancel::stateless_set_cap_ms(stateless_cap);
         llama_cancel_hook_set_flag(p.hook, hook_flag);
         llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
     }

@@ -11,8 +11,8 @@
 
 #include "checkpoint_policy.h"
 #include "clock.h"
+#include "eval_callback.h"
 #include "flag.h"
-#include "hook_interval.h"
 #include "work.h"
 
 #include <new>
@@ -31,6 +31,13 @@ thread_local checkpoint_policy t_policy;
 // Set when the stateless form stopped a graph on this thread: llama_decode still returns 0 then,
 // and llama_cancel_decode (on the same thread) must not report that as success.
 thread_local bool t_stopped = false;
+
+// A checkpoint passed: the view's rate, and now and then the checkpoint's own round trip.
+void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t) {
+    const double done = now_ms();
+    const double trip = policy.wants_round_trip() ? llama_cancel::round_trip_ms(t, now_ms) : -1.0;
+    policy.passed(done, trip);
+}
 
 } // namespace
 
@@ -56,7 +63,7 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         t_stopped = true;
         return false;
     }
-    t_policy.passed(now_ms());
+    pass_checkpoint(t_policy, t);
     return true;
 }
 
@@ -126,8 +133,10 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
     if (hook != nullptr) {
         s.checkpoints  = hook->checkpoints;
         s.asks         = hook->asks;
-        s.budget_flops = hook->policy.budget();
-        s.stopped      = hook->stopped;
+        s.budget_flops  = hook->policy.budget();
+        s.stopped       = hook->stopped;
+        s.interval_ms   = hook->policy.interval_ms(hook->policy.last_device());
+        s.round_trip_ms = hook->policy.round_trip_ms(hook->policy.last_device());
     }
     return s;
 }
@@ -176,17 +185,33 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         h->policy.reset();
         return false;
     }
-    h->policy.passed(now_ms());
+    pass_checkpoint(h->policy, t);
     h->checkpoints++;
     return true;
 }
 
-double llama_cancel::hook_interval_ms(const llama_cancel_hook * hook) {
-    return hook != nullptr ? hook->policy.interval_ms() : 0.0;
+double llama_cancel::hook_cap_ms(const llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->policy.cap_ms() : 0.0;
 }
 
-void llama_cancel::hook_set_interval_ms(llama_cancel_hook * hook, double ms) {
+void llama_cancel::hook_set_cap_ms(llama_cancel_hook * hook, double ms) {
     if (hook != nullptr) {
-        hook->policy.set_interval(ms);
+        hook->policy.set_cap(ms);
     }
+}
+
+double llama_cancel::hook_take_heaviest_node_ms(llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->policy.take_heaviest_node_ms() : 0.0;
+}
+
+double llama_cancel::stateless_cap_ms() {
+    return t_policy.cap_ms();
+}
+
+void llama_cancel::stateless_set_cap_ms(double ms) {
+    t_policy.set_cap(ms);
+}
+
+double llama_cancel::take_stateless_heaviest_node_ms() {
+    return t_policy.take_heaviest_node_ms();
 }

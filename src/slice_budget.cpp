@@ -34,14 +34,14 @@ void slice_budget::on_node(double now_ms) {
     last_node_ = now_ms;
 }
 
-void slice_budget::end_call(int32_t n_tokens) {
-    longest_all_ = std::max(longest_all_, top_[0]);
-    const double heavy = top_[2] > 0.0 ? top_[2] : top_[0];
+void slice_budget::end_call(int32_t n_tokens, double device_node_ms) {
+    longest_all_ = std::max({longest_all_, top_[0], device_node_ms});
+    const double heavy = std::max(top_[2] > 0.0 ? top_[2] : top_[0], device_node_ms);
     if (!active() || n_tokens <= 0) {
         return;
     }
     if (heavy <= 0.0) {
-        next_ = n_ubatch_; // no CPU node ran (a GPU or RPC graph): the hook's interval keeps the budget
+        next_ = n_ubatch_; // no node timed nor estimated: nothing says the slice must be smaller
         return;
     }
     // Matrix products scale with the tokens of the slice: the per-token cost sets the next size.

@@ -26,10 +26,12 @@ class slice_budget {
     void begin_call();
     // From the abort callback, after each node of the call in flight.
     void on_node(double now_ms);
-    // Adapts the next slice to the longest node of the call that decoded `n_tokens`.
-    void end_call(int32_t n_tokens);
+    // Adapts the next slice to the longest node of the call that decoded `n_tokens`: the longest
+    // timed by on_node, or `device_node_ms` (a node on a GPU or RPC device, which the abort
+    // callback never sees, estimated from the eval callback's measured rate) when longer.
+    void end_call(int32_t n_tokens, double device_node_ms = 0.0);
 
-    // Longest node measured over the decode, ms (0 before any).
+    // Longest node over the decode, timed or estimated, ms (0 before any).
     float longest_ms() const { return static_cast<float>(longest_all_); }
     // True when a node took longer than the budget.
     bool missed() const { return active() && longest_all_ > budget_ms_; }

@@ -29,18 +29,35 @@ inline double node_work(const ggml_tensor * t) {
     }
 }
 
+// True when `t` lives in an RPC server's memory: reading it is a network round trip.
+inline bool on_rpc_server(const ggml_tensor * t) {
+    if (t->buffer == nullptr || ggml_backend_buffer_is_host(t->buffer) || ggml_nbytes(t) == 0) {
+        return false;
+    }
+    const char * name = ggml_backend_buffer_name(t->buffer);
+    return name != nullptr && std::strncmp(name, "RPC", 3) == 0;
+}
+
 // Makes sure `t` is computed before a checkpoint reads the byte. The scheduler synchronizes the
 // backend first, but the RPC backend's synchronize does not wait (its graph_compute is
 // asynchronous; the server runs commands in order): reading one byte of the node does.
 inline void wait_computed(const ggml_tensor * t) {
-    if (t->buffer == nullptr || ggml_backend_buffer_is_host(t->buffer) || ggml_nbytes(t) == 0) {
-        return;
-    }
-    const char * name = ggml_backend_buffer_name(t->buffer);
-    if (name != nullptr && std::strncmp(name, "RPC", 3) == 0) {
+    if (on_rpc_server(t)) {
         uint8_t byte = 0;
         ggml_backend_tensor_get(t, &byte, 0, 1);
     }
+}
+
+// What a checkpoint costs by itself where that is a round trip: one more read of the computed
+// node, timed with `now` (ms). -1 elsewhere (a local device's synchronize is not timed).
+template <typename Clock> double round_trip_ms(const ggml_tensor * t, Clock now) {
+    if (!on_rpc_server(t)) {
+        return -1.0;
+    }
+    const double t0 = now();
+    uint8_t byte = 0;
+    ggml_backend_tensor_get(t, &byte, 0, 1);
+    return now() - t0;
 }
 
 } // namespace llama_cancel

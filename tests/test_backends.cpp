@@ -220,6 +220,43 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     EXPECT_LE(e.asks, 40) << "the graph went on for " << e.asks << " asks after the byte was set";
 }
 
+// A stop-time budget on a backend the abort callback does not time: slices are sized from the
+// eval callback's estimate of the heaviest node, through the hook and through the contract name
+// alone. A budget no node can meet (1 microsecond) must shrink every slice after the 16-token
+// probe to one token, whatever the device's speed; without the estimate the rest of the batch
+// went in one call.
+TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
+    const int n = 40, probe = 16;
+    auto prompt = lcs::make_prompt(g->model.get(), n, 31);
+    int8_t byte = 0;
+    for (const bool stateless : {false, true}) {
+        hooked_context h = make(g->model.get(), n, n);
+        if (stateless) {
+            lcs::context_options opt;
+            opt.n_batch = opt.n_ubatch = n;
+            opt.cb_eval      = llama_cancel_eval_callback; // as a host binds the contract name
+            opt.cb_eval_data = &byte;
+            h.ctx = lcs::make_context(g->model.get(), opt);
+        }
+        ASSERT_NE(h.ctx, nullptr);
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag        = &byte;
+        p.hook        = stateless ? nullptr : h.hook.get();
+        p.max_stop_ms = 1e-3f;
+        llama_cancel_decode_result r;
+        lcs::seq_batch b(prompt, 0, n, 0);
+        ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+        EXPECT_EQ(r.n_committed, n);
+        EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
+        EXPECT_EQ(r.n_decode_calls, 1 + (n - probe)) << (stateless ? "stateless" : "hook")
+                                                      << ": slices after the probe were not sized to one token";
+        EXPECT_TRUE(r.budget_missed);
+        EXPECT_GT(r.longest_node_ms, 0.0f);
+        std::printf("[%s] %s: %d calls, heaviest node %.3f ms\n", g->backend.c_str(),
+                    stateless ? "stateless" : "hook", r.n_decode_calls, r.longest_node_ms);
+    }
+}
+
 using lcs::stateless_probe;
 
 class Stateless : public Backend {

@@ -2,6 +2,7 @@
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
 // simulated clock.
 #include "checkpoint_policy.h"
+#include "slice_budget.h"
 
 #include "ggml.h"
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 using llama_cancel::checkpoint_policy;
+using llama_cancel::slice_budget;
 
 namespace {
 
@@ -29,6 +31,8 @@ struct scheduler_sim {
     double              sync_ms   = 0.02;   // cost of one synchronize
     double              ask_ms    = 1e-5;   // the scheduler's asks follow each other within microseconds
     double              view_work = 0.0;
+    double              round_trip = -1.0;  // >= 0: a checkpoint's timed round trip, when asked for
+    int                 trips      = 0;     // round trips timed
     std::vector<double> checkpoints;        // times of the checkpoints passed
 
     // One split of `n` copies of `node` on `device`, which computes `rate` FLOPs per ms.
@@ -42,8 +46,13 @@ struct scheduler_sim {
                 view_work = 0.0;
             }
             if (checkpoint) {
-                policy.passed(now);
+                const bool timed = round_trip >= 0.0 && policy.wants_round_trip();
+                policy.passed(now, timed ? round_trip : -1.0);
                 checkpoints.push_back(now);
+                if (timed) {
+                    now += round_trip;
+                    trips++;
+                }
             }
         }
     }
@@ -187,6 +196,14 @@ TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
     EXPECT_EQ(policy.interval_ms(), 2 * k_interval);
     policy.set_interval(0);
     EXPECT_EQ(policy.interval_ms(), k_interval) << "<= 0 means the default";
+    EXPECT_DOUBLE_EQ(policy.budget(dev_a), learnt);
+
+    // A stop-time budget lowers the interval for one call, past the budget's lower bound; the
+    // interval put back afterwards brings the learnt budget back whole.
+    policy.set_interval(1e-3);
+    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_min_budget);
+    policy.set_interval(k_interval);
+    EXPECT_DOUBLE_EQ(policy.budget(dev_a), learnt);
 }
 
 TEST_F(Policy, BudgetStaysWithinItsBounds) {
@@ -205,4 +222,80 @@ TEST_F(Policy, BudgetStaysWithinItsBounds) {
 
 TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
     EXPECT_EQ(llama_cancel::device_key(node(10)), nullptr);
+}
+
+TEST_F(Policy, HeaviestDeviceNodeIsEstimatedFromTheMeasuredRate) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e6; // FLOPs per ms
+    for (int g = 0; g < 20; ++g) {
+        sim.split(node(100000), 1000, dev_a, rate);
+    }
+    policy.take_heaviest_node_ms();
+    sim.split(node(100000), 10, dev_a, rate);
+    sim.split(node(4000000), 1, dev_a, rate); // 4 ms at this rate
+    EXPECT_NEAR(policy.take_heaviest_node_ms(), 4.0, 0.4);
+    EXPECT_EQ(policy.take_heaviest_node_ms(), 0.0) << "a take clears it";
+    sim.split(node(4000000), 1, nullptr, rate);
+    EXPECT_EQ(policy.take_heaviest_node_ms(), 0.0) << "host nodes are timed by the abort callback instead";
+}
+
+TEST(SliceBudget, InactiveBudgetIsOneSliceOfTheUbatch) {
+    slice_budget b(0.0f, 512);
+    EXPECT_FALSE(b.active());
+    EXPECT_EQ(b.next(), 512);
+}
+
+TEST(SliceBudget, SlicesFollowTheThirdLongestTimedNode) {
+    slice_budget b(20.0f, 512);
+    EXPECT_EQ(b.next(), 16) << "the first call probes with 16 tokens";
+    b.begin_call();
+    double t = 0.0;
+    for (double d : {0.0, 1.0, 2.0, 2.0, 50.0, 2.0}) { // one preempted node (50 ms) is not the size
+        t += d;
+        b.on_node(t);
+    }
+    b.end_call(16);
+    EXPECT_EQ(b.next(), 112) << "2 ms for 16 tokens: 0.7 x 20 ms fits 112";
+    EXPECT_FLOAT_EQ(b.longest_ms(), 50.0f);
+    EXPECT_TRUE(b.missed());
+}
+
+TEST(SliceBudget, DeviceNodesAreSizedFromTheirEstimate) {
+    slice_budget b(20.0f, 512);
+    b.begin_call();
+    b.end_call(16, 0.0);
+    EXPECT_EQ(b.next(), 512) << "nothing timed nor estimated: back to n_ubatch";
+    b.begin_call();
+    b.end_call(16, 4.0);
+    EXPECT_EQ(b.next(), 56) << "4 ms for 16 tokens on the device: 0.7 x 20 ms fits 56";
+    EXPECT_FLOAT_EQ(b.longest_ms(), 4.0f);
+    EXPECT_FALSE(b.missed());
+}
+
+TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e6;
+    sim.sync_ms    = 0.5; // each checkpoint waits for a 0.5 ms round trip (RPC)
+    sim.round_trip = 0.5;
+    for (int g = 0; g < 40; ++g) {
+        sim.split(node(100000), 2000, dev_a, rate); // 200 ms graphs
+    }
+    const double want = 0.5 / checkpoint_policy::k_cost_share; // 50 ms
+    EXPECT_NEAR(policy.round_trip_ms(dev_a), 0.5, 1e-9);
+    EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
+    EXPECT_NEAR(sim.spacing(20), want, 0.15 * want) << "checkpoints one round-trip-paying interval apart";
+    EXPECT_EQ(policy.interval_ms(dev_b), k_interval) << "a device without a round trip keeps the interval";
+    const int checkpoints = static_cast<int>(sim.checkpoints.size());
+    EXPECT_LE(sim.trips, 1 + checkpoints / static_cast<int>(checkpoint_policy::k_cost_sample_every) + 1)
+        << "the round trip is timed now and then, not at every checkpoint";
+    EXPECT_GE(sim.trips, checkpoints / static_cast<int>(checkpoint_policy::k_cost_sample_every));
+
+    // A stop-time budget's cap wins over what the round trip calls for, and goes with it.
+    policy.set_cap(7.0);
+    EXPECT_EQ(policy.interval_ms(dev_a), 7.0);
+    EXPECT_NEAR(policy.budget(dev_a), rate * 7.0, 0.2 * rate * 7.0);
+    policy.set_cap(0.0);
+    EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
 }

@@ -43,8 +43,10 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
     p.flag        = &flag;
     p.hook        = hook;
     p.max_stop_ms = max_stop_ms;
+    // The abort callback times CPU nodes only: through a hook, the gaps between them hold whole
+    // device graphs, so without the library's estimate (a budget) there is no node figure.
     node_timer timer;
-    if (max_stop_ms <= 0.0f) {
+    if (max_stop_ms <= 0.0f && hook == nullptr) {
         p.abort_callback      = node_timer::cb;
         p.abort_callback_data = &timer;
     }

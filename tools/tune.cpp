@@ -83,10 +83,14 @@ std::vector<int32_t> candidates(int tokens) {
 }
 
 void print_row(const tune_row & r, float budget) {
-    std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %8.2f | %-5s |\n", r.cfg.n_ubatch,
+    char node[32] = "-"; // not known through a hook without a budget
+    if (r.fig.longest_node_ms > 0) {
+        std::snprintf(node, sizeof(node), "%.2f", r.fig.longest_node_ms);
+    }
+    std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %8s | %-5s |\n", r.cfg.n_ubatch,
                 r.cfg.max_stop_ms > 0 ? "library" : "-", r.fig.decode_ms, r.fig.tokens_per_s,
                 lcs::percentile(r.fig.stop_ms, 0.95), r.worst(), static_cast<int>(r.fig.stop_ms.size()),
-                r.fig.finished_first, r.fig.longest_node_ms, r.meets(budget) ? "yes" : "no");
+                r.fig.finished_first, node, r.meets(budget) ? "yes" : "no");
     std::fflush(stdout);
 }
 

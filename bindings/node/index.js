@@ -11,7 +11,7 @@
 // library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
 const koffi = require('koffi');
 
-const VERSION = [0, 2, 0]; // the header version these declarations follow
+const VERSION = [0, 3, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 
@@ -44,6 +44,7 @@ const T = {
     }),
     llama_cancel_hook_stats: koffi.struct('llama_cancel_hook_stats', {
         checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', stopped: 'bool',
+        interval_ms: 'double', round_trip_ms: 'double',
     }),
     llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
         flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool', max_stop_ms: 'float',

@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 2, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 3, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
@@ -35,7 +35,7 @@ class llama_cancel_hook_params(C.Structure):
 
 class llama_cancel_hook_stats(C.Structure):
     _fields_ = [("checkpoints", C.c_uint64), ("asks", C.c_uint64), ("budget_flops", C.c_double),
-                ("stopped", C.c_bool)]
+                ("stopped", C.c_bool), ("interval_ms", C.c_double), ("round_trip_ms", C.c_double)]
 
 
 class llama_cancel_decode_params(C.Structure):
