@@ -3,9 +3,10 @@
 //
 // LLAMA_CANCEL_BACKEND picks the setup: vulkan (Mesa llvmpipe, all layers offloaded), rpc1 / rpc2
 // (one or two ggml-rpc-server processes started here, layers split across them and the local
-// CPU), blas (Debian's BLAS backend beside the CPU). Stops are triggered at a chosen node through
-// the hook's chained callback, or a probe around the stateless callback, so that no test depends
-// on timing for where the byte is stored.
+// CPU), rpc1-lan / rpc2-lan (the same, each server behind a delay proxy: LLAMA_CANCEL_RPC_DELAY_MS
+// each way), blas (Debian's BLAS backend beside the CPU). Stops are triggered at a chosen node
+// through the hook's chained callback, or a probe around the stateless callback, so that no test
+// depends on timing for where the byte is stored.
 #include "support.h"
 
 #include <gtest/gtest.h>
@@ -326,7 +327,7 @@ class Stateless : public Backend {
         probe.rearm(n_asks / 4);
         decode(ctx.get(), prompt);
         ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
-        if (g->backend == "vulkan" || g->backend == "rpc1") {
+        if (g->backend == "vulkan" || g->backend == "rpc1" || g->backend == "rpc1-lan") {
             // Node store_at is inside the device's one long split: only a checkpoint there stops it.
             EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
         }
@@ -424,7 +425,7 @@ int main(int argc, char ** argv) {
     s.backend = env("LLAMA_CANCEL_BACKEND");
     const std::string model = env("LLAMA_CANCEL_SMALL_MODEL");
     if (s.backend.empty() || model.empty()) {
-        std::fprintf(stderr, "set LLAMA_CANCEL_BACKEND (vulkan, rpc1, rpc2, blas) and LLAMA_CANCEL_SMALL_MODEL\n");
+        std::fprintf(stderr, "set LLAMA_CANCEL_BACKEND (vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan, blas) and LLAMA_CANCEL_SMALL_MODEL\n");
         return 2;
     }
     lcs::quiet_logs();

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,10 @@
 #endif
 #include <cerrno>
 #include <climits>
+#include <cmath>
+#include <cstring>
+
+extern char ** environ;
 
 namespace lcs {
 
@@ -356,6 +361,96 @@ bool accepts(int port) {
     return ok;
 }
 
+// Waits (10 s at most) until the child `pid` accepts on `port`; false, and the PID reaped and set
+// to -1, when it exits first.
+bool wait_accepting(int & pid, int port, const char * who, const std::string & binary) {
+    for (int i = 0; i < 200 && pid > 0; ++i) {
+        if (accepts(port)) {
+            return true;
+        }
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            std::fprintf(stderr, "%s: %s exited (status %d)\n", who, binary.c_str(), status);
+            pid = -1;
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (pid > 0) {
+        std::fprintf(stderr, "%s: %s does not accept on port %d after 10 s\n", who, binary.c_str(), port);
+    }
+    return false;
+}
+
+// SIGTERM, then SIGKILL when the child has not exited after 2 s; reaped either way.
+void stop_child(int & pid) {
+    if (pid <= 0) {
+        return;
+    }
+    kill(pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    pid = -1;
+}
+
+// Registers the RPC server at `endpoint` with the RPC backend; its device, or NULL with a message.
+ggml_backend_dev_t add_rpc_device(const std::string & endpoint) {
+    ggml_backend_reg_t rpc = ggml_backend_reg_by_name("RPC");
+    if (rpc == nullptr) {
+        std::fprintf(stderr, "rpc_server: the RPC backend is not loaded\n");
+        return nullptr;
+    }
+    using add_server_t = ggml_backend_reg_t (*)(const char *);
+    auto add = reinterpret_cast<add_server_t>(ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"));
+    ggml_backend_reg_t reg = add != nullptr ? add(endpoint.c_str()) : nullptr;
+    if (reg == nullptr || ggml_backend_reg_dev_count(reg) == 0) {
+        std::fprintf(stderr, "rpc_server: cannot add %s\n", endpoint.c_str());
+        return nullptr;
+    }
+    return ggml_backend_reg_dev_get(reg, 0);
+}
+
+// posix_spawn with the default signal mask and dispositions: a caller's thread may block SIGTERM,
+// which the child would inherit, and then only SIGKILL would stop it. -1 with a message on failure.
+int spawn(const std::vector<std::string> & args) {
+    std::vector<char *> argv;
+    for (const auto & a : args) {
+        argv.push_back(const_cast<char *>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGTERM, SIGINT, SIGPIPE}) {
+        sigaddset(&defaults, sig);
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    const int err = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) {
+        std::fprintf(stderr, "cannot start %s: %s\n", argv[0], std::strerror(err));
+        return -1;
+    }
+    return pid;
+}
+
+std::string format_ms(double ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.9g", ms);
+    return buf;
+}
+
 } // namespace
 
 rpc_server::rpc_server(const std::string & binary, int threads) {
@@ -378,63 +473,110 @@ rpc_server::rpc_server(const std::string & binary, int threads) {
               "CPU", (char *) nullptr);
         _exit(127);
     }
-    for (int i = 0; i < 200 && pid_ > 0; ++i) {
-        if (accepts(port)) {
-            ready_ = true;
-            break;
-        }
-        int status = 0;
-        if (waitpid(pid_, &status, WNOHANG) == pid_) {
-            std::fprintf(stderr, "rpc_server: %s exited (status %d)\n", binary.c_str(), status);
-            pid_ = -1;
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    ready_ = wait_accepting(pid_, port, "rpc_server", binary);
 }
 
 rpc_server::~rpc_server() { stop(); }
 
-void rpc_server::stop() {
-    if (pid_ > 0) {
-        kill(pid_, SIGTERM);
-        int status = 0;
-        for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-        if (waitpid(pid_, &status, WNOHANG) == 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, &status, 0);
-        }
-        pid_ = -1;
+void rpc_server::stop() { stop_child(pid_); }
+
+ggml_backend_dev_t rpc_server::add_device() const { return add_rpc_device(endpoint_); }
+
+delay_proxy::delay_proxy(const std::string & binary, const std::string & target, double delay_ms)
+    : delay_ms_(delay_ms) {
+    const int port = free_port();
+    if (port <= 0) {
+        std::fprintf(stderr, "delay_proxy: no free port\n");
+        return;
     }
+    endpoint_ = "127.0.0.1:" + std::to_string(port);
+    pid_      = spawn({binary, "--listen", std::to_string(port), "--to", target, "--delay-ms", format_ms(delay_ms)});
+    ready_    = wait_accepting(pid_, port, "delay_proxy", binary);
 }
 
-ggml_backend_dev_t rpc_server::add_device() const {
-    ggml_backend_reg_t rpc = ggml_backend_reg_by_name("RPC");
-    if (rpc == nullptr) {
-        std::fprintf(stderr, "rpc_server: the RPC backend is not loaded\n");
-        return nullptr;
-    }
-    using add_server_t = ggml_backend_reg_t (*)(const char *);
-    auto add = reinterpret_cast<add_server_t>(ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server"));
-    ggml_backend_reg_t reg = add != nullptr ? add(endpoint_.c_str()) : nullptr;
-    if (reg == nullptr || ggml_backend_reg_dev_count(reg) == 0) {
-        std::fprintf(stderr, "rpc_server: cannot add %s\n", endpoint_.c_str());
-        return nullptr;
-    }
-    return ggml_backend_reg_dev_get(reg, 0);
+delay_proxy::~delay_proxy() { stop(); }
+
+void delay_proxy::stop() {
+    stop_child(pid_);
+    ready_ = false;
 }
+
+std::string delay_proxy_binary() { return LLAMA_CANCEL_DELAY_PROXY; }
+
+namespace {
+
+// A LAN setup's delay each way: $LLAMA_CANCEL_RPC_DELAY_MS, 0.5 when unset. False with a message
+// when it is not a number >= 0.
+bool rpc_delay_ms(double & ms) {
+    const std::string v = env_or_empty("LLAMA_CANCEL_RPC_DELAY_MS");
+    if (v.empty()) {
+        ms = 0.5;
+        return true;
+    }
+    char * end = nullptr;
+    ms         = std::strtod(v.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(ms) || ms < 0.0) {
+        std::fprintf(stderr, "LLAMA_CANCEL_RPC_DELAY_MS='%s' is not a delay in ms (a number >= 0)\n", v.c_str());
+        return false;
+    }
+    return true;
+}
+
+// Starts `n` servers and, for a LAN setup, a delay proxy in front of each, before any connection
+// is made (no child inherits the RPC client's sockets); then registers their devices.
+bool start_rpc(backend_setup & out, int n, bool lan, const std::string & bin, int threads) {
+    double delay = 0.0;
+    if (lan && !rpc_delay_ms(delay)) {
+        return false;
+    }
+    std::vector<std::string> endpoints;
+    out.description = "ggml-rpc-server ";
+    for (int i = 0; i < n; ++i) {
+        out.servers.push_back(std::make_unique<rpc_server>(bin, threads));
+        if (!out.servers.back()->ok()) {
+            std::fprintf(stderr, "cannot start %s\n", bin.c_str());
+            return false;
+        }
+        endpoints.push_back(out.servers.back()->endpoint());
+        if (lan) {
+            out.proxies.push_back(std::make_unique<delay_proxy>(delay_proxy_binary(), endpoints.back(), delay));
+            if (!out.proxies.back()->ok()) {
+                std::fprintf(stderr, "cannot start a delay proxy to %s\n", endpoints.back().c_str());
+                return false;
+            }
+            out.description += (i ? ", " : "") + endpoints.back() + " via delay proxy " + out.proxies.back()->endpoint();
+            endpoints.back() = out.proxies.back()->endpoint();
+        } else {
+            out.description += (i ? ", " : "") + endpoints.back();
+        }
+    }
+    if (lan) {
+        out.description += " (" + format_ms(delay) + " ms each way)";
+    }
+    for (const auto & endpoint : endpoints) {
+        ggml_backend_dev_t dev = add_rpc_device(endpoint);
+        if (dev == nullptr) {
+            std::fprintf(stderr, "cannot reach %s at %s\n", bin.c_str(), endpoint.c_str());
+            return false;
+        }
+        out.devices.push_back(dev);
+    }
+    return true;
+}
+
+} // namespace
 
 bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,
                    backend_setup & out) {
     out.name = name;
+    const bool lan = name == "rpc1-lan" || name == "rpc2-lan";
+    const std::string base = lan ? name.substr(0, name.size() - 4) : name;
     backend_set set;
-    set.blas   = name == "blas";
-    set.vulkan = name == "vulkan";
-    set.rpc    = name == "rpc1" || name == "rpc2";
-    if (!set.blas && !set.vulkan && !set.rpc && name != "cpu") {
-        std::fprintf(stderr, "unknown setup '%s' (cpu, blas, vulkan, rpc1, rpc2)\n", name.c_str());
+    set.blas   = base == "blas";
+    set.vulkan = base == "vulkan";
+    set.rpc    = base == "rpc1" || base == "rpc2";
+    if (!set.blas && !set.vulkan && !set.rpc && base != "cpu") {
+        std::fprintf(stderr, "unknown setup '%s' (cpu, blas, vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan)\n", name.c_str());
         return false;
     }
     if (set.vulkan) {
@@ -452,17 +594,7 @@ bool setup_backend(const std::string & name, const std::string & rpc_server_bin,
         out.description = ggml_backend_dev_description(dev);
     }
     if (set.rpc) {
-        out.description.clear();
-        for (int i = 0; i < (name == "rpc2" ? 2 : 1); ++i) {
-            out.servers.push_back(std::make_unique<rpc_server>(rpc_server_bin, rpc_threads));
-            ggml_backend_dev_t dev = out.servers.back()->ok() ? out.servers.back()->add_device() : nullptr;
-            if (dev == nullptr) {
-                std::fprintf(stderr, "cannot start or reach %s\n", rpc_server_bin.c_str());
-                return false;
-            }
-            out.devices.push_back(dev);
-            out.description += (i ? ", " : "ggml-rpc-server ") + out.servers.back()->endpoint();
-        }
+        return start_rpc(out, base == "rpc2" ? 2 : 1, lan, rpc_server_bin, rpc_threads);
     }
     return true;
 }

@@ -169,13 +169,42 @@ class rpc_server {
     std::string endpoint_;
 };
 
+// A llama-cancel-delay-proxy child process on a free port of 127.0.0.1, forwarding to `target`
+// ("127.0.0.1:PORT") with each direction delayed by `delay_ms`: a loopback server that answers like
+// a LAN host. Stopped by PID.
+class delay_proxy {
+  public:
+    // Starts `binary` (posix_spawn: callers are threaded); waits until it accepts connections.
+    delay_proxy(const std::string & binary, const std::string & target, double delay_ms);
+    ~delay_proxy();
+    delay_proxy(const delay_proxy &) = delete;
+    delay_proxy & operator=(const delay_proxy &) = delete;
+
+    bool                ok() const { return pid_ > 0 && ready_; }
+    const std::string & endpoint() const { return endpoint_; }
+    int                 pid() const { return pid_; } // -1 once stopped
+    double              delay_ms() const { return delay_ms_; }
+    void                stop();
+
+  private:
+    int         pid_      = -1;
+    bool        ready_    = false;
+    double      delay_ms_ = 0.0;
+    std::string endpoint_;
+};
+
+// The llama-cancel-delay-proxy built with this project (its build-tree path).
+std::string delay_proxy_binary();
+
 // One of the setups the tests, the benchmark and the stress command run on: "cpu", "blas" (BLAS
 // beside the CPU), "vulkan" (Mesa's llvmpipe as Vulkan0, all layers), "rpc1" / "rpc2" (one or two
-// ggml-rpc-server processes on loopback, serving their CPU). Loads exactly the ggml backends the
-// setup needs and starts its servers, which stop with it.
+// ggml-rpc-server processes on loopback, serving their CPU), "rpc1-lan" / "rpc2-lan" (the same,
+// each server reached through a delay proxy: $LLAMA_CANCEL_RPC_DELAY_MS each way, default 0.5).
+// Loads exactly the ggml backends the setup needs and starts its servers, which stop with it.
 struct backend_setup {
     std::string                              name;
     std::vector<std::unique_ptr<rpc_server>> servers;
+    std::vector<std::unique_ptr<delay_proxy>> proxies; // declared after servers: destroyed before them
     std::vector<ggml_backend_dev_t>          devices; // empty: the CPU (and BLAS) only
     std::string                              description;
 
