@@ -30,7 +30,7 @@ struct options {
     std::string      json = "llama-cancel-bench.json";
     std::vector<int> batches = {64, 256, 512};
     std::vector<int> threads = {1, 2};
-    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "blas", "cpu"};
+    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
     int              backend_batch = 128;
     bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
@@ -69,7 +69,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
                  "                          [--threads 1,2] [--runs N] [--seed N]\n"
-                 "                          [--backends vulkan,vulkan-1t,rpc,blas,cpu|none] [--backend-batch 128]\n"
+                 "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
                  "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
                  "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
                  "\n"
@@ -349,6 +349,12 @@ class bench {
 
 // Runs this executable again with `args`; for vulkan-1t with llvmpipe on one thread. Returns the
 // exit code.
+// The delay the rpc-lan rows' proxies add each way (support.cpp reads the same variable).
+std::string lan_delay_ms() {
+    const char * v = std::getenv("LLAMA_CANCEL_RPC_DELAY_MS");
+    return v != nullptr && *v != 0 ? v : "0.5";
+}
+
 int run_self(const std::vector<std::string> & args, const std::string & backend) {
     char exe[PATH_MAX] = {0};
     if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
@@ -594,11 +600,15 @@ int bench_main(int argc, char ** argv) {
         std::printf("\nbackends: upstream's abort callback alone, llama-cancel's hook (llama_cancel_decode) and the "
                     "stateless eval callback by name (beside the abort callback), byte stored at a random 30-66%% "
                     "point; latency over the runs the store reached before the decode returned, %% of the abort "
-                    "callback's p50; overhead with the byte at 0 (median paired ratio)\n\n");
+                    "callback's p50; overhead with the byte at 0 (median paired ratio, and the pairs' range); the "
+                    "hook's interval in force and a checkpoint's measured round trip, ms (rpc-lan, rpc2-lan: "
+                    "servers behind a %s ms delay each way)\n\n", lan_delay_ms().c_str());
         std::printf("| backend   | method         | batch | threads | decode ms |   p50 ms |   p95 ms |   max ms "
-                    "| %% of abort | overhead  | checkpoints | stopped   | finished first | thread CPU ms | of wall | process CPU ms |\n");
+                    "| %% of abort | overhead (min..max)    | checkpoints | interval (rt) | stopped   | finished first "
+                    "| thread CPU ms | of wall | process CPU ms |\n");
         std::printf("|:----------|:---------------|------:|--------:|----------:|---------:|---------:|---------:"
-                    "|-----------:|----------:|------------:|----------:|---------------:|--------------:|--------:|---------------:|\n");
+                    "|-----------:|-----------------------:|------------:|--------------:|----------:|---------------:"
+                    "|--------------:|--------:|---------------:|\n");
         std::fflush(stdout);
     }
     for (const std::string & name : opt.backends) {

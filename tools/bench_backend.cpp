@@ -138,6 +138,9 @@ struct contenders {
 struct results {
     double    decode_ms = 0.0;
     double    overhead_pct[n_ways]   = {0, 0, 0}; // against the abort callback alone, byte at 0
+    std::vector<double> ratio_pct[n_ways];         // every paired ratio, as %: the spread behind the median
+    double    interval_ms   = 0.0;                 // the hook's interval in force, and its round trip
+    double    round_trip_ms = 0.0;
     double    checkpoints[n_ways]    = {0, 0, 0}; // per decode
     double    wall_ms[n_ways]        = {0, 0, 0}; // median decode time, byte at 0
     double    thread_cpu_ms[n_ways]  = {0, 0, 0}; // median CPU time of the decoding thread, byte at 0
@@ -176,6 +179,9 @@ void measure_overhead(contenders & c, const backend_options & o, const std::vect
     r.decode_ms = r.wall_ms[abort_only];
     for (int w = with_hook; w < n_ways; ++w) {
         r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
+        for (double x : ratios[w]) {
+            r.ratio_pct[w].push_back((x - 1.0) * 100.0);
+        }
         r.checkpoints[w]  = checkpoints[w] / triples;
     }
 }
@@ -226,22 +232,37 @@ std::string cpu_json(const results & r) {
 // One table row per way of cancelling.
 void print_rows(const backend_options & o, const results & r) {
     for (int w = 0; w < n_ways; ++w) {
-        char pct[32] = "-", overhead[32] = "-", checkpoints[32] = "-";
+        char pct[32] = "-", overhead[48] = "-", checkpoints[32] = "-", interval[32] = "-";
         if (r.share_pct[w] >= 0) {
             std::snprintf(pct, sizeof(pct), "%.1f%%", r.share_pct[w]);
         }
         if (w != abort_only) {
-            std::snprintf(overhead, sizeof(overhead), "%.2f%%", r.overhead_pct[w]);
+            const auto & x = r.ratio_pct[w];
+            std::snprintf(overhead, sizeof(overhead), "%+.2f%% (%+.1f..%+.1f)", r.overhead_pct[w],
+                          x.empty() ? 0.0 : *std::min_element(x.begin(), x.end()), lcs::max_of(x));
             std::snprintf(checkpoints, sizeof(checkpoints), "%.1f", r.checkpoints[w]);
         }
+        if (w == with_hook) {
+            std::snprintf(interval, sizeof(interval), "%.1f (%.2f)", r.interval_ms, r.round_trip_ms);
+        }
         const latencies & l = r.lat[w];
-        std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %9s | %11s | %5d/%-3d "
-                    "| %14d | %13.1f | %6.0f%% | %14.1f |\n",
+        std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %22s | %11s | %13s "
+                    "| %5d/%-3d | %14d | %13.1f | %6.0f%% | %14.1f |\n",
                     o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, l.p50(), l.p95(),
-                    lcs::max_of(l.ms), pct, overhead, checkpoints, l.cancelled, o.runs, l.finished_first,
+                    lcs::max_of(l.ms), pct, overhead, checkpoints, interval, l.cancelled, o.runs, l.finished_first,
                     r.thread_cpu_ms[w], cpu_share_pct(r, w), r.process_cpu_ms[w]);
     }
     std::fflush(stdout);
+}
+
+std::string json_array(const std::vector<double> & v) {
+    std::string js = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        char one[32];
+        std::snprintf(one, sizeof(one), "%s%.3f", i ? ", " : "", v[i]);
+        js += one;
+    }
+    return js + "]";
 }
 
 bool write_json(const backend_options & o, const std::string & device, const results & r, double budget_flops) {
@@ -251,6 +272,9 @@ bool write_json(const backend_options & o, const std::string & device, const res
     js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << lcs::json_escape(device)
        << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs
        << ", \"decode_ms\": " << r.decode_ms << ", \"hook_overhead_pct\": " << r.overhead_pct[with_hook]
+       << ", \"hook_overhead_pairs_pct\": " << json_array(r.ratio_pct[with_hook])
+       << ", \"stateless_overhead_pairs_pct\": " << json_array(r.ratio_pct[by_name])
+       << ", \"hook_interval_ms\": " << r.interval_ms << ", \"round_trip_ms\": " << r.round_trip_ms
        << ", \"checkpoints_per_decode\": " << r.checkpoints[with_hook] << ", \"budget_flops\": " << budget_flops
        << ", \"stateless_overhead_pct\": " << r.overhead_pct[by_name]
        << ", \"stateless_checkpoints_per_decode\": " << r.checkpoints[by_name]
@@ -309,7 +333,8 @@ int bench_backend_main(int argc, char ** argv) {
         }
     }
     if (o.name.empty() || o.model.empty() || o.runs < 1 || o.batch < 2 || o.threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|blas|cpu --model PATH [--json PATH]\n"
+        std::fprintf(stderr, "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
+                             "       [--json PATH]"
                              "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n");
         return 2;
     }
@@ -317,10 +342,15 @@ int bench_backend_main(int argc, char ** argv) {
     lcs::quiet_logs();
     // vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
     // the host's spin-wait at each synchronize does not take a core from the "GPU".
-    const std::string setup_name = o.name == "vulkan-1t" ? "vulkan" : o.name == "rpc" ? "rpc1" : o.name;
-    if (setup_name != "vulkan" && setup_name != "rpc1" && setup_name != "rpc2" && setup_name != "blas" &&
-        setup_name != "cpu") {
-        std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, blas, cpu)\n", o.name.c_str());
+    // rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
+    const std::string setup_name = o.name == "vulkan-1t" ? "vulkan"
+                                   : o.name == "rpc"     ? "rpc1"
+                                   : o.name == "rpc-lan" ? "rpc1-lan"
+                                                         : o.name;
+    const char * const known[] = {"vulkan", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan", "blas", "cpu"};
+    if (std::find(std::begin(known), std::end(known), setup_name) == std::end(known)) {
+        std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas, cpu)\n",
+                     o.name.c_str());
         return 2;
     }
     lcs::backend_setup setup;
@@ -353,7 +383,10 @@ int bench_backend_main(int argc, char ** argv) {
     measure_overhead(c, o, prompt, r);
     std::fprintf(stderr, "[%s] cancel latency\n", o.name.c_str());
     measure_latency(c, o, prompt, r);
+    const llama_cancel_hook_stats stats = llama_cancel_hook_get_stats(c.hook.get());
+    r.interval_ms   = stats.interval_ms;
+    r.round_trip_ms = stats.round_trip_ms;
     print_rows(o, r);
-    const double budget = llama_cancel_hook_get_stats(c.hook.get()).budget_flops;
+    const double budget = stats.budget_flops;
     return o.json.empty() || write_json(o, setup.description, r, budget) ? 0 : 1;
 }

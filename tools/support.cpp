@@ -501,7 +501,18 @@ void delay_proxy::stop() {
     ready_ = false;
 }
 
-std::string delay_proxy_binary() { return LLAMA_CANCEL_DELAY_PROXY; }
+// Beside the running program (an install tree holds both in bin/), else where the build made it.
+std::string delay_proxy_binary() {
+    char exe[PATH_MAX] = {0};
+    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
+        std::string beside(exe);
+        beside = beside.substr(0, beside.rfind('/') + 1) + "llama-cancel-delay-proxy";
+        if (access(beside.c_str(), X_OK) == 0) {
+            return beside;
+        }
+    }
+    return LLAMA_CANCEL_DELAY_PROXY;
+}
 
 namespace {
 
