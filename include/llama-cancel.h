@@ -227,15 +227,16 @@ extern "C" {
         // and the longest node grows with the tokens per llama_decode call; with a budget the
         // batch is decoded in slices (llama_decode calls) sized so that the longest node, as
         // measured on the previous slice (the abort callback times each node on the decoding
-        // thread; nodes on a GPU or RPC device are estimated from their work and the rate the eval
-        // callback measures there), stays within the budget; slices grow back to n_ubatch when the
-        // nodes allow. The hook's and the stateless eval callback's checkpoint interval is lowered to
-        // 0.7 of the budget for the call. The
-        // context's n_ubatch is untouched. Applies to batches whose only output is the last token
+        // thread), stays within the budget; slices grow back to n_ubatch when the nodes allow.
+        // On a GPU or RPC device a stop waits for the eval callback's next checkpoint: the hook's
+        // and the stateless callback's interval is capped at 0.7 of the budget for the call, and a
+        // slice whose time between two checkpoints still outlasted the budget (a node they cannot
+        // split) makes the next slices smaller. The context's n_ubatch is untouched. Applies to batches whose only output is the last token
         // (read it as with sliced_outputs); other batches are decoded as without a budget. What
         // ends in memory is the same as for llama_decode with those slices. result->budget_missed
-        // says when a node outlasted the budget (even one token per call can be too long), and
-        // result->longest_node_ms what it measured. Negative: LLAMA_CANCEL_ERROR.
+        // says when a node (or a device's time between checkpoints) outlasted the budget (even one
+        // token per call can be too long), and result->longest_node_ms what it measured. Negative:
+        // LLAMA_CANCEL_ERROR.
         float max_stop_ms;
     };
 
@@ -247,8 +248,8 @@ extern "C" {
                              // token: output i is llama.cpp's index i - output_base (0 unless sliced)
         char    message[256]; // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
         int32_t n_decode_calls;  // llama_decode calls made
-        float   longest_node_ms; // with a budget: the longest graph node, ms (timed on the CPU,
-                                 // estimated from the eval callback's rate on other devices)
+        float   longest_node_ms; // with a budget: what a stop could wait for, ms: the longest CPU
+                                 // graph node, or a device's longest time between checkpoints
         bool    budget_missed;   // with a budget: a node took longer, or the batch could not be sliced
     };
 

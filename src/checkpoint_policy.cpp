@@ -1,5 +1,6 @@
 #include "checkpoint_policy.h"
 
+#include "backend_wait.h"
 #include "work.h"
 
 #include "ggml-backend.h"
@@ -69,7 +70,18 @@ bool checkpoint_policy::pause_was_compute(const device_rate & d, double now) con
     return pause <= k_ask_gap_ms || pause <= k_pause_factor * view_work_ / d.rate;
 }
 
-bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now) {
+bool checkpoint_policy::due(bool sleeps) const {
+    if (progress_ < 1.0) {
+        return false;
+    }
+    // A stop-time budget's cap is a promise: no view runs past it to let the host sleep.
+    if (!sleeps || cap_ > 0.0 || progress_ >= k_sleep_budgets) {
+        return true;
+    }
+    return spun_share(view_nodes_.data(), view_nodes_.size()) <= k_spun_share;
+}
+
+bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps) {
     device_rate & d = rate_of(device);
     if (!range_open_ || device != range_device_ || !pause_was_compute(d, now)) {
         range_open_   = true;
@@ -79,17 +91,18 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     }
     if (now - last_ask_ > k_ask_gap_ms) {
         view_work_ = 0.0; // the view before the pause is computed
+        view_nodes_.clear();
     }
     last_ask_    = now;
     last_device_ = device;
     const double work = node_work(node);
     range_work_ += work;
     view_work_  += work;
-    progress_   += work / budget_of(d);
-    if (device != nullptr) {
-        heaviest_ms_ = std::max(heaviest_ms_, work / d.rate);
+    if (sleeps) {
+        view_nodes_.push_back(work);
     }
-    return progress_ >= 1.0;
+    progress_   += work / budget_of(d);
+    return due(sleeps);
 }
 
 bool checkpoint_policy::wants_round_trip() const {
@@ -107,6 +120,9 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
     }
     if (range_open_ && range_work_ > 0.0) {
         learn(rate_of(range_device_), range_work_, now - range_start_);
+        if (range_device_ != nullptr) {
+            longest_view_ = std::max(longest_view_, now - range_start_);
+        }
     }
     reset();
 }
@@ -116,6 +132,7 @@ void checkpoint_policy::reset() {
     range_open_ = false;
     range_work_ = 0.0;
     view_work_  = 0.0;
+    view_nodes_.clear();
 }
 
 void checkpoint_policy::learn(device_rate & d, double work, double ms) {
@@ -152,9 +169,9 @@ double checkpoint_policy::budget() const {
     return budget(last_device_);
 }
 
-double checkpoint_policy::take_heaviest_node_ms() {
-    const double ms = heaviest_ms_;
-    heaviest_ms_ = 0.0;
+double checkpoint_policy::take_longest_view_ms() {
+    const double ms = longest_view_;
+    longest_view_ = 0.0;
     return ms;
 }
 

@@ -23,6 +23,11 @@
 // time that round trip (a second read of a computed node, now and then), the interval of that
 // device grows so that checkpoints cost about k_cost_share of the compute. A stop-time budget caps
 // the interval whatever it costs (set_cap): the budget wins.
+//
+// Where the host can sleep through part of a synchronize (ggml-vulkan, backend_wait.h), a view
+// whose heavy nodes fall in the busy-waited tail keeps a core spinning. Once the budget is reached
+// on such a device, the checkpoint goes on the first node where the busy tail holds at most
+// k_spun_share of the view's work, and at k_sleep_budgets budgets at the latest.
 #pragma once
 
 #include "llama-cancel.h"
@@ -30,6 +35,7 @@
 #include "ggml.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace llama_cancel {
 
@@ -61,12 +67,17 @@ class checkpoint_policy {
     // The round trip is timed again every this many checkpoints of a device (each timing is one
     // more round trip).
     static constexpr uint32_t k_cost_sample_every = 32;
+    // Views on a device the host sleeps on: the busy tail's share that ends a view at once, and
+    // how far past the budget a view may run to find such a place.
+    static constexpr double k_spun_share    = 0.1;
+    static constexpr double k_sleep_budgets = 2.0;
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 
     // At ask time, `now` in ms (now_ms, clock.h): counts `node`'s work against the budget of `device`.
-    // True when the node should be a checkpoint.
-    bool place(const ggml_tensor * node, const void * device, double now);
+    // `sleeps`: the host sleeps through that device's views up to an almost-ready fence
+    // (sleeps_until_almost_ready). True when the node should be a checkpoint.
+    bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false);
     // True when the checkpoint at hand should time its round trip (passed's `round_trip_ms`): the
     // device of the node asked last has none measured yet, or its turn came.
     bool wants_round_trip() const;
@@ -98,10 +109,10 @@ class checkpoint_policy {
     // Budget of the device most recently asked about.
     double budget() const;
 
-    // The longest a node asked about since the last take should take on its device, ms, from its
-    // work and the device's rate (0 when none was asked). Host nodes are left out: the abort
-    // callback times those exactly. A stop-time budget sizes slices from it where no CPU node runs.
-    double take_heaviest_node_ms();
+    // The longest time between two checkpoints on a device (not the host) since the last take, ms
+    // (0: none measured): what a stop there may wait for. A stop-time budget sizes slices from it
+    // where no abort callback times the nodes (the host's nodes are timed exactly that way).
+    double take_longest_view_ms();
 
   private:
     struct device_rate {
@@ -123,6 +134,7 @@ class checkpoint_policy {
     double        interval_of(const device_rate & d) const;
     const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
+    bool          due(bool sleeps) const;
     void          learn(device_rate & d, double work, double ms);
 
     double      interval_;
@@ -136,9 +148,10 @@ class checkpoint_policy {
     double       range_start_  = 0.0;   // ms: first ask of the measured range
     double       range_work_   = 0.0;
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
+    std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
-    double       heaviest_ms_ = 0.0;
+    double       longest_view_ = 0.0;
 };
 
 } // namespace llama_cancel

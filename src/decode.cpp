@@ -226,16 +226,16 @@ outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_c
         }
         llama_cancel_hook_reset(p.hook);
         llama_cancel::take_stateless_stop();
-        llama_cancel::hook_take_heaviest_node_ms(p.hook);
-        llama_cancel::take_stateless_heaviest_node_ms();
+        llama_cancel::hook_take_longest_view_ms(p.hook);
+        llama_cancel::take_stateless_longest_view_ms();
         budget.begin_call();
         o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
         o.last_start = a;
         o.n_calls++;
-        // Nodes on a device are not timed by the abort callback: their expected time comes from
-        // the eval callback's measured rate.
-        budget.end_call(n, std::max(llama_cancel::hook_take_heaviest_node_ms(p.hook),
-                                    llama_cancel::take_stateless_heaviest_node_ms()));
+        // Nodes on a device are not timed by the abort callback: there the eval callback's time
+        // between checkpoints is what a stop waits for.
+        budget.end_call(n, std::max(llama_cancel::hook_take_longest_view_ms(p.hook),
+                                    llama_cancel::take_stateless_longest_view_ms()));
         const bool graph_stopped = llama_cancel_hook_stopped(p.hook) || llama_cancel::take_stateless_stop();
         // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
         // (which returns 0) and a recurrent state are put back here, to the start of this call.

@@ -9,6 +9,7 @@
 // measured rate, not by node).
 #include "llama-cancel.h"
 
+#include "backend_wait.h"
 #include "checkpoint_policy.h"
 #include "clock.h"
 #include "eval_callback.h"
@@ -55,7 +56,8 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         return !ask; // nothing can stop it: no checkpoint, no synchronize
     }
     if (ask) {
-        return llama_cancel::flag_is_set(byte) || t_policy.place(t, device_key(t), now_ms());
+        return llama_cancel::flag_is_set(byte) ||
+               t_policy.place(t, device_key(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
     }
     llama_cancel::wait_computed(t);
     if (llama_cancel::flag_is_set(byte)) {
@@ -166,7 +168,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
             h->chain_asked = false;
             return true;
         }
-        const bool due = h->policy.place(t, device_key(t), now_ms());
+        const bool due = h->policy.place(t, device_key(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
         h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
         h->chain_node  = t;
         return h->chain_asked || due;
@@ -200,8 +202,8 @@ void llama_cancel::hook_set_cap_ms(llama_cancel_hook * hook, double ms) {
     }
 }
 
-double llama_cancel::hook_take_heaviest_node_ms(llama_cancel_hook * hook) {
-    return hook != nullptr ? hook->policy.take_heaviest_node_ms() : 0.0;
+double llama_cancel::hook_take_longest_view_ms(llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->policy.take_longest_view_ms() : 0.0;
 }
 
 double llama_cancel::stateless_cap_ms() {
@@ -212,6 +214,6 @@ void llama_cancel::stateless_set_cap_ms(double ms) {
     t_policy.set_cap(ms);
 }
 
-double llama_cancel::take_stateless_heaviest_node_ms() {
-    return t_policy.take_heaviest_node_ms();
+double llama_cancel::take_stateless_longest_view_ms() {
+    return t_policy.take_longest_view_ms();
 }

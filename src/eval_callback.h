@@ -1,6 +1,6 @@
 // What the decode needs from the eval callbacks (eval_callback.cpp): a cap on the checkpoint
-// interval, which a stop-time budget sets for one call, whether a graph was stopped, and how long the heaviest node
-// computed on a device takes, to size a budget's slices where no abort callback times the nodes.
+// interval, which a stop-time budget sets for one call, whether a graph was stopped, and the longest
+// time between checkpoints on a device, to size a budget's slices where no abort callback times nodes.
 #pragma once
 
 #include "llama-cancel.h"
@@ -11,14 +11,14 @@ namespace llama_cancel {
 // 0 for a NULL hook. Setting it is a no-op for a NULL hook.
 double hook_cap_ms(const llama_cancel_hook * hook);
 void   hook_set_cap_ms(llama_cancel_hook * hook, double ms);
-// The heaviest device node the hook was asked about since the last take, ms (checkpoint_policy).
-double hook_take_heaviest_node_ms(llama_cancel_hook * hook);
+// The hook's longest time between two checkpoints on a device since the last take, ms.
+double hook_take_longest_view_ms(llama_cancel_hook * hook);
 
 // The same for llama_cancel_eval_callback on the calling thread (its state is per thread, and
 // ggml's scheduler runs cb_eval on the thread that called llama_decode).
 double stateless_cap_ms();
 void   stateless_set_cap_ms(double ms);
-double take_stateless_heaviest_node_ms();
+double take_stateless_longest_view_ms();
 // True when llama_cancel_eval_callback stopped a graph on the calling thread since the last call;
 // clears that.
 bool take_stateless_stop();

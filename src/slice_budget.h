@@ -26,17 +26,19 @@ class slice_budget {
     void begin_call();
     // From the abort callback, after each node of the call in flight.
     void on_node(double now_ms);
-    // Adapts the next slice to the longest node of the call that decoded `n_tokens`: the longest
-    // timed by on_node, or `device_node_ms` (a node on a GPU or RPC device, which the abort
-    // callback never sees, estimated from the eval callback's measured rate) when longer.
-    void end_call(int32_t n_tokens, double device_node_ms = 0.0);
+    // Adapts the next slice to the call that decoded `n_tokens`: to its longest nodes as on_node
+    // timed them, and to `device_view_ms`, the longest time between two eval-callback checkpoints
+    // on a GPU or RPC device (whose nodes the abort callback never sees; 0: none).
+    void end_call(int32_t n_tokens, double device_view_ms = 0.0);
 
-    // Longest node over the decode, timed or estimated, ms (0 before any).
+    // Longest CPU node or device view over the decode, ms (0 before any): what a stop waited for.
     float longest_ms() const { return static_cast<float>(longest_all_); }
     // True when a node took longer than the budget.
     bool missed() const { return active() && longest_all_ > budget_ms_; }
 
   private:
+    double device_fit(int32_t n_tokens, double view_ms);
+
     float   budget_ms_;
     int32_t n_ubatch_;
     int32_t next_;
@@ -44,6 +46,7 @@ class slice_budget {
     double  top_[3]      = {0.0, 0.0, 0.0}; // this call's three longest nodes, longest first
     double  per_token_   = 0.0;            // smoothed ms per slice token of the heavy nodes
     double  longest_all_ = 0.0;
+    int32_t ceiling_;                      // smallest slice whose device view outlasted the budget
 };
 
 } // namespace llama_cancel

@@ -221,11 +221,10 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     EXPECT_LE(e.asks, 40) << "the graph went on for " << e.asks << " asks after the byte was set";
 }
 
-// A stop-time budget on a backend the abort callback does not time: slices are sized from the
-// eval callback's estimate of the heaviest node, through the hook and through the contract name
-// alone. A budget no node can meet (1 microsecond) must shrink every slice after the 16-token
-// probe to one token, whatever the device's speed; without the estimate the rest of the batch
-// went in one call.
+// A stop-time budget on a backend the abort callback does not time: slices are sized from the eval
+// callback's time between checkpoints, through the hook and through the contract name alone. A
+// budget no view can meet (1 microsecond) must shrink every slice after the 16-token probe to one
+// token, whatever the device's speed; without that the rest of the batch went in one call.
 TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
     const int n = 40, probe = 16;
     auto prompt = lcs::make_prompt(g->model.get(), n, 31);
@@ -253,7 +252,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
                                                       << ": slices after the probe were not sized to one token";
         EXPECT_TRUE(r.budget_missed);
         EXPECT_GT(r.longest_node_ms, 0.0f);
-        std::printf("[%s] %s: %d calls, heaviest node %.3f ms\n", g->backend.c_str(),
+        std::printf("[%s] %s: %d calls, longest view %.3f ms\n", g->backend.c_str(),
                     stateless ? "stateless" : "hook", r.n_decode_calls, r.longest_node_ms);
     }
 }
@@ -321,7 +320,10 @@ class Stateless : public Backend {
                     g->backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
         ASSERT_GE(probe.max_work, min_work) << "the model's largest node is smaller than this test needs";
         ASSERT_LT(probe.max_work, max_work) << "the model's largest node is larger than this test needs";
-        EXPECT_GE(probe.checkpoints, 2) << "a graph of 8 intervals or more without checkpoints cannot be stopped";
+        // Behind the delay proxy a checkpoint's round trip stretches the interval to about 100 round
+        // trips (checkpoint_policy's cost rule): fewer checkpoints there, by design.
+        const int want = g->backend.find("-lan") != std::string::npos ? 1 : 2;
+        EXPECT_GE(probe.checkpoints, want) << "a graph of 8 intervals or more without checkpoints cannot be stopped";
         EXPECT_EQ(probe.stopped_at, -1) << "the byte at 0 stopped nothing";
 
         probe.rearm(n_asks / 4);

@@ -1,6 +1,7 @@
 // The checkpoint policy (src/checkpoint_policy.h) without a model: fake nodes (tensors without data,
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
 // simulated clock.
+#include "backend_wait.h"
 #include "checkpoint_policy.h"
 #include "slice_budget.h"
 
@@ -224,20 +225,20 @@ TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
     EXPECT_EQ(llama_cancel::device_key(node(10)), nullptr);
 }
 
-TEST_F(Policy, HeaviestDeviceNodeIsEstimatedFromTheMeasuredRate) {
+TEST_F(Policy, LongestDeviceViewIsWhatAStopWaitsFor) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     const double rate = 1.0e6; // FLOPs per ms
     for (int g = 0; g < 20; ++g) {
         sim.split(node(100000), 1000, dev_a, rate);
     }
-    policy.take_heaviest_node_ms();
+    EXPECT_NEAR(policy.take_longest_view_ms(), k_interval, 0.3 * k_interval) << "views held near the interval";
     sim.split(node(100000), 10, dev_a, rate);
-    sim.split(node(4000000), 1, dev_a, rate); // 4 ms at this rate
-    EXPECT_NEAR(policy.take_heaviest_node_ms(), 4.0, 0.4);
-    EXPECT_EQ(policy.take_heaviest_node_ms(), 0.0) << "a take clears it";
-    sim.split(node(4000000), 1, nullptr, rate);
-    EXPECT_EQ(policy.take_heaviest_node_ms(), 0.0) << "host nodes are timed by the abort callback instead";
+    sim.split(node(40000000), 1, dev_a, rate); // one node of 40 ms: no checkpoint can split it
+    EXPECT_GE(policy.take_longest_view_ms(), 40.0);
+    EXPECT_EQ(policy.take_longest_view_ms(), 0.0) << "a take clears it";
+    sim.split(node(40000000), 1, nullptr, rate);
+    EXPECT_EQ(policy.take_longest_view_ms(), 0.0) << "host nodes are timed by the abort callback instead";
 }
 
 TEST(SliceBudget, InactiveBudgetIsOneSliceOfTheUbatch) {
@@ -261,16 +262,22 @@ TEST(SliceBudget, SlicesFollowTheThirdLongestTimedNode) {
     EXPECT_TRUE(b.missed());
 }
 
-TEST(SliceBudget, DeviceNodesAreSizedFromTheirEstimate) {
+TEST(SliceBudget, DeviceSlicesFollowTheTimeBetweenCheckpoints) {
     slice_budget b(20.0f, 512);
     b.begin_call();
     b.end_call(16, 0.0);
-    EXPECT_EQ(b.next(), 512) << "nothing timed nor estimated: back to n_ubatch";
-    b.begin_call();
-    b.end_call(16, 4.0);
-    EXPECT_EQ(b.next(), 56) << "4 ms for 16 tokens on the device: 0.7 x 20 ms fits 56";
-    EXPECT_FLOAT_EQ(b.longest_ms(), 4.0f);
-    EXPECT_FALSE(b.missed());
+    EXPECT_EQ(b.next(), 512) << "nothing timed: back to n_ubatch";
+    slice_budget d(20.0f, 512);
+    d.end_call(16, 14.0);
+    EXPECT_EQ(d.next(), 32) << "views within the budget: grow twofold";
+    d.end_call(32, 14.0);
+    d.end_call(64, 40.0);
+    EXPECT_EQ(d.next(), 22) << "a 40 ms view at 64 tokens: 64 x 14 / 40";
+    EXPECT_TRUE(d.missed());
+    d.end_call(22, 14.0);
+    d.end_call(44, 14.0);
+    EXPECT_EQ(d.next(), 63) << "growing again, but not back to the size found too long";
+    EXPECT_FLOAT_EQ(d.longest_ms(), 40.0f);
 }
 
 TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
@@ -298,4 +305,64 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     EXPECT_NEAR(policy.budget(dev_a), rate * 7.0, 0.2 * rate * 7.0);
     policy.set_cap(0.0);
     EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
+}
+
+// ggml-vulkan's rule as upstream writes it (ggml_backend_vk_graph_compute): the almost-ready fence
+// goes with the first node i of an n-node view where (n - i) < n / 5; the nodes after it are
+// waited for busy, all of them when there is no such node before the last.
+TEST(BackendWait, VulkanAlmostReadyFenceRule) {
+    for (int n = 1; n <= 500; ++n) {
+        int fence = -1;
+        for (int i = 0; i < n; ++i) {
+            if ((n - i) < n / 5) {
+                fence = i;
+                break;
+            }
+        }
+        const size_t want = fence < 0 ? 0 : static_cast<size_t>(fence + 1);
+        EXPECT_EQ(llama_cancel::first_spun_node(static_cast<size_t>(n)), want) << "view of " << n << " nodes";
+    }
+    EXPECT_EQ(llama_cancel::first_spun_node(9), 0u) << "under 10 nodes: waited for busy throughout";
+    EXPECT_EQ(llama_cancel::first_spun_node(10), 10u) << "10 nodes: the fence goes with the last one";
+    const double work[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100};
+    EXPECT_NEAR(llama_cancel::spun_share(work, 15), 100.0 / 114.0, 1e-12) << "15 nodes: the last one is spun";
+    EXPECT_EQ(llama_cancel::spun_share(work, 14), 0.0);
+}
+
+// On a device the host sleeps on, a view that reached its budget ends where the busy tail is cheap:
+// one cheap node after the heavy one here, instead of at the heavy node.
+TEST_F(Policy, SleepingDeviceEndsViewsAfterTheHeavyNode) {
+    auto first_checkpoint = [&](bool sleeps, double cap) {
+        checkpoint_policy policy;
+        policy.set_cap(cap);
+        const double budget = policy.budget(dev_a);
+        ggml_tensor * cheap = node(static_cast<int64_t>(1e-4 * budget));
+        ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
+        double now = 1000.0;
+        for (int i = 0; i < 100; ++i) {
+            now += 1e-5;
+            if (policy.place(i % 9 == 8 ? heavy : cheap, dev_a, now, sleeps)) {
+                return i;
+            }
+        }
+        return -1;
+    };
+    EXPECT_EQ(first_checkpoint(false, 0.0), 17) << "the second heavy node reaches the budget";
+    EXPECT_EQ(first_checkpoint(true, 0.0), 18) << "one cheap node later the heavy one is slept through";
+    EXPECT_EQ(first_checkpoint(true, 5.0), 17) << "a stop-time budget's cap lets no view run longer";
+}
+
+TEST_F(Policy, SleepingDeviceViewsStopAtTwoBudgets) {
+    checkpoint_policy policy;
+    const double budget = policy.budget(dev_a);
+    ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
+    double now = 1000.0;
+    int i = 0;
+    for (; i < 100; ++i) {
+        now += 1e-5;
+        if (policy.place(heavy, dev_a, now, true)) {
+            break;
+        }
+    }
+    EXPECT_EQ(i, 3) << "no cheap tail comes: the view ends at k_sleep_budgets (4 half-budget nodes)";
 }
