@@ -238,6 +238,25 @@ extern "C" {
         // token per call can be too long), and result->longest_node_ms what it measured. Negative:
         // LLAMA_CANCEL_ERROR.
         float max_stop_ms;
+
+        // Per-sequence cancel: seq_flags[s] is the caller-owned byte of sequence s (NULL: none),
+        // for s < n_seq_flags; NULL seq_flags: none. When the byte of a sequence that has tokens in
+        // the batch is set during the call, the llama_decode call in flight stops (it may hold other
+        // sequences' tokens), is rolled back to its start exactly as a cancel is, that sequence's
+        // remaining tokens are dropped (for a token in several sequences, only that sequence id),
+        // and the call goes on with the other sequences. A byte set on entry drops its sequence
+        // before anything runs; a byte of a sequence without tokens in the batch changes nothing.
+        // Seen on the CPU by the abort callback and on other backends through params->hook (the
+        // stateless eval callback knows only one byte), and between llama_decode calls.
+        const int8_t * const * seq_flags;
+        int32_t                n_seq_flags;
+        // Optional outputs, n_seq_flags entries each, indexed by sequence id: 1 when the call
+        // dropped that sequence; and the index to pass to llama_get_logits_ith /
+        // llama_get_embeddings_ith for the sequence's last output in the batch after LLAMA_CANCEL_OK
+        // (-1: none, or dropped). Once a sequence is dropped its remaining tokens leave gaps in the
+        // batch: read outputs then through seq_output or by negative index.
+        int8_t *               seq_cancelled;
+        int32_t *              seq_output;
     };
 
     struct llama_cancel_decode_result {
@@ -251,6 +270,7 @@ extern "C" {
         float   longest_node_ms; // with a budget: what a stop could wait for, ms: the longest CPU
                                  // graph node, or a device's longest time between checkpoints
         bool    budget_missed;   // with a budget: a node took longer, or the batch could not be sliced
+        int32_t n_seq_cancelled; // sequences dropped by their byte (params->seq_flags)
     };
 
     // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index, no budget.

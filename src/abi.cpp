@@ -33,13 +33,16 @@ const field_entry hook_stats[] = {
 const field_entry decode_params[] = {
     LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, abort_callback),
     LC_FIELD(llama_cancel_decode_params, abort_callback_data), LC_FIELD(llama_cancel_decode_params, hook),
-    LC_FIELD(llama_cancel_decode_params, sliced_outputs), LC_FIELD(llama_cancel_decode_params, max_stop_ms), LC_END,
+    LC_FIELD(llama_cancel_decode_params, sliced_outputs), LC_FIELD(llama_cancel_decode_params, max_stop_ms),
+    LC_FIELD(llama_cancel_decode_params, seq_flags), LC_FIELD(llama_cancel_decode_params, n_seq_flags),
+    LC_FIELD(llama_cancel_decode_params, seq_cancelled), LC_FIELD(llama_cancel_decode_params, seq_output), LC_END,
 };
 const field_entry decode_result[] = {
     LC_FIELD(llama_cancel_decode_result, status), LC_FIELD(llama_cancel_decode_result, decode_ret),
     LC_FIELD(llama_cancel_decode_result, n_committed), LC_FIELD(llama_cancel_decode_result, output_base),
     LC_FIELD(llama_cancel_decode_result, message), LC_FIELD(llama_cancel_decode_result, n_decode_calls),
-    LC_FIELD(llama_cancel_decode_result, longest_node_ms), LC_FIELD(llama_cancel_decode_result, budget_missed), LC_END,
+    LC_FIELD(llama_cancel_decode_result, longest_node_ms), LC_FIELD(llama_cancel_decode_result, budget_missed),
+    LC_FIELD(llama_cancel_decode_result, n_seq_cancelled), LC_END,
 };
 const field_entry generate_params[] = {
     LC_FIELD(llama_cancel_generate_params, flag), LC_FIELD(llama_cancel_generate_params, n_predict),

@@ -5,6 +5,7 @@
 #include "eval_callback.h"
 #include "flag.h"
 #include "memory_checkpoint.h"
+#include "pending_batch.h"
 #include "slice_budget.h"
 #include "status.h"
 
@@ -23,14 +24,25 @@ struct chained_abort {
     ggml_abort_callback          callback; // may be NULL
     void *                       data;
     llama_cancel::slice_budget * budget;   // may be NULL
+    std::vector<const int8_t *>  seq_flags; // the bytes of the sequences in the call in flight
 };
+
+bool any_set(const std::vector<const int8_t *> & flags) {
+    for (const int8_t * f : flags) {
+        if (llama_cancel::flag_is_set(f)) {
+            return true;
+        }
+    }
+    return false;
+}
 
 bool chained_abort_callback(void * user_data) {
     const auto * c = static_cast<const chained_abort *>(user_data);
     if (c->budget != nullptr) {
         c->budget->on_node(llama_cancel::now_ms());
     }
-    return llama_cancel::flag_is_set(c->flag) || (c->callback != nullptr && c->callback(c->data));
+    return llama_cancel::flag_is_set(c->flag) || any_set(c->seq_flags) ||
+           (c->callback != nullptr && c->callback(c->data));
 }
 
 template <typename... Args> int32_t fail(llama_cancel_decode_result * result, const char * fmt, Args... args) {
@@ -116,19 +128,6 @@ std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vec
     return pos;
 }
 
-// Tokens [a, a + n) of `batch`, sharing its arrays.
-llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
-    llama_batch s = batch;
-    s.n_tokens    = n;
-    s.token       = batch.token != nullptr ? batch.token + a : nullptr;
-    s.embd        = batch.embd != nullptr ? batch.embd + static_cast<size_t>(a) * n_embd : nullptr;
-    s.pos         = batch.pos != nullptr ? batch.pos + a : nullptr;
-    s.n_seq_id    = batch.n_seq_id != nullptr ? batch.n_seq_id + a : nullptr;
-    s.seq_id      = batch.seq_id != nullptr ? batch.seq_id + a : nullptr;
-    s.logits      = batch.logits != nullptr ? batch.logits + a : nullptr;
-    return s;
-}
-
 // Index of the first output the batch asks for; n_tokens when none. With batch.logits NULL,
 // llama.cpp outputs the last token, or every token in an embeddings context (whose embeddings
 // buffer exists from its creation on: that is how one is recognised here).
@@ -183,74 +182,6 @@ decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llam
     }
     plan.step = n_ubatch;
     return plan;
-}
-
-// Sequences that tokens [a, a + n) belong to, each once.
-std::vector<llama_seq_id> seqs_in(const llama_batch & batch, int32_t a, int32_t n) {
-    std::vector<llama_seq_id> seqs;
-    for (int32_t i = a; i < a + n; ++i) {
-        for (int32_t k = 0; k < seq_count(batch, i); ++k) {
-            const llama_seq_id s = seq_of(batch, i, k);
-            if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) {
-                seqs.push_back(s);
-            }
-        }
-    }
-    return seqs;
-}
-
-struct outcome {
-    int32_t ret        = 0;     // the last llama_decode's return
-    bool    stopped    = false; // the byte (or the hook) stopped the batch before its end
-    int32_t last_start = 0;     // batch index of the last llama_decode call's first token
-    int32_t n_calls    = 0;     // llama_decode calls made
-    char    error[200] = {0};   // a snapshot or rollback that failed
-};
-
-// Runs the plan's llama_decode calls; the byte is also checked between them.
-outcome run_decode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
-                   const decode_plan & plan, llama_cancel::slice_budget & budget) {
-    outcome o;
-    llama_cancel::memory_checkpoint checkpoint;
-    const int32_t n_embd = llama_model_n_embd_inp(llama_get_model(ctx));
-    for (int32_t a = 0, n = 0; a < batch.n_tokens; a += n) {
-        if (a > 0 && llama_cancel::flag_is_set(p.flag)) {
-            o.stopped = true;
-            break;
-        }
-        n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, batch.n_tokens - a);
-        // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
-        if (!checkpoint.capture(ctx, seqs_in(batch, a, n), plan.with_state)) {
-            std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d", a);
-            break;
-        }
-        llama_cancel_hook_reset(p.hook);
-        llama_cancel::take_stateless_stop();
-        llama_cancel::hook_take_longest_view_ms(p.hook);
-        llama_cancel::take_stateless_longest_view_ms();
-        budget.begin_call();
-        o.ret        = llama_decode(ctx, slice(batch, a, n, n_embd));
-        o.last_start = a;
-        o.n_calls++;
-        // Nodes on a device are not timed by the abort callback: there the eval callback's time
-        // between checkpoints is what a stop waits for.
-        budget.end_call(n, std::max(llama_cancel::hook_take_longest_view_ms(p.hook),
-                                    llama_cancel::take_stateless_longest_view_ms()));
-        const bool graph_stopped = llama_cancel_hook_stopped(p.hook) || llama_cancel::take_stateless_stop();
-        // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
-        // (which returns 0) and a recurrent state are put back here, to the start of this call.
-        llama_seq_id failed = -1;
-        if ((graph_stopped || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
-            std::snprintf(o.error, sizeof(o.error),
-                          "could not restore the state of sequence %d after the stop; that sequence was cleared",
-                          failed);
-        }
-        if (graph_stopped || o.ret != 0) {
-            o.stopped = graph_stopped || o.ret == 2;
-            break;
-        }
-    }
-    return o;
 }
 
 } // namespace
@@ -323,7 +254,7 @@ struct callbacks_guard {
     double                             stateless_cap;
 
     callbacks_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::slice_budget & budget)
-        : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data, nullptr},
+        : ctx(c), p(params), chain{p.flag, p.abort_callback, p.abort_callback_data, nullptr, {}},
           hook_flag(llama_cancel_hook_get_flag(p.hook)), hook_cap(llama_cancel::hook_cap_ms(p.hook)),
           stateless_cap(llama_cancel::stateless_cap_ms()) {
         if (budget.active()) {
@@ -334,7 +265,7 @@ struct callbacks_guard {
             llama_cancel::hook_set_cap_ms(p.hook, hook_cap > 0.0 ? std::min(hook_cap, cap) : cap);
             llama_cancel::stateless_set_cap_ms(stateless_cap > 0.0 ? std::min(stateless_cap, cap) : cap);
         }
-        if (p.abort_callback != nullptr || chain.budget != nullptr) {
+        if (p.abort_callback != nullptr || chain.budget != nullptr || p.seq_flags != nullptr) {
             llama_set_abort_callback(ctx, chained_abort_callback, &chain);
         } else {
             // The exported reader itself: what FFI hosts register, and what the benchmark measures.
@@ -342,7 +273,13 @@ struct callbacks_guard {
         }
         llama_cancel_hook_set_flag(p.hook, p.flag);
     }
+    // The bytes of the sequences in the next llama_decode call, for the abort callback and the hook.
+    void watch(const std::vector<const int8_t *> & seq_flags) {
+        chain.seq_flags = seq_flags;
+        llama_cancel::hook_watch_seq_flags(p.hook, chain.seq_flags.data(), chain.seq_flags.size());
+    }
     ~callbacks_guard() {
+        llama_cancel::hook_watch_seq_flags(p.hook, nullptr, 0);
         llama_cancel::hook_set_cap_ms(p.hook, hook_cap);
         llama_cancel::stateless_set_cap_ms(stateless_cap);
         llama_cancel_hook_set_flag(p.hook, hook_flag);
@@ -351,6 +288,115 @@ struct callbacks_guard {
     callbacks_guard(const callbacks_guard &) = delete;
     callbacks_guard & operator=(const callbacks_guard &) = delete;
 };
+
+struct outcome {
+    int32_t ret        = 0;     // the last llama_decode's return
+    bool    stopped    = false; // the byte (or the hook) stopped the batch before its end
+    int32_t n_calls    = 0;     // llama_decode calls made
+    char    error[200] = {0};   // a snapshot or rollback that failed
+};
+
+// True when an eval callback stopped the graph of the call that just returned (llama_decode
+// returns 0 then).
+bool graph_stopped(const llama_cancel_decode_params & p) {
+    const bool stateless = llama_cancel::take_stateless_stop(); // always taken: it is per call
+    return llama_cancel_hook_stopped(p.hook) || stateless;
+}
+
+// Runs the plan's llama_decode calls over the pending tokens; the byte (and the sequences' bytes)
+// are also checked between them. A call stopped by a sequence's byte alone is undone and the
+// decode goes on without that sequence.
+outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, const decode_plan & plan,
+                   llama_cancel::slice_budget & budget, llama_cancel::pending_batch & pending,
+                   callbacks_guard & calls) {
+    outcome o;
+    llama_cancel::memory_checkpoint checkpoint;
+    for (;;) {
+        pending.drop_flagged();
+        if (pending.size() == 0) {
+            break;
+        }
+        if (o.n_calls > 0 && llama_cancel::flag_is_set(p.flag)) {
+            o.stopped = true;
+            break;
+        }
+        const int32_t n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, pending.size());
+        // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
+        if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state)) {
+            std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d",
+                          pending.next_index());
+            break;
+        }
+        calls.watch(pending.flags_in(n));
+        llama_cancel_hook_reset(p.hook);
+        llama_cancel::take_stateless_stop();
+        llama_cancel::hook_take_longest_view_ms(p.hook);
+        llama_cancel::take_stateless_longest_view_ms();
+        budget.begin_call();
+        o.ret = llama_decode(ctx, pending.next(n));
+        o.n_calls++;
+        // Nodes on a device are not timed by the abort callback: there the eval callback's time
+        // between checkpoints is what a stop waits for.
+        budget.end_call(n, std::max(llama_cancel::hook_take_longest_view_ms(p.hook),
+                                    llama_cancel::take_stateless_longest_view_ms()));
+        const bool graph = graph_stopped(p);
+        const bool by_seq = (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged_in(n);
+        // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
+        // (which returns 0), a recurrent state, and a call a sequence's byte stopped (whose finished
+        // ubatches hold other sequences' tokens) are put back here, to the start of this call.
+        llama_seq_id failed = -1;
+        if ((graph || by_seq || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
+            std::snprintf(o.error, sizeof(o.error),
+                          "could not restore the state of sequence %d after the stop; that sequence was cleared",
+                          failed);
+            break;
+        }
+        if (by_seq) {
+            o.ret = 0;
+            continue; // a sequence's byte: the next turn drops it and decodes the rest again
+        }
+        if (graph || o.ret != 0) {
+            o.stopped = graph || o.ret == 2;
+            break;
+        }
+        pending.consume(n);
+    }
+    calls.watch({});
+    return o;
+}
+
+// The per-sequence arrays of the params must match their count.
+bool check_seq_params(const llama_cancel_decode_params & p, llama_cancel_decode_result * result) {
+    if (p.n_seq_flags < 0) {
+        fail(result, "n_seq_flags is %d; it must be 0 or more", p.n_seq_flags);
+        return false;
+    }
+    if (p.n_seq_flags == 0 && (p.seq_flags != nullptr || p.seq_cancelled != nullptr || p.seq_output != nullptr)) {
+        fail(result, "%s", "seq_flags, seq_cancelled and seq_output need n_seq_flags > 0 entries");
+        return false;
+    }
+    if (p.seq_cancelled != nullptr) {
+        std::memset(p.seq_cancelled, 0, static_cast<size_t>(p.n_seq_flags));
+    }
+    for (int32_t s = 0; p.seq_output != nullptr && s < p.n_seq_flags; ++s) {
+        p.seq_output[s] = -1;
+    }
+    return true;
+}
+
+// Which sequences were dropped, and where each one's last output can be read.
+void report_seqs(llama_context * ctx, const llama_cancel_decode_params & p, const llama_cancel::pending_batch & pending,
+                 int32_t status) {
+    const bool embeddings = llama_get_embeddings(ctx) != nullptr;
+    for (int32_t s = 0; s < p.n_seq_flags; ++s) {
+        if (p.seq_cancelled != nullptr) {
+            p.seq_cancelled[s] = pending.dropped(s) ? 1 : 0;
+        }
+        if (p.seq_output != nullptr && status == LLAMA_CANCEL_OK && !pending.dropped(s)) {
+            p.seq_output[s] = pending.last_output_of(s, embeddings);
+        }
+    }
+}
 
 int32_t status_of(const outcome & o) {
     if (o.error[0] != 0 || (o.ret != 0 && o.ret != 2)) {
@@ -384,6 +430,9 @@ int32_t decode(
     if (n_committed_seq != nullptr && n_seq <= 0) {
         return fail(result, "n_seq is %d; n_committed_seq needs at least one counter", n_seq);
     }
+    if (params != nullptr && !check_seq_params(*params, result)) {
+        return LLAMA_CANCEL_ERROR;
+    }
     if (!check_batch(ctx, batch, result)) {
         return LLAMA_CANCEL_ERROR;
     }
@@ -397,19 +446,23 @@ int32_t decode(
     const std::vector<llama_pos> pos    = token_positions(batch, before);
     const decode_plan plan = make_plan(ctx, batch, p);
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
+    llama_cancel::pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)), p.seq_flags,
+                                        p.n_seq_flags);
     outcome o;
     {
         callbacks_guard guard(ctx, p, budget);
-        o = run_decode(ctx, batch, p, plan, budget);
+        o = run_decode(ctx, p, plan, budget, pending, guard);
     }
-    const int32_t status = status_of(o);
-    const int32_t n_prefix = count_committed(batch, pos, status == LLAMA_CANCEL_OK, before, seq_pos_max(ctx),
-                                             n_committed_seq, n_seq);
+    const int32_t status = pending.all_dropped() && o.error[0] == 0 ? LLAMA_CANCEL_CANCELLED : status_of(o);
+    const bool    whole  = status == LLAMA_CANCEL_OK && pending.n_dropped() == 0;
+    const int32_t n_prefix = count_committed(batch, pos, whole, before, seq_pos_max(ctx), n_committed_seq, n_seq);
+    report_seqs(ctx, p, pending, status);
     if (result != nullptr) {
         result->status      = status;
         result->decode_ret  = o.ret;
         result->n_committed = n_prefix;
-        result->output_base     = status == LLAMA_CANCEL_OK ? o.last_start : 0;
+        result->output_base     = status == LLAMA_CANCEL_OK ? pending.last_call_base() : 0;
+        result->n_seq_cancelled = pending.n_dropped();
         result->n_decode_calls  = o.n_calls;
         result->longest_node_ms = budget.longest_ms();
         result->budget_missed   = p.max_stop_ms > 0.0f && (!plan.budgeted || budget.missed());
@@ -432,7 +485,11 @@ template <typename Get> const float * output_ith(llama_context * ctx, const llam
     if (result == nullptr || i < 0) {
         return get(ctx, i);
     }
-    if (result->status != LLAMA_CANCEL_OK || i >= result->n_committed || i < result->output_base) {
+    // After a sequence was dropped the committed prefix says nothing of later tokens: llama.cpp
+    // checks the index against the last call's outputs itself.
+    const bool whole = result->n_seq_cancelled == 0;
+    if (result->status != LLAMA_CANCEL_OK || result->output_base < 0 || (whole && i >= result->n_committed) ||
+        i < result->output_base) {
         return nullptr;
     }
     return get(ctx, i - result->output_base);

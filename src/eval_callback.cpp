@@ -79,6 +79,21 @@ struct llama_cancel_hook {
     bool     stopped     = false;
     uint64_t checkpoints = 0;
     uint64_t asks        = 0;
+
+    const int8_t * const * seq_flags   = nullptr; // llama_cancel::hook_watch_seq_flags
+    size_t                 n_seq_flags = 0;
+
+    bool stop_requested() const {
+        if (llama_cancel::flag_is_set(params.flag)) {
+            return true;
+        }
+        for (size_t i = 0; i < n_seq_flags; ++i) {
+            if (llama_cancel::flag_is_set(seq_flags[i])) {
+                return true;
+            }
+        }
+        return false;
+    }
 };
 
 extern "C" llama_cancel_hook_params llama_cancel_hook_default_params(void) {
@@ -164,7 +179,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     if (ask) {
         h->asks++;
         // Once stopped, every later split of this graph stops at its first node.
-        if (h->stopped || llama_cancel::flag_is_set(p.flag)) {
+        if (h->stopped || h->stop_requested()) {
             h->chain_asked = false;
             return true;
         }
@@ -182,7 +197,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     }
     h->chain_asked = false;
     // A stop by the byte, or by the chained callback: either way the graph is incomplete.
-    if (h->stopped || llama_cancel::flag_is_set(p.flag) || !keep_going) {
+    if (h->stopped || h->stop_requested() || !keep_going) {
         h->stopped = true;
         h->policy.reset();
         return false;
@@ -199,6 +214,13 @@ double llama_cancel::hook_cap_ms(const llama_cancel_hook * hook) {
 void llama_cancel::hook_set_cap_ms(llama_cancel_hook * hook, double ms) {
     if (hook != nullptr) {
         hook->policy.set_cap(ms);
+    }
+}
+
+void llama_cancel::hook_watch_seq_flags(llama_cancel_hook * hook, const int8_t * const * flags, size_t n) {
+    if (hook != nullptr) {
+        hook->seq_flags   = flags;
+        hook->n_seq_flags = flags != nullptr ? n : 0;
     }
 }
 

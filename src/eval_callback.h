@@ -11,6 +11,9 @@ namespace llama_cancel {
 // 0 for a NULL hook. Setting it is a no-op for a NULL hook.
 double hook_cap_ms(const llama_cancel_hook * hook);
 void   hook_set_cap_ms(llama_cancel_hook * hook, double ms);
+// Bytes the hook reads beside its own during the next calls (per-sequence cancel: those of the
+// sequences in the llama_decode call in flight); NULL/0: none. The array must outlive the calls.
+void hook_watch_seq_flags(llama_cancel_hook * hook, const int8_t * const * flags, size_t n);
 // The hook's longest time between two checkpoints on a device since the last take, ms.
 double hook_take_longest_view_ms(llama_cancel_hook * hook);
 

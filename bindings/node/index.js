@@ -48,10 +48,11 @@ const T = {
     }),
     llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
         flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool', max_stop_ms: 'float',
+        seq_flags: P, n_seq_flags: 'int32_t', seq_cancelled: P, seq_output: P,
     }),
     llama_cancel_decode_result: koffi.struct('llama_cancel_decode_result', {
         status: 'int32_t', decode_ret: 'int32_t', n_committed: 'int32_t', output_base: 'int32_t',
-        message: koffi.array('char', 256), n_decode_calls: 'int32_t', longest_node_ms: 'float', budget_missed: 'bool',
+        message: koffi.array('char', 256), n_decode_calls: 'int32_t', longest_node_ms: 'float', budget_missed: 'bool', n_seq_cancelled: 'int32_t',
     }),
     llama_cancel_generate_params: koffi.struct('llama_cancel_generate_params', {
         flag: P, n_predict: 'int32_t', seq_id: 'int32_t', sampler: P, hook: P, on_token: P, on_token_data: P,

@@ -40,13 +40,15 @@ class llama_cancel_hook_stats(C.Structure):
 
 class llama_cancel_decode_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p),
-                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool), ("max_stop_ms", C.c_float)]
+                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool), ("max_stop_ms", C.c_float),
+                ("seq_flags", C.POINTER(C.POINTER(C.c_int8))), ("n_seq_flags", C.c_int32),
+                ("seq_cancelled", C.POINTER(C.c_int8)), ("seq_output", C.POINTER(C.c_int32))]
 
 
 class llama_cancel_decode_result(C.Structure):
     _fields_ = [("status", C.c_int32), ("decode_ret", C.c_int32), ("n_committed", C.c_int32),
                 ("output_base", C.c_int32), ("message", C.c_char * 256), ("n_decode_calls", C.c_int32),
-                ("longest_node_ms", C.c_float), ("budget_missed", C.c_bool)]
+                ("longest_node_ms", C.c_float), ("budget_missed", C.c_bool), ("n_seq_cancelled", C.c_int32)]
 
 
 class llama_cancel_generate_params(C.Structure):

@@ -1,0 +1,213 @@
+#include "pending_batch.h"
+
+#include "flag.h"
+
+#include <algorithm>
+
+namespace llama_cancel {
+
+namespace {
+
+int32_t seq_count(const llama_batch & batch, int32_t i) {
+    return batch.seq_id == nullptr ? 1 : (batch.n_seq_id != nullptr ? batch.n_seq_id[i] : 1);
+}
+
+llama_seq_id seq_of(const llama_batch & batch, int32_t i, int32_t k) {
+    return batch.seq_id == nullptr ? 0 : batch.seq_id[i][k];
+}
+
+// Tokens [a, a + n) of `batch`, sharing its arrays.
+llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
+    llama_batch s = batch;
+    s.n_tokens    = n;
+    s.token       = batch.token != nullptr ? batch.token + a : nullptr;
+    s.embd        = batch.embd != nullptr ? batch.embd + static_cast<size_t>(a) * n_embd : nullptr;
+    s.pos         = batch.pos != nullptr ? batch.pos + a : nullptr;
+    s.n_seq_id    = batch.n_seq_id != nullptr ? batch.n_seq_id + a : nullptr;
+    s.seq_id      = batch.seq_id != nullptr ? batch.seq_id + a : nullptr;
+    s.logits      = batch.logits != nullptr ? batch.logits + a : nullptr;
+    return s;
+}
+
+} // namespace
+
+pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
+                             const int8_t * const * seq_flags, int32_t n_seq_flags)
+    : batch_(batch), pos_(pos), n_embd_(n_embd), flags_(seq_flags), n_flags_(seq_flags != nullptr ? n_seq_flags : 0) {
+    index_.resize(batch.n_tokens);
+    for (int32_t i = 0; i < batch.n_tokens; ++i) {
+        index_[i] = i;
+    }
+    if (per_seq()) {
+        seqs_.resize(batch.n_tokens);
+        for (int32_t i = 0; i < batch.n_tokens; ++i) {
+            for (int32_t k = 0; k < seq_count(batch, i); ++k) {
+                seqs_[i].push_back(seq_of(batch, i, k));
+            }
+        }
+        dropped_.assign(n_flags_, false);
+    }
+}
+
+bool pending_batch::dropped(llama_seq_id s) const {
+    return s >= 0 && s < static_cast<llama_seq_id>(dropped_.size()) && dropped_[s];
+}
+
+bool pending_batch::drop_flagged() {
+    if (!per_seq()) {
+        return false;
+    }
+    std::vector<llama_seq_id> now;
+    for (llama_seq_id s : seqs_in(size())) {
+        if (s < n_flags_ && flag_is_set(flags_[s])) {
+            now.push_back(s);
+        }
+    }
+    if (now.empty()) {
+        return false;
+    }
+    std::vector<int32_t> kept(index_.begin(), index_.begin() + next_);
+    for (int32_t j = next_; j < static_cast<int32_t>(index_.size()); ++j) {
+        auto & seqs = seqs_of(index_[j]);
+        const size_t before = seqs.size();
+        seqs.erase(std::remove_if(seqs.begin(), seqs.end(),
+                                  [&](llama_seq_id s) { return std::find(now.begin(), now.end(), s) != now.end(); }),
+                   seqs.end());
+        gaps_ = gaps_ || seqs.size() != before;
+        if (!seqs.empty()) {
+            kept.push_back(index_[j]);
+        }
+    }
+    index_.swap(kept);
+    for (llama_seq_id s : now) {
+        dropped_[s] = true;
+        n_dropped_++;
+    }
+    return true;
+}
+
+bool pending_batch::flagged_in(int32_t n) const {
+    if (!per_seq()) {
+        return false;
+    }
+    for (llama_seq_id s : seqs_in(n)) {
+        if (s < n_flags_ && flag_is_set(flags_[s])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
+    std::vector<llama_seq_id> seqs;
+    for (int32_t j = next_; j < next_ + n && j < static_cast<int32_t>(index_.size()); ++j) {
+        const int32_t i = index_[j];
+        for (int32_t k = 0; k < (per_seq() ? static_cast<int32_t>(seqs_[i].size()) : seq_count(batch_, i)); ++k) {
+            const llama_seq_id s = per_seq() ? seqs_[i][k] : seq_of(batch_, i, k);
+            if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) {
+                seqs.push_back(s);
+            }
+        }
+    }
+    return seqs;
+}
+
+const std::vector<const int8_t *> & pending_batch::flags_in(int32_t n) {
+    call_flags_.clear();
+    for (llama_seq_id s : seqs_in(n)) {
+        if (per_seq() && s < n_flags_ && flags_[s] != nullptr) {
+            call_flags_.push_back(flags_[s]);
+        }
+    }
+    return call_flags_;
+}
+
+llama_batch pending_batch::next(int32_t n) {
+    if (!gaps_) {
+        return slice(batch_, index_[next_], n, n_embd_); // untouched so far: the caller's arrays
+    }
+    token_.clear(), embd_.clear(), cpos_.clear(), n_seq_.clear(), seq_ptr_.clear(), logits_.clear();
+    for (int32_t j = next_; j < next_ + n; ++j) {
+        const int32_t i = index_[j];
+        if (batch_.token != nullptr) {
+            token_.push_back(batch_.token[i]);
+        } else {
+            embd_.insert(embd_.end(), batch_.embd + static_cast<size_t>(i) * n_embd_,
+                         batch_.embd + static_cast<size_t>(i + 1) * n_embd_);
+        }
+        cpos_.push_back(pos_[i]);
+        n_seq_.push_back(static_cast<int32_t>(seqs_[i].size()));
+        seq_ptr_.push_back(seqs_[i].data());
+        if (batch_.logits != nullptr) {
+            logits_.push_back(batch_.logits[i]);
+        }
+    }
+    llama_batch b{};
+    b.n_tokens = n;
+    b.token    = batch_.token != nullptr ? token_.data() : nullptr;
+    b.embd     = batch_.token != nullptr ? nullptr : embd_.data();
+    b.pos      = cpos_.data();
+    b.n_seq_id = n_seq_.data();
+    b.seq_id   = seq_ptr_.data();
+    b.logits   = batch_.logits != nullptr ? logits_.data() : nullptr;
+    return b;
+}
+
+void pending_batch::consume(int32_t n) {
+    last_call_.assign(index_.begin() + next_, index_.begin() + next_ + n);
+    next_ += n;
+}
+
+bool pending_batch::all_dropped() const {
+    if (!per_seq() || n_dropped_ == 0) {
+        return false;
+    }
+    for (int32_t i = 0; i < batch_.n_tokens; ++i) {
+        if (!seqs_[i].empty()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int32_t pending_batch::last_call_base() const {
+    if (last_call_.empty()) {
+        return -1;
+    }
+    const int32_t n = static_cast<int32_t>(last_call_.size());
+    const bool consecutive = last_call_.back() - last_call_.front() == n - 1;
+    const bool whole = !gaps_ || std::all_of(last_call_.begin(), last_call_.end(), [&](int32_t i) {
+        return static_cast<int32_t>(seqs_[i].size()) == seq_count(batch_, i);
+    });
+    return consecutive && whole ? last_call_.front() : -1;
+}
+
+bool pending_batch::is_output(int32_t i, int32_t n_call, int32_t k, bool embeddings_context) const {
+    if (batch_.logits != nullptr) {
+        return batch_.logits[i] != 0;
+    }
+    return embeddings_context || k == n_call - 1;
+}
+
+int32_t pending_batch::last_output_of(llama_seq_id s, bool embeddings_context) const {
+    const int32_t n_call = static_cast<int32_t>(last_call_.size());
+    int32_t found = -1;
+    for (int32_t k = 0; k < n_call; ++k) {
+        const int32_t i = last_call_[k];
+        const bool in_seq = per_seq() ? std::find(seqs_[i].begin(), seqs_[i].end(), s) != seqs_[i].end()
+                                      : [&] {
+                                            for (int32_t q = 0; q < seq_count(batch_, i); ++q) {
+                                                if (seq_of(batch_, i, q) == s) {
+                                                    return true;
+                                                }
+                                            }
+                                            return false;
+                                        }();
+        if (in_seq && is_output(i, n_call, k, embeddings_context)) {
+            found = k;
+        }
+    }
+    return found;
+}
+
+} // namespace llama_cancel

@@ -1,0 +1,78 @@
+// The batch tokens a cancellable decode still has to decode, and the llama_batch of its next
+// llama_decode call. Without per-sequence bytes that is a plain slice of the caller's batch. With
+// them (llama_cancel_decode_params.seq_flags) a sequence whose byte is set is dropped from the
+// tokens not yet committed: a token of that sequence alone goes, a token shared with other
+// sequences loses that sequence id; the next calls' batches are then copies with explicit positions.
+#pragma once
+
+#include "llama.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llama_cancel {
+
+class pending_batch {
+  public:
+    // `pos`: every batch token's position (explicit, or as llama_decode would assign it).
+    // `seq_flags`: n_seq_flags bytes indexed by sequence id, entries may be NULL; NULL: none.
+    pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
+                  const int8_t * const * seq_flags, int32_t n_seq_flags);
+
+    bool    per_seq() const { return n_flags_ > 0 && flags_ != nullptr; }
+    int32_t size() const { return static_cast<int32_t>(index_.size()) - next_; }
+    // Batch index of the next token (the batch's size when none is left).
+    int32_t next_index() const { return size() > 0 ? index_[next_] : batch_.n_tokens; }
+
+    // Drops every sequence with tokens left whose byte is set now. True when one was dropped.
+    bool drop_flagged();
+    // True when the byte of a sequence among the next `n` tokens is set.
+    bool flagged_in(int32_t n) const;
+    // The sequences of the next `n` tokens, each once.
+    std::vector<llama_seq_id> seqs_in(int32_t n) const;
+    // Their bytes (not NULL), for the abort callback and the hook during the next call.
+    const std::vector<const int8_t *> & flags_in(int32_t n);
+    // The next `n` tokens as a llama_batch: valid until the next call of next().
+    llama_batch next(int32_t n);
+    // The next `n` tokens are committed; remembers them as the last call's, for outputs.
+    void consume(int32_t n);
+
+    bool    dropped(llama_seq_id s) const;
+    int32_t n_dropped() const { return n_dropped_; }
+    // True when every sequence the batch had tokens of was dropped.
+    bool    all_dropped() const;
+    // After the last call: the batch index of its first token when its tokens are consecutive
+    // batch tokens (llama.cpp's index i - that); -1 when a drop left gaps.
+    int32_t last_call_base() const;
+    // llama.cpp's index (into the last call) of sequence s's last output there; -1 when none.
+    int32_t last_output_of(llama_seq_id s, bool embeddings_context) const;
+
+  private:
+    bool is_output(int32_t i, int32_t n_call, int32_t k, bool embeddings_context) const;
+    std::vector<llama_seq_id> & seqs_of(int32_t i) { return seqs_[i]; }
+
+    const llama_batch &            batch_;
+    const std::vector<llama_pos> & pos_;
+    int32_t                        n_embd_;
+    const int8_t * const *         flags_;
+    int32_t                        n_flags_;
+
+    std::vector<int32_t>                   index_;  // batch indices still to decode, in order
+    int32_t                                next_ = 0;
+    std::vector<std::vector<llama_seq_id>> seqs_;   // per batch token: the sequences still wanted
+    std::vector<bool>                      dropped_;
+    int32_t                                n_dropped_ = 0;
+    bool                                   gaps_     = false;
+    std::vector<int32_t>                   last_call_; // batch indices of the last call's tokens
+
+    // The copy next() hands out.
+    std::vector<llama_token>   token_;
+    std::vector<float>         embd_;
+    std::vector<llama_pos>     cpos_;
+    std::vector<int32_t>       n_seq_;
+    std::vector<llama_seq_id *> seq_ptr_;
+    std::vector<int8_t>        logits_;
+    std::vector<const int8_t *> call_flags_;
+};
+
+} // namespace llama_cancel
