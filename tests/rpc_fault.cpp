@@ -2,7 +2,7 @@
 // an error: it calls GGML_ABORT("Remote RPC server crashed or returned malformed response") on its
 // dispatcher thread and the process ends with SIGABRT, whatever the caller (or llama-cancel) does.
 // CTest expects that message; if upstream ever returns an error instead, the statuses printed
-// here say so and the test fails until the README's limitation note is updated.
+// here say so and the test fails until the README's Limits is updated.
 //   rpc_fault SMALL_MODEL RPC_SERVER
 #include "support.h"
 
