@@ -10,6 +10,10 @@ int bench_backend_main(int argc, char ** argv);
 // `llama-cancel bench-memory --model PATH`: one memory-kind row (rollback cost), in its own process.
 int bench_memory_main(int argc, char ** argv);
 
+// `llama-cancel bench-seq --model PATH`: per-sequence cancel in a shared 4-sequence batch: the
+// survivors' extra time, and store-to-return latency when every sequence is cancelled.
+int bench_seq_main(int argc, char ** argv);
+
 // `llama-cancel tune --model PATH --budget-ms B`: throughput and stop latency per n_ubatch, a recommendation.
 int tune_main(int argc, char ** argv);
 

@@ -13,6 +13,7 @@ static void usage() {
                  "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
                  "  bench-mtmd      one multimodal row of the benchmark (vision, audio); bench runs it\n"
                  "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
+                 "  bench-seq       per-sequence cancel inside a shared batch: the other sequences' cost\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
                  "  tune            measure throughput and stop latency per n_ubatch for a stop-time budget\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
@@ -44,6 +45,9 @@ int main(int argc, char ** argv) {
     }
     if (std::strcmp(argv[1], "bench-memory") == 0) {
         return bench_memory_main(argc - 1, argv + 1);
+    }
+    if (std::strcmp(argv[1], "bench-seq") == 0) {
+        return bench_seq_main(argc - 1, argv + 1);
     }
     if (std::strcmp(argv[1], "bench-backend") == 0) {
         return bench_backend_main(argc - 1, argv + 1);

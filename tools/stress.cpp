@@ -2,9 +2,12 @@
 // storms from another thread; after each cancel the memory must hold exactly the committed ubatches,
 // and every resumed prefill must end with logits bit-identical to an uninterrupted one.
 #include "commands.h"
+#include "seq_batch.h"
 #include "support.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,12 +29,202 @@ struct stress_options {
     int         n       = 256;
     int         ubatch  = 32;
     uint32_t    seed    = 1;
+    bool        seq_cancel = false;
+};
+
+// --seq-cancel: each cycle decodes 4 sequences x 32 tokens in one batch and stores one or two
+// sequences' bytes at a random graph node (llama_cancel_decode_params.seq_flags).
+constexpr int k_seqs    = 4;
+constexpr int k_seq_len = 32;
+
+// The node trigger plus an optional second byte stored at the same node, right after the first.
+struct seq_trigger {
+    lcs::node_trigger t;
+    int8_t *          second = nullptr;
+
+    void after() const {
+        if (second != nullptr && __atomic_load_n(t.flag, __ATOMIC_RELAXED) != 0) {
+            __atomic_store_n(second, 1, __ATOMIC_RELAXED);
+        }
+    }
+    static bool abort_cb(void * d) {
+        auto * s = static_cast<seq_trigger *>(d);
+        lcs::node_trigger::abort_cb(&s->t);
+        s->after();
+        return false;
+    }
+    static bool eval_cb(ggml_tensor * x, bool ask, void * d) {
+        auto *     s = static_cast<seq_trigger *>(d);
+        const bool r = lcs::node_trigger::eval_cb(x, ask, &s->t);
+        if (!ask) {
+            s->after();
+        }
+        return r;
+    }
+};
+
+struct seq_stress {
+    const stress_options &                o;
+    llama_model *                         model;
+    bool                                  exact; // CPU: survivors' logits bit for bit
+    std::vector<std::vector<llama_token>> prompts;
+    seq_trigger                           trig;
+    int8_t                                idle = 0; // the trigger's byte while no store is planned
+    lcs::hook_ptr                         hook;
+    lcs::context_ptr                      ctx[2]; // 0: abort callback, 1: eval hook
+    std::vector<std::vector<float>>       want[2];
+    int                                   ticks[2] = {0, 0};
+    long                                  drops = 0, late = 0, errors = 0;
+    double                                max_diff = 0.0;
+
+    seq_stress(const stress_options & opt, llama_model * m, bool bit_exact) : o(opt), model(m), exact(bit_exact) {}
+
+    bool make(bool offloaded) {
+        trig.t.flag = &idle;
+        hook        = lcs::make_hook(seq_trigger::eval_cb, &trig);
+        lcs::context_options opt;
+        opt.n_ctx       = static_cast<uint32_t>(std::max(o.n, k_seqs * k_seq_len));
+        opt.n_batch     = k_seqs * k_seq_len;
+        opt.n_ubatch    = static_cast<uint32_t>(o.ubatch);
+        opt.n_threads   = 1;
+        opt.n_seq_max   = k_seqs;
+        opt.offload_kqv = offloaded;
+        ctx[0]           = lcs::make_context(model, opt);
+        opt.cb_eval      = llama_cancel_hook_eval_callback;
+        opt.cb_eval_data = hook.get();
+        ctx[1]           = lcs::make_context(model, opt);
+        return ctx[0] && ctx[1];
+    }
+
+    int32_t decode(int mode, lcs::seq_bytes & sb, llama_cancel_decode_result & r) {
+        llama_memory_clear(llama_get_memory(ctx[mode].get()), true);
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        if (mode == 0) {
+            p.abort_callback      = seq_trigger::abort_cb;
+            p.abort_callback_data = &trig;
+        } else {
+            p.hook = hook.get();
+        }
+        sb.fill(p);
+        lcs::multi_seq_batch b(prompts, k_seq_len);
+        return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, nullptr, 0);
+    }
+
+    // Uninterrupted decodes: the reference logits, and the trigger calls a whole decode makes.
+    bool reference(int mode) {
+        lcs::seq_bytes sb(k_seqs);
+        llama_cancel_decode_result r;
+        trig.t.calls = 0;
+        trig.t.at    = -1;
+        if (decode(mode, sb, r) != LLAMA_CANCEL_OK) {
+            std::fprintf(stderr, "error: reference decode failed: %s\n", r.message);
+            return false;
+        }
+        ticks[mode] = trig.t.calls;
+        for (int s = 0; s < k_seqs; ++s) {
+            want[mode].push_back(lcs::logits_at(ctx[mode].get(), model, sb.output[s]));
+        }
+        return true;
+    }
+
+    void fail(int c, const char * what, int s) {
+        std::fprintf(stderr, "FAIL seq cycle %d: %s (sequence %d)\n", c, what, s);
+        ++errors;
+    }
+
+    // A survivor's memory and last logits; a dropped sequence's empty memory.
+    void check_seq(int c, int mode, const lcs::seq_bytes & sb, int s) {
+        const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx[mode].get()), s);
+        if (sb.cancelled[s] != 0) {
+            if (sb.bytes[s] == 0 || pos_max != -1 || sb.output[s] != -1) {
+                fail(c, "dropped without its byte, or memory / output left", s);
+            }
+            return;
+        }
+        late += sb.bytes[s] != 0 ? 1 : 0; // stored once its tokens were all computed: kept
+        const auto got = lcs::logits_at(ctx[mode].get(), model, sb.output[s]);
+        if (pos_max != k_seq_len - 1 || got.size() != want[mode][s].size()) {
+            fail(c, "survivor's memory incomplete or no output", s);
+            return;
+        }
+        for (size_t i = 0; i < got.size(); ++i) {
+            max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[i] - want[mode][s][i])));
+        }
+        if (exact && got != want[mode][s]) {
+            fail(c, "survivor's logits differ from the uninterrupted decode's", s);
+        }
+    }
+
+    void cycle(int c, int mode, std::mt19937 & rng) {
+        lcs::seq_bytes sb(k_seqs);
+        const int a   = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
+        const int b   = (a + std::uniform_int_distribution<int>(1, k_seqs - 1)(rng)) % k_seqs;
+        trig.t.flag   = &sb.bytes[a];
+        trig.second   = std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? &sb.bytes[b] : nullptr;
+        trig.t.calls  = 0;
+        trig.t.at     = std::uniform_int_distribution<int>(1, ticks[mode])(rng);
+        llama_cancel_decode_result r;
+        const int32_t st = decode(mode, sb, r);
+        if (st != LLAMA_CANCEL_OK) {
+            fail(c, r.message[0] ? r.message : "status not OK", a);
+        }
+        int marked = 0;
+        for (int s = 0; s < k_seqs; ++s) {
+            marked += sb.cancelled[s];
+            check_seq(c, mode, sb, s);
+        }
+        if (marked != r.n_seq_cancelled) {
+            fail(c, "n_seq_cancelled disagrees with seq_cancelled", a);
+        }
+        drops += marked;
+        trig.t.flag = &idle;
+        trig.second = nullptr;
+    }
+
+    int run(const std::string & backend, bool cpu) {
+        for (int mode = 0; mode < 2; ++mode) {
+            if (!reference(mode)) {
+                return 1;
+            }
+        }
+        if (ticks[1] == 0) {
+            std::fprintf(stderr, "error: the hook's chain was never called\n");
+            return 1;
+        }
+        if (exact && want[0] != want[1]) {
+            std::fprintf(stderr, "FAIL: the hooked context's uninterrupted logits differ\n");
+            return 1;
+        }
+        std::mt19937 rng(o.seed);
+        const double t0 = lcs::now_ms();
+        for (int c = 0; c < o.cycles; ++c) {
+            // Off the CPU the abort callback is not called (ticks 0): the hook alone.
+            const int mode = cpu && ticks[0] > 0 ? c % 2 : 1;
+            cycle(c, mode, rng);
+        }
+        std::printf("seq-cancel stress on %s: %d cycles, %ld sequences dropped, %ld stored after their tokens were "
+                    "done (kept), %ld errors; survivors' logits %s (max |diff| %g)\n",
+                    backend.c_str(), o.cycles, drops, late, errors,
+                    exact ? "bit-identical to the uninterrupted decode's" : "compared", max_diff);
+        return errors == 0 ? 0 : 1;
+    }
 };
 
 } // namespace
 
 int stress_main(int argc, char ** argv) {
     stress_options o;
+    // --seq-cancel takes no value: taken out before the option/value pairs are read.
+    std::vector<char *> args;
+    for (int i = 0; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--seq-cancel") == 0) {
+            o.seq_cancel = true;
+        } else {
+            args.push_back(argv[i]);
+        }
+    }
+    argc = static_cast<int>(args.size());
+    argv = args.data();
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
         const char * v = argv[i + 1];
@@ -54,7 +247,7 @@ int stress_main(int argc, char ** argv) {
     }
     if (o.model.empty() || o.cycles < 0 || o.storm_s < 0 || argc % 2 == 0) {
         std::fprintf(stderr, "usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
-                             "                           [--cycles 1000] [--storm-seconds 2] [--seed 1]\n");
+                             "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
         return 2;
     }
     lcs::quiet_logs();
@@ -68,6 +261,18 @@ int stress_main(int argc, char ** argv) {
         return 1;
     }
     const auto prompt = lcs::make_prompt(model.get(), o.n, o.seed);
+    if (o.seq_cancel) {
+        const bool cpu = setup.devices.empty();
+        seq_stress ss(o, model.get(), cpu);
+        for (int s = 0; s < k_seqs; ++s) {
+            ss.prompts.emplace_back(prompt.begin() + s * k_seq_len, prompt.begin() + (s + 1) * k_seq_len);
+        }
+        if (!ss.make(!cpu)) {
+            std::fprintf(stderr, "error: cannot create contexts\n");
+            return 1;
+        }
+        return ss.run(o.backend, cpu);
+    }
 
     lcs::node_trigger trig;
     int8_t  flag = 0;

@@ -1,0 +1,90 @@
+// Per-sequence pieces bench-seq and `stress --seq-cancel` share: a batch of several sequences and
+// the per-sequence bytes and outputs of llama_cancel_decode_params. Header-only, tools only.
+#pragma once
+
+#include "llama-cancel.h"
+#include "llama.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace lcs {
+
+// Sequences one after another, the way servers batch their slots: sequence s holds prompts[s][0,
+// len) at positions 0..len-1 and asks for the output of its last token.
+class multi_seq_batch {
+  public:
+    multi_seq_batch(const std::vector<std::vector<llama_token>> & prompts, int32_t len) {
+        for (size_t s = 0; s < prompts.size(); ++s) {
+            for (int32_t i = 0; i < len; ++i) {
+                token_.push_back(prompts[s][i]);
+                pos_.push_back(i);
+                seq_.push_back(static_cast<llama_seq_id>(s));
+                logits_.push_back(i == len - 1 ? 1 : 0);
+            }
+        }
+        n_seq_id_.assign(token_.size(), 1);
+        for (auto & s : seq_) {
+            seq_ptr_.push_back(&s);
+        }
+    }
+    llama_batch get() {
+        llama_batch b{};
+        b.n_tokens = static_cast<int32_t>(token_.size());
+        b.token    = token_.data();
+        b.pos      = pos_.data();
+        b.n_seq_id = n_seq_id_.data();
+        b.seq_id   = seq_ptr_.data();
+        b.logits   = logits_.data();
+        return b;
+    }
+
+  private:
+    std::vector<llama_token>    token_;
+    std::vector<llama_pos>      pos_;
+    std::vector<int32_t>        n_seq_id_;
+    std::vector<llama_seq_id>   seq_;
+    std::vector<llama_seq_id *> seq_ptr_;
+    std::vector<int8_t>         logits_;
+};
+
+// One byte per sequence and the call's per-sequence outputs. Not copyable: params point into it.
+struct seq_bytes {
+    std::vector<int8_t>         bytes;
+    std::vector<const int8_t *> flags;
+    std::vector<int8_t>         cancelled;
+    std::vector<int32_t>        output;
+
+    explicit seq_bytes(int n) : bytes(n, 0), flags(n), cancelled(n, 0), output(n, -1) { point_each(); }
+    seq_bytes(const seq_bytes &) = delete;
+    seq_bytes & operator=(const seq_bytes &) = delete;
+
+    // Each sequence its own byte, all at 0.
+    void point_each() {
+        for (size_t s = 0; s < bytes.size(); ++s) {
+            bytes[s] = 0;
+            flags[s] = &bytes[s];
+        }
+    }
+    // Every sequence reads `shared`: one store stops them all at the same instant.
+    void point_all_at(const int8_t * shared) {
+        for (auto & f : flags) {
+            f = shared;
+        }
+    }
+    void fill(llama_cancel_decode_params & p) {
+        p.seq_flags     = flags.data();
+        p.n_seq_flags   = static_cast<int32_t>(flags.size());
+        p.seq_cancelled = cancelled.data();
+        p.seq_output    = output.data();
+    }
+};
+
+// Logits at llama.cpp's output index i, copied; empty when there are none.
+inline std::vector<float> logits_at(llama_context * ctx, const llama_model * model, int32_t i) {
+    const float * l = i >= 0 ? llama_get_logits_ith(ctx, i) : nullptr;
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
+}
+
+} // namespace lcs
