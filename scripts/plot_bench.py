@@ -22,7 +22,8 @@ def main(path):
     mtmd = [m for m in data.get("mtmd", []) if "encode_ms" in m]
     memory = [m for m in data.get("memory_kinds", []) if "prefill_ms" in m]
     budgets = data.get("budgets", [])
-    fig, axes = plt.subplots(2, 3, figsize=(22, 11))
+    seqs = [q for q in data.get("seq", []) if "plain_ms" in q]
+    fig, axes = plt.subplots(3, 3, figsize=(22, 16))
     axes = axes.flatten()
 
     ax = axes[0]
@@ -104,6 +105,9 @@ def main(path):
 
     plot_memory(axes[4], memory)
     plot_budgets(axes[5], budgets)
+    plot_host_cpu(axes[6], [b for b in backends if "cpu" in b])
+    plot_seq(axes[7], seqs)
+    axes[8].axis("off")
 
     fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
                  f"{data['cores']} cores, {data['runs']} runs")
@@ -165,3 +169,34 @@ def plot_memory(ax, memory):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+
+
+def plot_host_cpu(ax, backends):
+    """The decoding thread's CPU time as % of the decode's wall time, byte at 0 (issue #16)."""
+    ways = [("plain", "#f4a582", "plain llama_decode"), ("hook", "#92c5de", "hook"),
+            ("stateless", "#fee08b", "stateless eval callback")]
+    x = range(len(backends))
+    for k, (key, color, label) in enumerate(ways):
+        ax.bar([i + (k - 1) * 0.27 for i in x], [b["cpu"][key]["thread_cpu_pct_of_wall"] for b in backends],
+               width=0.27, color=color, label=label)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{b['backend']}\nb{b['batch']}" for b in backends])
+    ax.set_ylabel("decoding thread CPU, % of wall")
+    ax.set_title("Backends: host CPU during a decode")
+    if backends:
+        ax.legend()
+
+
+def plot_seq(ax, seqs):
+    """Per-sequence cancel (issue #13): the survivors' extra time and the stop, per backend."""
+    x = range(len(seqs))
+    ax.bar([i - 0.2 for i in x], [q["single"]["extra_ms"]["p50"] for q in seqs], width=0.4, color="#92c5de",
+           label="survivors' extra time, p50")
+    ax.bar([i + 0.2 for i in x], [q["all"]["p50"] for q in seqs], width=0.4, color="#f4a582",
+           label="stop (all sequences), p50")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([q["backend"] for q in seqs])
+    ax.set_ylabel("ms")
+    ax.set_title("Per-sequence cancel: 4 x 128 tokens")
+    if seqs:
+        ax.legend()
