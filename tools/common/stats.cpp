@@ -1,9 +1,9 @@
-#include "bench_util.h"
+// Statistics: percentile, max_of and latencies (see stats.h).
+#include "stats.h"
 
-#include "support.h"
+#include "json.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 namespace lcs {
@@ -21,39 +21,6 @@ double percentile(std::vector<double> v, double p) {
 
 double max_of(const std::vector<double> & v) {
     return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
-}
-
-std::thread store_at(int8_t * flag, double at, double * t_store) {
-    return std::thread([=] {
-        while (now_ms() < at - 1.0) {
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        while (now_ms() < at) {
-        }
-        *t_store = now_ms();
-        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
-    });
-}
-
-std::string json_escape(const std::string & s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-        }
-        out += c;
-    }
-    return out;
-}
-
-std::string json_list(const std::vector<double> & v) {
-    std::string out = "[";
-    char buf[32];
-    for (size_t i = 0; i < v.size(); ++i) {
-        std::snprintf(buf, sizeof(buf), "%s%.4f", i ? ", " : "", v[i]);
-        out += buf;
-    }
-    return out + "]";
 }
 
 void latencies::add(double latency_ms, bool first, bool stopped) {

@@ -1,0 +1,100 @@
+// Models, contexts, prompts and batches (see models.h).
+#include "models.h"
+
+#include "processes.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sys/stat.h>
+
+namespace lcs {
+
+model_ptr load_model(const std::string & path, int32_t n_gpu_layers) {
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers       = n_gpu_layers;
+    return model_ptr(llama_model_load_from_file(path.c_str(), mp));
+}
+
+context_ptr make_context(llama_model * model, const context_options & opt) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx           = opt.n_ctx;
+    cp.n_batch         = opt.n_batch;
+    cp.n_ubatch        = opt.n_ubatch;
+    cp.n_seq_max       = opt.n_seq_max;
+    // LLAMA_CANCEL_THREADS overrides: the ThreadSanitizer run uses 1, since ggml's CPU backend
+    // synchronizes its OpenMP workers in code TSan cannot see.
+    const char * threads = std::getenv("LLAMA_CANCEL_THREADS");
+    cp.n_threads       = threads != nullptr ? std::atoi(threads) : opt.n_threads;
+    cp.n_threads_batch = cp.n_threads;
+    cp.op_offload      = false;
+    cp.offload_kqv     = opt.offload_kqv;
+    cp.embeddings      = opt.embeddings;
+    cp.no_perf         = true;
+    cp.cb_eval           = opt.cb_eval;
+    cp.cb_eval_user_data = opt.cb_eval_data;
+    return context_ptr(llama_init_from_model(model, cp));
+}
+
+std::vector<llama_token> make_prompt(const llama_model * model, int32_t n, uint32_t seed) {
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> dist(3, n_vocab - 1); // past <unk>, <s>, </s>
+    std::vector<llama_token> out(n);
+    for (auto & t : out) {
+        t = dist(rng);
+    }
+    return out;
+}
+
+seq_batch::seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
+                     llama_seq_id seq)
+    : token_(tokens.begin() + first, tokens.begin() + first + n), pos_(n), n_seq_id_(n, 1), seq_(n, seq),
+      seq_ptr_(n), logits_(n, 0) {
+    for (int32_t i = 0; i < n; ++i) {
+        pos_[i] = start_pos + i;
+    }
+    if (n > 0) {
+        logits_[n - 1] = 1;
+    }
+}
+
+llama_batch seq_batch::get() {
+    // Pointers into seq_ are taken here, not in the constructor: a copied or moved batch stays valid.
+    for (size_t i = 0; i < seq_.size(); ++i) {
+        seq_ptr_[i] = &seq_[i];
+    }
+    llama_batch b{};
+    b.n_tokens = static_cast<int32_t>(token_.size());
+    b.token    = token_.data();
+    b.pos      = pos_.data();
+    b.n_seq_id = n_seq_id_.data();
+    b.seq_id   = seq_ptr_.data();
+    b.logits   = logits_.data();
+    return b;
+}
+
+std::vector<float> last_logits(llama_context * ctx) {
+    const float * l = llama_get_logits_ith(ctx, -1);
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)));
+    return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
+}
+
+bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
+                  const std::string & arch, const std::vector<std::string> & extra) {
+    struct stat st{};
+    if (stat(path.c_str(), &st) == 0) {
+        return true;
+    }
+    std::fprintf(stderr, "generating the synthetic %s '%s' model at %s ...\n", arch.c_str(), preset.c_str(),
+                 path.c_str());
+    std::vector<std::string> cmd = {"python3", generator, path, "--preset", preset, "--arch", arch};
+    cmd.insert(cmd.end(), extra.begin(), extra.end());
+    if (run_command(cmd) != 0) {
+        std::fprintf(stderr, "error: %s failed to generate %s\n", generator.c_str(), path.c_str());
+        return false;
+    }
+    return true;
+}
+
+} // namespace lcs

@@ -1,0 +1,67 @@
+// Models, contexts and inputs for the tools and the tests: owning pointers for llama.cpp's model
+// and context, the loading and context options the protocols need, deterministic prompts, a
+// one-sequence batch, the last logits, and the synthetic models generated on demand. Not part of
+// the library's API.
+#pragma once
+
+#include "llama.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lcs {
+
+struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
+struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };
+using model_ptr   = std::unique_ptr<llama_model, model_deleter>;
+using context_ptr = std::unique_ptr<llama_context, context_deleter>;
+
+// CPU-only model (n_gpu_layers 0) unless `n_gpu_layers` says otherwise. NULL on failure.
+model_ptr load_model(const std::string & path, int32_t n_gpu_layers = 0);
+
+struct context_options {
+    uint32_t n_ctx     = 1024;
+    uint32_t n_batch   = 512;
+    uint32_t n_ubatch  = 512;
+    int32_t  n_threads = 2;
+    uint32_t n_seq_max = 1;
+    bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
+    bool     embeddings  = false;
+    ggml_backend_sched_eval_callback cb_eval      = nullptr;
+    void *                           cb_eval_data = nullptr;
+};
+// Context with op_offload off (and offload_kqv as asked), as the protocols need. NULL on failure.
+context_ptr make_context(llama_model * model, const context_options & opt);
+
+// Deterministic prompt of `n` ordinary (non-control) tokens.
+std::vector<llama_token> make_prompt(const llama_model * model, int32_t n, uint32_t seed = 1);
+
+// A batch for one sequence: tokens[first, first + n) at positions start_pos + i, logits for the
+// last token only. Owns its storage; `get()` is valid while the object lives.
+class seq_batch {
+  public:
+    seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
+              llama_seq_id seq = 0);
+    llama_batch get();
+    // Asks (or not) for the output of batch index i.
+    void set_output(int32_t i, bool on) { logits_.at(i) = on ? 1 : 0; }
+  private:
+    std::vector<llama_token>    token_;
+    std::vector<llama_pos>      pos_;
+    std::vector<int32_t>        n_seq_id_;
+    std::vector<llama_seq_id>   seq_;
+    std::vector<llama_seq_id *> seq_ptr_;
+    std::vector<int8_t>         logits_;
+};
+
+// Logits of the last output of the last decode, copied.
+std::vector<float> last_logits(llama_context * ctx);
+
+// Generates a synthetic model with scripts/make_model.py unless `path` exists. Returns false and
+// prints why on failure.
+bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
+                  const std::string & arch = "llama", const std::vector<std::string> & extra = {});
+
+} // namespace lcs

@@ -1,0 +1,111 @@
+// Paths of the tools' files and programs (see paths.h). LLAMA_CANCEL_SCRIPTS_REL and
+// LLAMA_CANCEL_DELAY_PROXY come from CMakeLists.txt.
+#include "paths.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+#ifdef __APPLE__
+#    include <mach-o/dyld.h>
+#endif
+
+namespace lcs {
+
+std::string env_or_empty(const char * name) {
+    const char * v = std::getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+}
+
+std::string executable_dir() {
+    char exe[PATH_MAX] = {0};
+#ifdef __APPLE__
+    uint32_t size = sizeof(exe);
+    const bool ok = _NSGetExecutablePath(exe, &size) == 0;
+    const std::string path = ok ? std::string(exe) : std::string();
+#else
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    const std::string path = n > 0 ? std::string(exe, n) : std::string();
+#endif
+    const size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+namespace {
+
+bool exists(const std::string & path) {
+    struct stat st{};
+    return stat(path.c_str(), &st) == 0;
+}
+
+// mkdir -p; true when the folder exists afterwards.
+bool make_dirs(const std::string & dir) {
+    for (size_t i = 1; i <= dir.size(); ++i) {
+        if (i == dir.size() || dir[i] == '/') {
+            const std::string part = dir.substr(0, i);
+            if (!exists(part) && mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+                return false;
+            }
+        }
+    }
+    return exists(dir);
+}
+
+} // namespace
+
+std::string script_path(const std::string & name) {
+    std::vector<std::string> dirs;
+    if (!env_or_empty("LLAMA_CANCEL_SCRIPTS_DIR").empty()) {
+        dirs.push_back(env_or_empty("LLAMA_CANCEL_SCRIPTS_DIR"));
+    }
+    const std::string exe_dir = executable_dir();
+    dirs.push_back(exe_dir + "/" + LLAMA_CANCEL_SCRIPTS_REL);
+    dirs.push_back(exe_dir + "/scripts");
+    for (const auto & dir : dirs) {
+        if (exists(dir + "/" + name)) {
+            return dir + "/" + name;
+        }
+    }
+    return dirs.front() + "/" + name; // missing: the caller's error message names where it looked first
+}
+
+std::string models_cache_dir() {
+    std::string base = env_or_empty("LLAMA_CANCEL_CACHE_DIR");
+    if (base.empty() && !env_or_empty("XDG_CACHE_HOME").empty()) {
+        base = env_or_empty("XDG_CACHE_HOME") + "/llama-cancel";
+    }
+    if (base.empty() && !env_or_empty("HOME").empty()) {
+#ifdef __APPLE__
+        base = env_or_empty("HOME") + "/Library/Caches/llama-cancel";
+#else
+        base = env_or_empty("HOME") + "/.cache/llama-cancel";
+#endif
+    }
+    if (base.empty()) {
+        base = "llama-cancel-cache";
+    }
+    const std::string dir = base + "/models";
+    if (!make_dirs(dir)) {
+        std::fprintf(stderr, "warning: cannot create %s\n", dir.c_str());
+    }
+    return dir + "/";
+}
+
+// Beside the running program (an install tree holds both in bin/), else where the build made it.
+std::string delay_proxy_binary() {
+    char exe[PATH_MAX] = {0};
+    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
+        std::string beside(exe);
+        beside = beside.substr(0, beside.rfind('/') + 1) + "llama-cancel-delay-proxy";
+        if (access(beside.c_str(), X_OK) == 0) {
+            return beside;
+        }
+    }
+    return LLAMA_CANCEL_DELAY_PROXY;
+}
+
+} // namespace lcs

@@ -1,0 +1,29 @@
+// Statistics over the benchmarks' timings: percentiles, the maximum, and the store-to-return
+// latencies of one way of cancelling with the runs it did not reach counted apart. Not part of the
+// library's API.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lcs {
+
+// p in [0, 1], linear interpolation; 0 for an empty list.
+double percentile(std::vector<double> v, double p);
+double max_of(const std::vector<double> & v);
+
+// Store-to-return latencies of one way of cancelling over a benchmark's runs. A run whose work
+// returned before the byte was stored finished first: it is counted apart, never as a latency.
+struct latencies {
+    std::vector<double> ms;             // runs the store reached first
+    int                 cancelled = 0;  // runs the byte stopped
+    int                 finished_first = 0;
+
+    void   add(double latency_ms, bool finished_first, bool stopped);
+    double p50() const { return percentile(ms, 0.5); }
+    double p95() const { return percentile(ms, 0.95); }
+    // {"p50", "p95", "max", "cancelled", "finished_first", "all"}
+    std::string json() const;
+};
+
+} // namespace lcs

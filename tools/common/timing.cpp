@@ -1,0 +1,33 @@
+// Timing: now_ms, format_ms and the timed writer thread (see timing.h).
+#include "timing.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace lcs {
+
+double now_ms() {
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+std::string format_ms(double ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.9g", ms);
+    return buf;
+}
+
+std::thread store_at(int8_t * flag, double at, double * t_store) {
+    return std::thread([=] {
+        // Sleeping costs up to a scheduler tick of lateness; the last millisecond is spun instead.
+        while (now_ms() < at - 1.0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        while (now_ms() < at) {
+        }
+        *t_store = now_ms();
+        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+    });
+}
+
+} // namespace lcs

@@ -1,0 +1,21 @@
+// Timing for the tools and the tests: the steady clock in milliseconds, milliseconds as text, and
+// the writer thread that stores the cancel byte at a chosen instant. Not part of the library's API.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <thread>
+
+namespace lcs {
+
+// Steady-clock time in milliseconds (an arbitrary epoch: only differences mean anything).
+double now_ms();
+
+// Milliseconds as text with nine significant digits ("%.9g"): command lines, descriptions.
+std::string format_ms(double ms);
+
+// A thread that stores 1 into `flag` at absolute steady-clock time `at` (ms, see now_ms) and writes
+// the store's own time to *t_store. Sleeps until 1 ms before, then spins, for a precise store.
+std::thread store_at(int8_t * flag, double at, double * t_store);
+
+} // namespace lcs

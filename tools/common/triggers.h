@@ -1,0 +1,63 @@
+// Ways the tests and the benchmarks stop a graph where they mean to: a hook with a chained eval
+// callback, a trigger that stores the byte at a chosen node or abort-callback call, and a probe
+// around the stateless callback that counts its checkpoints and stores at a chosen ask. Not part of
+// the library's API.
+#pragma once
+
+#include "llama-cancel.h"
+#include "llama.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace lcs {
+
+struct hook_deleter { void operator()(llama_cancel_hook * h) const { llama_cancel_hook_free(h); } };
+using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
+
+// A hook with the default interval and `chain` (may be NULL) as its chained eval callback.
+hook_ptr make_hook(ggml_backend_sched_eval_callback chain = nullptr, void * chain_data = nullptr);
+
+// Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to:
+// as an eval callback (a hook's chain) it asks for node number `at` and stores the byte once that
+// node is computed; as an abort callback it stores at call number `at`. Counts calls either way.
+struct node_trigger {
+    int      calls = 0;
+    int      at    = -1;
+    int8_t * flag  = nullptr;
+    static bool eval_cb(ggml_tensor * t, bool ask, void * data);
+    static bool abort_cb(void * data);
+};
+
+// The stateless callback as a host binds it (cb_eval = llama_cancel_eval_callback, user data = the
+// byte), observed from outside by the tests and the benchmark: set cb_eval to eval_cb and its user
+// data to the probe; every call goes through unchanged with the probe's byte. It counts asks and
+// the checkpoints the callback passes, notes the largest node's work, and, for the tests, stores the
+// byte at ask number `store_at` as a store from another thread during that node's compute lands:
+// once the scheduler has grouped the node's view, which only a checkpoint ending that view can see.
+// The view ends at the first node answered true; when the split ends first (the next node asked
+// lives in another buffer type), the view was computed with no checkpoint and the store comes late,
+// at that next node. With `while_grouping`, it stores before ask `store_at` instead: the check made
+// while grouping sees it.
+struct stateless_probe {
+    int8_t byte           = 0;
+    int    asks           = 0;
+    int    checkpoints    = 0;     // passed, the byte at 0
+    double max_work       = 0.0;   // estimated FLOPs of the largest node asked about
+    int    store_at       = -1;
+    bool   while_grouping = false;
+    int    stored_at      = -1;    // ask number when the byte was stored
+    bool   stored_late    = false; // the view of store_at ended with no checkpoint: stored after it
+    int    stopped_at     = -1;    // ask number of the checkpoint that returned false (-1: none)
+
+    static bool eval_cb(ggml_tensor * t, bool ask, void * data);
+    // Counters, store and byte back to zero; the byte is stored at ask `at` (-1: never).
+    void rearm(int at);
+
+  private:
+    bool        pending_    = false;   // node store_at asked, its view not closed yet
+    const void * store_buft_ = nullptr; // where node store_at lives
+    void store(bool late);
+};
+
+} // namespace lcs
