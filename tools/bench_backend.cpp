@@ -303,7 +303,7 @@ bool write_json(const backend_options & o, const std::string & device, const res
 
 const char k_synopsis[] =
     "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
-    "       [--json PATH]"
+    "       [--json PATH]\n"
     "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.
