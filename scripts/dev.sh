@@ -26,7 +26,7 @@ jobs=${LLAMA_CANCEL_JOBS:-$(nproc)}
 # Debian sid packages the root holds. Changing this list installs the difference on the next call.
 packages=(
     g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib clang libclang-rt-dev
-    libllama-dev libggml-dev libgtest-dev
+    libllama-dev libggml-dev libgtest-dev nlohmann-json3-dev
     python3 python3-gguf python3-numpy
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
     llama.cpp-tools llama.cpp-tools-extra

@@ -2,7 +2,9 @@
 // floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
 // and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
 #include "commands.h"
+#include "args.h"
 #include "bench_budget.h"
+#include "json_child.h"
 #include "bench_util.h"
 #include "support.h"
 
@@ -19,9 +21,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+
+extern char ** environ;
 
 namespace {
 
@@ -42,38 +47,59 @@ struct options {
     uint32_t         seed = 42;
 };
 
-std::vector<int> parse_list(const char * s) {
-    std::vector<int> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        out.push_back(std::atoi(item.c_str()));
-    }
-    return out;
-}
+const char k_synopsis[] =
+    "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
+    "                          [--threads 1,2] [--runs N] [--seed N]\n"
+    "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
+    "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
+    "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
+    "\n"
+    "Without --model, generates (once) and uses the built-in synthetic model.\n";
 
-// A comma-separated list of names; "none" (or nothing) is the empty list.
-std::vector<std::string> parse_names(const char * s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        if (!item.empty() && item != "none") {
-            out.push_back(item);
+// The command line into `opt`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, options & opt) {
+    // --budgets: whole ms; "none" and values <= 0 are left out.
+    auto budgets = [&opt](const char * v) {
+        std::vector<float> out;
+        std::stringstream ss(v);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+            long long b = 0;
+            const std::string err = item == "none" ? "" : lcargs::parser::to_int(item.c_str(), INT_MIN, INT_MAX, &b);
+            if (!err.empty()) {
+                return "item '" + item + "' " + err;
+            }
+            if (b > 0) {
+                out.push_back(static_cast<float>(b));
+            }
         }
+        opt.budgets = out;
+        return std::string();
+    };
+    lcargs::parser p(k_synopsis);
+    p.option("--model", &opt.model, "PATH", "model to benchmark (default: the built-in synthetic model)")
+        .option("--json", &opt.json, "PATH", "where the results go (JSON; a plot beside it)")
+        .option("--batches", &opt.batches, "LIST", "batch sizes (>= 2)")
+        .option("--threads", &opt.threads, "LIST", "thread counts (>= 1)")
+        .option("--runs", &opt.runs, "N", "latency runs per row (>= 1)")
+        .option("--seed", &opt.seed, "N", "random seed")
+        .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
+        .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows")
+        .flag("--no-mtmd", &opt.mtmd, false, "leave out the multimodal rows")
+        .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
+        .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
+        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", "5,20,100");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
-    return out;
-}
-
-void usage() {
-    std::fprintf(stderr,
-                 "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
-                 "                          [--threads 1,2] [--runs N] [--seed N]\n"
-                 "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-                 "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
-                 "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
-                 "\n"
-                 "Without --model, generates (once) and uses the built-in synthetic model.\n");
+    if (opt.runs < 1 || opt.batches.empty() || opt.threads.empty() ||
+        std::any_of(opt.batches.begin(), opt.batches.end(), [](int b) { return b < 2; }) ||
+        std::any_of(opt.threads.begin(), opt.threads.end(), [](int t) { return t < 1; })) {
+        std::fprintf(stderr, "error: --runs, --batches (>= 2) and --threads (>= 1) need positive values\n");
+        return 2;
+    }
+    return -1;
 }
 
 using lcs::json_escape;
@@ -347,41 +373,57 @@ class bench {
     }
 };
 
-// Runs this executable again with `args`; for vulkan-1t with llvmpipe on one thread. Returns the
-// exit code.
 // The delay the rpc-lan rows' proxies add each way (support.cpp reads the same variable).
 std::string lan_delay_ms() {
     const char * v = std::getenv("LLAMA_CANCEL_RPC_DELAY_MS");
     return v != nullptr && *v != 0 ? v : "0.5";
 }
 
+// This process's environment for a child; for vulkan-1t with llvmpipe on one thread
+// (LP_NUM_THREADS=1 in place of any value it has here).
+std::vector<std::string> child_environment(const std::string & backend) {
+    std::vector<std::string> env;
+    const bool one_thread = backend == "vulkan-1t";
+    for (char ** e = environ; *e != nullptr; ++e) {
+        if (!one_thread || std::strncmp(*e, "LP_NUM_THREADS=", 15) != 0) {
+            env.emplace_back(*e);
+        }
+    }
+    if (one_thread) {
+        env.emplace_back("LP_NUM_THREADS=1");
+    }
+    return env;
+}
+
+// Runs this executable again with `args` (posix_spawn: no fork of this threaded process); for
+// vulkan-1t with llvmpipe on one thread. Returns the exit code (127 when it cannot be started).
 int run_self(const std::vector<std::string> & args, const std::string & backend) {
     char exe[PATH_MAX] = {0};
     if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
         return -1;
     }
+    std::vector<char *> argv{exe};
+    for (const auto & a : args) {
+        argv.push_back(const_cast<char *>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    std::vector<std::string> env = child_environment(backend);
+    std::vector<char *> envp;
+    for (auto & e : env) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
     std::fflush(stdout);
-    const pid_t pid = fork();
-    if (pid == 0) {
-        if (backend == "vulkan-1t") {
-            setenv("LP_NUM_THREADS", "1", 1);
-        }
-        std::vector<char *> argv{exe};
-        for (const auto & a : args) {
-            argv.push_back(const_cast<char *>(a.c_str()));
-        }
-        argv.push_back(nullptr);
-        execv(exe, argv.data());
-        _exit(127);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, exe, nullptr, nullptr, argv.data(), envp.data()) != 0) {
+        return 127;
     }
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+    if (waitpid(pid, &status, 0) < 0) {
         return -1;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
-
-std::string take_json(const std::string & path);
 
 // Where the generated models live: the user's cache folder, never beside the executable.
 std::string models_dir() {
@@ -413,13 +455,13 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
             rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
                            tmp}, "");
         }
-        std::string j = take_json(tmp);
-        if (j.empty()) {
+        lcs::child_json j = lcs::take_child_json(tmp);
+        if (j.text.empty()) {
             std::printf("| %-7s | skipped: the row failed (exit %d), see the messages above |\n", arch.c_str(), rc);
-            j = "{\"arch\": \"" + json_escape(arch) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
+            j.text = "{\"arch\": \"" + json_escape(arch) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
         }
-        *ok = *ok && rc == 0 && j.find("\"rollback_exact\": true") != std::string::npos;
-        out.push_back(j);
+        *ok = *ok && rc == 0 && j.is_true({"rollback_exact"});
+        out.push_back(j.text);
     }
     std::printf("\ntargets (memory kinds): rollback exact on every row: %s\n", *ok ? "met" : "MISSED (see rows)");
     return out;
@@ -462,99 +504,70 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
     return out;
 }
 
-// Reads, trims and deletes the JSON object a child row wrote; empty when there is none.
-std::string take_json(const std::string & path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    in.close();
-    std::remove(path.c_str());
-    std::string j = text.str();
-    while (!j.empty() && (j.back() == '\n' || j.back() == ' ')) {
-        j.pop_back();
+// The CPU rows' targets, read off the table.
+struct cpu_targets {
+    bool overhead = true, latency = true, thread = true, rollback = true, all_cancelled = true;
+};
+
+// One section of rows run in child processes: their JSON objects and whether their targets were met
+// through the hook and through the stateless callback.
+struct child_rows {
+    std::vector<std::string> json;
+    bool                     ok = true, stateless_ok = true;
+};
+
+// What the JSON file holds beside the options.
+struct bench_report {
+    std::string              desc;
+    uint64_t                 n_params = 0;
+    bool                     threads_overridden = false;
+    int                      threads_override   = 0;
+    std::vector<row>         rows;
+    cpu_targets              cpu;
+    child_rows               backends, mtmd;
+    std::vector<std::string> memory, budgets;
+    bool                     memory_ok = true, budget_ok = true;
+};
+
+// Without --model, the built-in synthetic model (generated once); false when it cannot be made.
+bool ensure_default_model(options & opt) {
+    if (!opt.model.empty()) {
+        return true;
     }
-    return j;
+    opt.model = models_dir() + "bench.gguf";
+    return lcs::ensure_model(lcs::script_path("make_model.py"), opt.model, "bench");
 }
 
-} // namespace
-
-int bench_main(int argc, char ** argv) {
-    options opt;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> const char * {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (a == "--model") {
-            opt.model = next();
-        } else if (a == "--json") {
-            opt.json = next();
-        } else if (a == "--batches") {
-            opt.batches = parse_list(next());
-        } else if (a == "--threads") {
-            opt.threads = parse_list(next());
-        } else if (a == "--backends") {
-            opt.backends = parse_names(next());
-        } else if (a == "--archs") {
-            opt.archs = parse_names(next());
-        } else if (a == "--budgets") {
-            opt.budgets.clear();
-            for (int b : parse_list(next())) {
-                if (b > 0) {
-                    opt.budgets.push_back(static_cast<float>(b));
-                }
-            }
-        } else if (a == "--arch-preset") {
-            opt.arch_preset = next();
-        } else if (a == "--no-mtmd") {
-            opt.mtmd = false;
-        } else if (a == "--backend-batch") {
-            opt.backend_batch = std::atoi(next());
-        } else if (a == "--runs") {
-            opt.runs = std::atoi(next());
-        } else if (a == "--seed") {
-            opt.seed = static_cast<uint32_t>(std::strtoul(next(), nullptr, 10));
-        } else if (a == "--help" || a == "-h") {
-            usage();
-            return 0;
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            usage();
-            return 2;
-        }
-    }
-    if (opt.runs < 1 || opt.batches.empty() || opt.threads.empty() ||
-        std::any_of(opt.batches.begin(), opt.batches.end(), [](int b) { return b < 2; }) ||
-        std::any_of(opt.threads.begin(), opt.threads.end(), [](int t) { return t < 1; })) {
-        std::fprintf(stderr, "error: --runs, --batches (>= 2) and --threads (>= 1) need positive values\n");
-        return 2;
-    }
-
-    const bool builtin_model = opt.model.empty(); // the budget rows add a larger model beside it
-    if (builtin_model) {
-        opt.model = models_dir() + "bench.gguf";
-        if (!lcs::ensure_model(lcs::script_path("make_model.py"), opt.model, "bench")) {
-            return 1;
-        }
-    }
-
+// The model, with its description line on stderr; null with a message when it does not load.
+lcs::model_ptr load_bench_model(const options & opt, bench_report & rep) {
     lcs::quiet_logs();
     lcs::load_backends();
     lcs::model_ptr model = lcs::load_model(opt.model);
     if (!model) {
         std::fprintf(stderr, "error: cannot load model %s\n", opt.model.c_str());
-        return 1;
+        return model;
     }
     char desc[128];
     llama_model_desc(model.get(), desc, sizeof(desc));
+    rep.desc     = desc;
+    rep.n_params = llama_model_n_params(model.get());
     std::fprintf(stderr, "model: %s (%s, %.1f M parameters), CPU backend, %u cores\n", opt.model.c_str(), desc,
-                 llama_model_n_params(model.get()) / 1e6, std::thread::hardware_concurrency());
+                 rep.n_params / 1e6, std::thread::hardware_concurrency());
+    return model;
+}
 
-    bench b(opt, model.get());
+// LLAMA_CANCEL_THREADS replaces every context's thread count: said on stderr, kept for the JSON.
+void report_threads_override(bench_report & rep) {
+    rep.threads_overridden = lcargs::threads_override(&rep.threads_override);
+    if (rep.threads_overridden) {
+        std::fprintf(stderr, "note: LLAMA_CANCEL_THREADS is set: every context runs %d thread(s), whatever the "
+                             "thread counts printed below say\n", rep.threads_override);
+    }
+}
+
+// One row per batch size and thread count.
+std::vector<row> measure_cpu_rows(const options & opt, llama_model * model) {
+    bench b(opt, model);
     std::vector<row> rows;
     const int n_steps = static_cast<int>(opt.batches.size() * opt.threads.size());
     for (int batch : opt.batches) {
@@ -562,13 +575,16 @@ int bench_main(int argc, char ** argv) {
             rows.push_back(b.run(batch, threads, static_cast<int>(rows.size()) + 1, n_steps));
         }
     }
+    return rows;
+}
 
-    // Table, llama-bench style.
+// The CPU table (llama-bench style), the rollback lines and the targets line.
+cpu_targets print_cpu_rows(const std::vector<row> & rows) {
     std::printf("\n| batch | threads | decode ms | reader overhead | (CPU time) | cancel p50 ms | p95 ms | max ms "
                 "| today p50 ms | today/ours | longest node ms | max/node | cancelled | off-thread |\n");
     std::printf("|------:|--------:|----------:|----------------:|-----------:|--------------:|-------:|-------:"
                 "|-------------:|-----------:|----------------:|---------:|----------:|-----------:|\n");
-    bool overhead_ok = true, latency_ok = true, thread_ok = true, rollback_ok = true, all_cancelled = true;
+    cpu_targets t;
     for (const row & r : rows) {
         const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5), mx = max_of(r.lat);
         std::printf("| %5d | %7d | %9.2f | %14.2f%% | %9.2f%% | %13.3f | %6.3f | %6.3f | %12.2f | %9.0fx | %15.3f "
@@ -576,11 +592,11 @@ int bench_main(int argc, char ** argv) {
                     r.batch, r.threads, r.decode_ms, r.overhead_pct, r.overhead_cpu_pct, p50, percentile(r.lat, 0.95), mx, today50,
                     p50 > 0 ? today50 / p50 : 0.0, r.longest_node_ms, r.longest_node_ms > 0 ? mx / r.longest_node_ms : 0.0,
                     r.cancelled, r.runs, r.probe_off_thread);
-        overhead_ok   = overhead_ok && r.overhead_pct <= 1.0;
-        latency_ok    = latency_ok && mx <= 2.0 * r.longest_node_ms + 1.0;
-        thread_ok     = thread_ok && r.probe_off_thread == 0;
-        rollback_ok   = rollback_ok && r.rollback_ok;
-        all_cancelled = all_cancelled && r.cancelled == r.runs;
+        t.overhead      = t.overhead && r.overhead_pct <= 1.0;
+        t.latency       = t.latency && mx <= 2.0 * r.longest_node_ms + 1.0;
+        t.thread        = t.thread && r.probe_off_thread == 0;
+        t.rollback      = t.rollback && r.rollback_ok;
+        t.all_cancelled = t.all_cancelled && r.cancelled == r.runs;
     }
     std::printf("\nrollback (n_ubatch = batch/2, byte stored at 80%% of the decode's graph nodes):\n");
     for (const row & r : rows) {
@@ -590,173 +606,236 @@ int bench_main(int argc, char ** argv) {
     }
     std::printf("\ntargets: reader overhead <= 1%%: %s; worst latency <= 2x longest node + 1 ms: %s; "
                 "off-thread calls 0: %s; every cancelled run returned 2: %s; rollback: %s\n",
-                overhead_ok ? "met" : "MISSED", latency_ok ? "met" : "MISSED", thread_ok ? "met" : "MISSED",
-                all_cancelled ? "yes" : "NO", rollback_ok ? "ok" : "MISMATCH");
+                t.overhead ? "met" : "MISSED", t.latency ? "met" : "MISSED", t.thread ? "met" : "MISSED",
+                t.all_cancelled ? "yes" : "NO", t.rollback ? "ok" : "MISMATCH");
+    return t;
+}
 
-    // Backend rows, each in its own process with exactly its backends loaded.
-    std::vector<std::string> backend_json;
-    bool backends_ok = true, stateless_ok = true;
-    if (!opt.backends.empty()) {
-        std::printf("\nbackends: upstream's abort callback alone, llama-cancel's hook (llama_cancel_decode) and the "
-                    "stateless eval callback by name (beside the abort callback), byte stored at a random 30-66%% "
-                    "point; latency over the runs the store reached before the decode returned, %% of the abort "
-                    "callback's p50; overhead with the byte at 0 (median paired ratio, and the pairs' range); the "
-                    "hook's interval in force and a checkpoint's measured round trip, ms (rpc-lan, rpc2-lan: "
-                    "servers behind a %s ms delay each way)\n\n", lan_delay_ms().c_str());
-        std::printf("| backend   | method         | batch | threads | decode ms |   p50 ms |   p95 ms |   max ms "
-                    "| %% of abort | overhead (min..max)    | checkpoints | interval (rt) | stopped   | finished first "
-                    "| thread CPU ms | of wall | process CPU ms |\n");
-        std::printf("|:----------|:---------------|------:|--------:|----------:|---------:|---------:|---------:"
-                    "|-----------:|-----------------------:|------------:|--------------:|----------:|---------------:"
-                    "|--------------:|--------:|---------------:|\n");
-        std::fflush(stdout);
+void print_backend_header() {
+    std::printf("\nbackends: upstream's abort callback alone, llama-cancel's hook (llama_cancel_decode) and the "
+                "stateless eval callback by name (beside the abort callback), byte stored at a random 30-66%% "
+                "point; latency over the runs the store reached before the decode returned, %% of the abort "
+                "callback's p50; overhead with the byte at 0 (median paired ratio, and the pairs' range); the "
+                "hook's interval in force and a checkpoint's measured round trip, ms (rpc-lan, rpc2-lan: "
+                "servers behind a %s ms delay each way)\n\n", lan_delay_ms().c_str());
+    std::printf("| backend   | method         | batch | threads | decode ms |   p50 ms |   p95 ms |   max ms "
+                "| %% of abort | overhead (min..max)    | checkpoints | interval (rt) | stopped   | finished first "
+                "| thread CPU ms | of wall | process CPU ms |\n");
+    std::printf("|:----------|:---------------|------:|--------:|----------:|---------:|---------:|---------:"
+                "|-----------:|-----------------------:|------------:|--------------:|----------:|---------------:"
+                "|--------------:|--------:|---------------:|\n");
+    std::fflush(stdout);
+}
+
+// Backend rows, each in its own process (bench-backend NAME) with exactly its backends loaded.
+child_rows backend_rows(const options & opt) {
+    child_rows out;
+    if (opt.backends.empty()) {
+        return out;
     }
+    print_backend_header();
     for (const std::string & name : opt.backends) {
-        const std::string out = opt.json + "." + name + ".tmp";
-        std::remove(out.c_str());
+        const std::string tmp = opt.json + "." + name + ".tmp";
+        std::remove(tmp.c_str());
         const int rc = run_self({"bench-backend", name, "--model", opt.model, "--runs", std::to_string(opt.runs),
                                  "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
-                                 std::to_string(opt.seed), "--json", out},
+                                 std::to_string(opt.seed), "--json", tmp},
                                 name);
-        std::string j = take_json(out);
-        if (rc != 0 || j.empty()) {
+        lcs::child_json j = lcs::take_child_json(tmp);
+        if (rc != 0 || j.text.empty()) {
             std::printf("| %-9s | skipped: the setup failed (exit %d), see the messages above |\n", name.c_str(), rc);
-            j = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " + std::to_string(rc) + "\"}";
-            backends_ok  = false;
-            stateless_ok = false;
+            j.text = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " +
+                     std::to_string(rc) + "\"}";
+            out.ok           = false;
+            out.stateless_ok = false;
         } else {
-            backends_ok = backends_ok && j.find("\"latency_le_10pct_of_abort\": true") != std::string::npos &&
-                          j.find("\"overhead_le_3pct\": true") != std::string::npos;
-            stateless_ok = stateless_ok &&
-                           j.find("\"stateless_latency_le_10pct_of_abort\": true") != std::string::npos &&
-                           j.find("\"stateless_overhead_le_3pct\": true") != std::string::npos;
+            out.ok = out.ok && j.is_true({"targets", "latency_le_10pct_of_abort"}) &&
+                     j.is_true({"targets", "overhead_le_3pct"});
+            out.stateless_ok = out.stateless_ok && j.is_true({"targets", "stateless_latency_le_10pct_of_abort"}) &&
+                               j.is_true({"targets", "stateless_overhead_le_3pct"});
         }
-        backend_json.push_back(j);
+        out.json.push_back(j.text);
     }
-    if (!opt.backends.empty()) {
-        std::printf("\ntargets (backends): p50 <= 10%% of the abort callback's, overhead <= 3%%: hook %s, "
-                    "stateless %s\n",
-                    backends_ok ? "met" : "MISSED (see rows)", stateless_ok ? "met" : "MISSED (see rows)");
-    }
+    std::printf("\ntargets (backends): p50 <= 10%% of the abort callback's, overhead <= 3%%: hook %s, "
+                "stateless %s\n",
+                out.ok ? "met" : "MISSED (see rows)", out.stateless_ok ? "met" : "MISSED (see rows)");
+    return out;
+}
 
-    // Multimodal rows: clip encodes (vision, audio) of synthetic projectors sized to the text model.
-    std::vector<std::string> mtmd_json;
-    bool mtmd_ok = true, mtmd_stateless_ok = true;
 #ifdef LLAMA_CANCEL_HAVE_MTMD
-    if (opt.mtmd) {
-        std::printf("\nmultimodal (mtmd, CPU): byte stored at a random 30-66%% point of the clip encode (through "
-                    "the hook, or the stateless eval callback by name) or of the embedding decode; without = a host "
-                    "polling between native calls; latency over the runs the store reached before the return, %% "
-                    "of the full encode or decode; overhead with the byte at 0 (median paired ratio)\n\n");
-        std::printf("| kind   | path              | tokens |   full ms | without p50 ms |   p50 ms |   p95 ms "
-                    "|   max ms |    %% of full | overhead  | stopped   | finished first (ours/without) |\n");
-        std::printf("|:-------|:------------------|-------:|----------:|---------------:|---------:|---------:"
-                    "|---------:|-------------:|----------:|----------:|------------------------------:|\n");
-        std::fflush(stdout);
-        const std::string dir = opt.model.substr(0, opt.model.find_last_of('/') + 1);
-        const int n_embd = llama_model_n_embd(model.get());
-        for (const char * kind : {"vision", "audio"}) {
-            const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
-            const std::string out = opt.json + ".mtmd-" + kind + ".tmp";
-            std::remove(out.c_str());
-            int rc = 0;
-            if (access(mmproj.c_str(), R_OK) != 0) {
-                rc = lcs::run_command({"python3", lcs::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
-                                       "small", "--n-embd-text", std::to_string(n_embd)});
-            }
-            if (rc == 0) {
-                rc = run_self({"bench-mtmd", kind, "--model", opt.model, "--mmproj", mmproj, "--runs",
-                               std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", out},
-                              "");
-            }
-            std::string j = take_json(out);
-            if (rc != 0 || j.empty()) {
-                std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
-                j = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
-                mtmd_ok           = false;
-                mtmd_stateless_ok = false;
-            } else {
-                mtmd_ok = mtmd_ok && j.find("\"latency_le_10pct_of_encode\": true") != std::string::npos &&
-                          j.find("\"overhead_le_3pct\": true") != std::string::npos;
-                mtmd_stateless_ok = mtmd_stateless_ok &&
-                                    j.find("\"stateless_latency_le_10pct_of_encode\": true") != std::string::npos &&
-                                    j.find("\"stateless_overhead_le_3pct\": true") != std::string::npos;
-            }
-            mtmd_json.push_back(j);
-        }
-        std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, overhead <= 3%%: hook %s, "
-                    "stateless %s\n",
-                    mtmd_ok ? "met" : "MISSED (see rows)", mtmd_stateless_ok ? "met" : "MISSED (see rows)");
+void print_mtmd_header() {
+    std::printf("\nmultimodal (mtmd, CPU): byte stored at a random 30-66%% point of the clip encode (through "
+                "the hook, or the stateless eval callback by name) or of the embedding decode; without = a host "
+                "polling between native calls; latency over the runs the store reached before the return, %% "
+                "of the full encode or decode; overhead with the byte at 0 (median paired ratio)\n\n");
+    std::printf("| kind   | path              | tokens |   full ms | without p50 ms |   p50 ms |   p95 ms "
+                "|   max ms |    %% of full | overhead  | stopped   | finished first (ours/without) |\n");
+    std::printf("|:-------|:------------------|-------:|----------:|---------------:|---------:|---------:"
+                "|---------:|-------------:|----------:|----------:|------------------------------:|\n");
+    std::fflush(stdout);
+}
+
+// One multimodal row in its own process (bench-mtmd KIND), its projector generated once beside the model.
+int run_mtmd_row(const options & opt, int n_embd, const char * kind, const std::string & tmp) {
+    const std::string dir    = opt.model.substr(0, opt.model.find_last_of('/') + 1);
+    const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
+    int rc = 0;
+    if (access(mmproj.c_str(), R_OK) != 0) {
+        rc = lcs::run_command({"python3", lcs::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
+                               "small", "--n-embd-text", std::to_string(n_embd)});
     }
+    if (rc == 0) {
+        rc = run_self({"bench-mtmd", kind, "--model", opt.model, "--mmproj", mmproj, "--runs",
+                       std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", tmp},
+                      "");
+    }
+    return rc;
+}
 #endif
 
-    bool memory_ok = true;
-    const std::vector<std::string> memory_json = memory_rows(opt, models_dir(), &memory_ok);
-    bool budget_ok = true;
-    const std::vector<std::string> budget_json = budget_rows(opt, builtin_model, &budget_ok);
+// Multimodal rows: clip encodes (vision, audio) of synthetic projectors sized to the text model.
+child_rows mtmd_rows(const options & opt, const llama_model * model) {
+    child_rows out;
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    if (!opt.mtmd) {
+        return out;
+    }
+    print_mtmd_header();
+    for (const char * kind : {"vision", "audio"}) {
+        const std::string tmp = opt.json + ".mtmd-" + kind + ".tmp";
+        std::remove(tmp.c_str());
+        const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind, tmp);
+        lcs::child_json j = lcs::take_child_json(tmp);
+        if (rc != 0 || j.text.empty()) {
+            std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
+            j.text = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
+            out.ok           = false;
+            out.stateless_ok = false;
+        } else {
+            out.ok = out.ok && j.is_true({"targets", "latency_le_10pct_of_encode"}) &&
+                     j.is_true({"targets", "overhead_le_3pct"});
+            out.stateless_ok = out.stateless_ok && j.is_true({"targets", "stateless_latency_le_10pct_of_encode"}) &&
+                               j.is_true({"targets", "stateless_overhead_le_3pct"});
+        }
+        out.json.push_back(j.text);
+    }
+    std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, overhead <= 3%%: hook %s, "
+                "stateless %s\n",
+                out.ok ? "met" : "MISSED (see rows)", out.stateless_ok ? "met" : "MISSED (see rows)");
+#else
+    (void) opt;
+    (void) model;
+#endif
+    return out;
+}
 
+const char * json_bool(bool b) {
+    return b ? "true" : "false";
+}
+
+// `"key": [objects]` as the file has always laid them out, one per line.
+void write_objects(std::ofstream & js, const char * key, const std::vector<std::string> & objects) {
+    js << "\"" << key << "\": [";
+    for (size_t i = 0; i < objects.size(); ++i) {
+        js << (i ? ",\n    " : "\n    ") << objects[i];
+    }
+    js << (objects.empty() ? "]" : "\n  ]");
+}
+
+void write_cpu_row(std::ofstream & js, const row & r) {
+    const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
+    js << "    {\"batch\": " << r.batch << ", \"threads\": " << r.threads << ", \"decode_ms\": " << r.decode_ms
+       << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"reader_overhead_cpu_time_pct\": "
+       << r.overhead_cpu_pct << ", \"overhead_pairs\": " << r.pairs << ", \"cancel_ms\": {\"p50\": " << p50
+       << ", \"p95\": " << percentile(r.lat, 0.95) << ", \"max\": " << max_of(r.lat)
+       << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
+       << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
+       << ", \"cancelled\": " << r.cancelled << ", \"completed_before_store\": " << r.completed_early
+       << ", \"longest_node_ms\": " << r.longest_node_ms << ", \"longest_node_op\": \""
+       << json_escape(r.longest_node_op) << "\", \"n_nodes\": " << r.n_nodes
+       << ", \"worst_over_node\": " << (r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)
+       << ", \"reader_calls\": " << r.probe_calls << ", \"off_thread_calls\": " << r.probe_off_thread
+       << ", \"rollback\": {\"n_ubatch\": " << r.rollback_ubatch << ", \"status\": \""
+       << llama_cancel_status_str(r.rollback_status) << "\", \"seq_pos_max\": " << r.rollback_pos_max
+       << ", \"expected_pos_max\": " << r.rollback_ubatch - 1 << ", \"ok\": " << json_bool(r.rollback_ok) << "}}";
+}
+
+bool write_bench_json(const options & opt, const bench_report & rep) {
     std::ofstream js(opt.json);
-    js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(desc)
-       << "\", \"n_params\": " << llama_model_n_params(model.get()) << "},\n";
+    js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(rep.desc)
+       << "\", \"n_params\": " << rep.n_params << "},\n";
     js << "  \"backend\": \"CPU\", \"cores\": " << std::thread::hardware_concurrency() << ", \"runs\": " << opt.runs
-       << ", \"seed\": " << opt.seed << ",\n";
-    js << "  \"targets\": {\"overhead_le_1pct\": " << (overhead_ok ? "true" : "false")
-       << ", \"worst_latency_le_2x_node_plus_1ms\": " << (latency_ok ? "true" : "false")
-       << ", \"zero_off_thread\": " << (thread_ok ? "true" : "false")
-       << ", \"all_cancelled_returned_2\": " << (all_cancelled ? "true" : "false")
-       << ", \"rollback_ok\": " << (rollback_ok ? "true" : "false") << "},\n";
+       << ", \"seed\": " << opt.seed;
+    if (rep.threads_overridden) {
+        js << ", \"threads_override\": " << rep.threads_override;
+    }
+    js << ",\n";
+    js << "  \"targets\": {\"overhead_le_1pct\": " << json_bool(rep.cpu.overhead)
+       << ", \"worst_latency_le_2x_node_plus_1ms\": " << json_bool(rep.cpu.latency)
+       << ", \"zero_off_thread\": " << json_bool(rep.cpu.thread)
+       << ", \"all_cancelled_returned_2\": " << json_bool(rep.cpu.all_cancelled)
+       << ", \"rollback_ok\": " << json_bool(rep.cpu.rollback) << "},\n";
     js << "  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-        const row & r = rows[i];
-        const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
-        js << "    {\"batch\": " << r.batch << ", \"threads\": " << r.threads << ", \"decode_ms\": " << r.decode_ms
-           << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"reader_overhead_cpu_time_pct\": "
-           << r.overhead_cpu_pct << ", \"overhead_pairs\": " << r.pairs << ", \"cancel_ms\": {\"p50\": " << p50
-           << ", \"p95\": " << percentile(r.lat, 0.95) << ", \"max\": " << max_of(r.lat)
-           << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
-           << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
-           << ", \"cancelled\": " << r.cancelled << ", \"completed_before_store\": " << r.completed_early
-           << ", \"longest_node_ms\": " << r.longest_node_ms << ", \"longest_node_op\": \""
-           << json_escape(r.longest_node_op) << "\", \"n_nodes\": " << r.n_nodes
-           << ", \"worst_over_node\": " << (r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)
-           << ", \"reader_calls\": " << r.probe_calls << ", \"off_thread_calls\": " << r.probe_off_thread
-           << ", \"rollback\": {\"n_ubatch\": " << r.rollback_ubatch << ", \"status\": \""
-           << llama_cancel_status_str(r.rollback_status) << "\", \"seq_pos_max\": " << r.rollback_pos_max
-           << ", \"expected_pos_max\": " << r.rollback_ubatch - 1 << ", \"ok\": " << (r.rollback_ok ? "true" : "false")
-           << "}}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    for (size_t i = 0; i < rep.rows.size(); ++i) {
+        write_cpu_row(js, rep.rows[i]);
+        js << (i + 1 < rep.rows.size() ? "," : "") << "\n";
     }
-    js << "  ],\n  \"backends\": [";
-    for (size_t i = 0; i < backend_json.size(); ++i) {
-        js << (i ? ",\n    " : "\n    ") << backend_json[i];
-    }
-    js << (backend_json.empty() ? "]" : "\n  ]") << ",\n  \"backends_targets_met\": " << (backends_ok ? "true" : "false")
-       << ",\n  \"backends_stateless_targets_met\": " << (stateless_ok ? "true" : "false")
-       << ",\n  \"mtmd\": [";
-    for (size_t i = 0; i < mtmd_json.size(); ++i) {
-        js << (i ? ",\n    " : "\n    ") << mtmd_json[i];
-    }
-    js << (mtmd_json.empty() ? "]" : "\n  ]") << ",\n  \"mtmd_targets_met\": " << (mtmd_ok ? "true" : "false")
-       << ",\n  \"mtmd_stateless_targets_met\": " << (mtmd_stateless_ok ? "true" : "false")
-       << ",\n  \"memory_kinds\": [";
-    for (size_t i = 0; i < memory_json.size(); ++i) {
-        js << (i ? ",\n    " : "\n    ") << memory_json[i];
-    }
-    js << (memory_json.empty() ? "]" : "\n  ]") << ",\n  \"memory_rollback_exact\": "
-       << (memory_ok ? "true" : "false") << ",\n  \"budgets\": [";
-    for (size_t i = 0; i < budget_json.size(); ++i) {
-        js << (i ? ",\n    " : "\n    ") << budget_json[i];
-    }
-    js << (budget_json.empty() ? "]" : "\n  ]") << ",\n  \"budget_targets_met\": " << (budget_ok ? "true" : "false")
-       << "\n}\n";
+    js << "  ],\n  ";
+    write_objects(js, "backends", rep.backends.json);
+    js << ",\n  \"backends_targets_met\": " << json_bool(rep.backends.ok)
+       << ",\n  \"backends_stateless_targets_met\": " << json_bool(rep.backends.stateless_ok) << ",\n  ";
+    write_objects(js, "mtmd", rep.mtmd.json);
+    js << ",\n  \"mtmd_targets_met\": " << json_bool(rep.mtmd.ok)
+       << ",\n  \"mtmd_stateless_targets_met\": " << json_bool(rep.mtmd.stateless_ok) << ",\n  ";
+    write_objects(js, "memory_kinds", rep.memory);
+    js << ",\n  \"memory_rollback_exact\": " << json_bool(rep.memory_ok) << ",\n  ";
+    write_objects(js, "budgets", rep.budgets);
+    js << ",\n  \"budget_targets_met\": " << json_bool(rep.budget_ok) << "\n}\n";
     js.close();
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());
-        return 1;
+        return false;
     }
     std::printf("\nsaved %s\n", opt.json.c_str());
+    return true;
+}
+
+void plot(const std::string & json) {
     const std::string plotter = lcs::script_path("plot_bench.py");
-    if (lcs::run_command({"python3", plotter, opt.json}) != 0) {
+    if (lcs::run_command({"python3", plotter, json}) != 0) {
         std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
     }
+}
+
+} // namespace
+
+int bench_main(int argc, char ** argv) {
+    options opt;
+    const int rc = parse_options(argc, argv, opt);
+    if (rc >= 0) {
+        return rc;
+    }
+    const bool builtin_model = opt.model.empty(); // the budget rows add a larger model beside it
+    if (!ensure_default_model(opt)) {
+        return 1;
+    }
+    bench_report rep;
+    lcs::model_ptr model = load_bench_model(opt, rep);
+    if (!model) {
+        return 1;
+    }
+    report_threads_override(rep);
+
+    rep.rows     = measure_cpu_rows(opt, model.get());
+    rep.cpu      = print_cpu_rows(rep.rows);
+    rep.backends = backend_rows(opt);
+    rep.mtmd     = mtmd_rows(opt, model.get());
+    rep.memory   = memory_rows(opt, models_dir(), &rep.memory_ok);
+    rep.budgets  = budget_rows(opt, builtin_model, &rep.budget_ok);
+
+    if (!write_bench_json(opt, rep)) {
+        return 1;
+    }
+    plot(opt.json);
     return 0;
 }

@@ -3,6 +3,7 @@
 // alone, with llama-cancel's hook (llama_cancel_decode), and with the stateless eval callback bound
 // by name; the hook's and the stateless callback's overhead with the byte at 0, side by side.
 #include "commands.h"
+#include "args.h"
 #include "bench_util.h"
 #include "support.h"
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -265,13 +267,17 @@ std::string json_array(const std::vector<double> & v) {
     return js + "]";
 }
 
-bool write_json(const backend_options & o, const std::string & device, const results & r, double budget_flops) {
+bool write_json(const backend_options & o, const std::string & device, const results & r, double budget_flops,
+                std::optional<int> threads_override) {
     auto met = [](bool b) { return b ? "true" : "false"; };
     auto latency_met = [&](int w) { return met(r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0); };
     std::ofstream js(o.json);
     js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << lcs::json_escape(device)
-       << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs
-       << ", \"decode_ms\": " << r.decode_ms << ", \"hook_overhead_pct\": " << r.overhead_pct[with_hook]
+       << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads;
+    if (threads_override) {
+        js << ", \"threads_override\": " << *threads_override;
+    }
+    js << ", \"runs\": " << o.runs << ", \"decode_ms\": " << r.decode_ms << ", \"hook_overhead_pct\": " << r.overhead_pct[with_hook]
        << ", \"hook_overhead_pairs_pct\": " << json_array(r.ratio_pct[with_hook])
        << ", \"stateless_overhead_pairs_pct\": " << json_array(r.ratio_pct[by_name])
        << ", \"hook_interval_ms\": " << r.interval_ms << ", \"round_trip_ms\": " << r.round_trip_ms
@@ -295,89 +301,80 @@ bool write_json(const backend_options & o, const std::string & device, const res
     return true;
 }
 
-} // namespace
+const char k_synopsis[] =
+    "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
+    "       [--json PATH]\n"
+    "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n";
 
-int bench_backend_main(int argc, char ** argv) {
-    backend_options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const char * v = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (a[0] != '-' && o.name.empty()) {
-            o.name = a;
-            continue;
-        }
-        if (v == nullptr) {
-            std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
-            return 2;
-        }
-        ++i;
-        if (a == "--model") {
-            o.model = v;
-        } else if (a == "--json") {
-            o.json = v;
-        } else if (a == "--rpc-server") {
-            o.rpc_server = v;
-        } else if (a == "--runs") {
-            o.runs = std::atoi(v);
-        } else if (a == "--batch") {
-            o.batch = std::atoi(v);
-        } else if (a == "--threads") {
-            o.threads = std::atoi(v);
-        } else if (a == "--interval") {
-            o.interval_ms = static_cast<float>(std::atof(v));
-        } else if (a == "--seed") {
-            o.seed = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return 2;
-        }
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, backend_options & o) {
+    lcargs::parser p(k_synopsis);
+    p.positional("NAME", &o.name, "the backend setup: vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas or cpu")
+        .option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--json", &o.json, "PATH", "where the row's JSON goes")
+        .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
+        .option("--runs", &o.runs, "N", "latency runs (>= 1)")
+        .option("--batch", &o.batch, "N", "prompt tokens, one ubatch (>= 2)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
+        .option("--interval", &o.interval_ms, "MS", "the hook's checkpoint interval, 0: the library's default")
+        .option("--seed", &o.seed, "N", "random seed");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
     if (o.name.empty() || o.model.empty() || o.runs < 1 || o.batch < 2 || o.threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
-                             "       [--json PATH]"
-                             "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n");
+        std::fprintf(stderr, "%s", k_synopsis);
         return 2;
     }
+    return -1;
+}
 
-    lcs::quiet_logs();
-    // vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
-    // the host's spin-wait at each synchronize does not take a core from the "GPU".
-    // rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
-    const std::string setup_name = o.name == "vulkan-1t" ? "vulkan"
-                                   : o.name == "rpc"     ? "rpc1"
-                                   : o.name == "rpc-lan" ? "rpc1-lan"
-                                                         : o.name;
+// The support library's setup behind a row's name; empty (with a message) for an unknown one.
+// vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
+// the host's spin-wait at each synchronize does not take a core from the "GPU".
+// rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
+std::string setup_name(const std::string & name) {
+    const std::string setup = name == "vulkan-1t" ? "vulkan"
+                              : name == "rpc"     ? "rpc1"
+                              : name == "rpc-lan" ? "rpc1-lan"
+                                                  : name;
     const char * const known[] = {"vulkan", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan", "blas", "cpu"};
-    if (std::find(std::begin(known), std::end(known), setup_name) == std::end(known)) {
+    if (std::find(std::begin(known), std::end(known), setup) == std::end(known)) {
         std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas, cpu)\n",
-                     o.name.c_str());
-        return 2;
+                     name.c_str());
+        return "";
     }
-    lcs::backend_setup setup;
-    if (!lcs::setup_backend(setup_name, o.rpc_server, o.threads, setup)) {
-        return 1;
-    }
-    lcs::model_ptr model = setup.load(o.model, -1);
-    if (!model) {
-        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
-        return 1;
-    }
+    return setup;
+}
 
-    contenders c;
-    if (!c.make(model.get(), o, !setup.devices.empty())) {
-        std::fprintf(stderr, "error: cannot create contexts on %s\n", o.name.c_str());
-        return 1;
+// LLAMA_CANCEL_THREADS replaces the contexts' thread count: said on stderr; its value when set.
+std::optional<int> report_threads_override(const backend_options & o) {
+    int n = 0;
+    if (!lcargs::threads_override(&n)) {
+        return std::nullopt;
     }
-    const auto prompt = lcs::make_prompt(model.get(), o.batch, o.seed);
-    // Warm-up; the hook and the stateless callback also learn the device's rate here.
+    std::fprintf(stderr, "[%s] note: LLAMA_CANCEL_THREADS is set: the contexts run %d thread(s), not --threads %d\n",
+                 o.name.c_str(), n, o.threads);
+    return n;
+}
+
+// Two decodes each way; the hook and the stateless callback also learn the device's rate here.
+bool warm_up(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt) {
     for (int i = 0; i < 2 * n_ways; ++i) {
         const timed t = c.decode(i % n_ways, prompt, 0, 0);
         if (t.status != LLAMA_CANCEL_OK) {
             std::fprintf(stderr, "error: decoding on %s (%s) failed: status %d\n", o.name.c_str(),
                          k_way_names[i % n_ways], t.status);
-            return 1;
+            return false;
         }
     }
+    return true;
+}
+
+// Overhead, then cancel latency, then the hook's interval and round trip; the hook's FLOP budget in
+// *budget_flops.
+results measure(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt,
+                double * budget_flops) {
     results r;
     std::fprintf(stderr, "[%s] overhead\n", o.name.c_str());
     measure_overhead(c, o, prompt, r);
@@ -386,7 +383,44 @@ int bench_backend_main(int argc, char ** argv) {
     const llama_cancel_hook_stats stats = llama_cancel_hook_get_stats(c.hook.get());
     r.interval_ms   = stats.interval_ms;
     r.round_trip_ms = stats.round_trip_ms;
+    *budget_flops   = stats.budget_flops;
+    return r;
+}
+
+} // namespace
+
+int bench_backend_main(int argc, char ** argv) {
+    backend_options o;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
+    }
+    lcs::quiet_logs();
+    const std::string setup_as = setup_name(o.name);
+    if (setup_as.empty()) {
+        return 2;
+    }
+    const std::optional<int> threads_override = report_threads_override(o);
+    lcs::backend_setup setup;
+    if (!lcs::setup_backend(setup_as, o.rpc_server, o.threads, setup)) {
+        return 1;
+    }
+    lcs::model_ptr model = setup.load(o.model, -1);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
+        return 1;
+    }
+    contenders c;
+    if (!c.make(model.get(), o, !setup.devices.empty())) {
+        std::fprintf(stderr, "error: cannot create contexts on %s\n", o.name.c_str());
+        return 1;
+    }
+    const auto prompt = lcs::make_prompt(model.get(), o.batch, o.seed);
+    if (!warm_up(c, o, prompt)) {
+        return 1;
+    }
+    double budget = 0;
+    const results r = measure(c, o, prompt, &budget);
     print_rows(o, r);
-    const double budget = stats.budget_flops;
-    return o.json.empty() || write_json(o, setup.description, r, budget) ? 0 : 1;
+    return o.json.empty() || write_json(o, setup.description, r, budget, threads_override) ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 // and alternated, for a prefill in n_ubatch slices (a partial-state snapshot before each slice on
 // models with recurrent state) and for single-token decodes (one snapshot per token); the snapshot
 // itself (bytes, copy and restore times); and checks one cancel against a clean decode.
+#include "args.h"
 #include "bench_util.h"
 #include "commands.h"
 #include "support.h"
@@ -29,32 +30,22 @@ struct memory_options {
     int         threads = 2;
 };
 
-bool parse(int argc, char ** argv, memory_options & o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (i + 1 >= argc) {
-            std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
-            return false;
-        }
-        const char * v = argv[++i];
-        if (a == "--model") {
-            o.model = v;
-        } else if (a == "--json") {
-            o.json = v;
-        } else if (a == "--runs") {
-            o.runs = std::atoi(v);
-        } else if (a == "--threads") {
-            o.threads = std::atoi(v);
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return false;
-        }
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, memory_options & o) {
+    lcargs::parser p("usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--json OUT]\n");
+    p.option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--json", &o.json, "OUT", "where the row's JSON goes")
+        .option("--runs", &o.runs, "N", "paired runs (>= 3)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
     if (o.model.empty() || o.runs < 3 || o.threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--json OUT]\n");
-        return false;
+        p.print_usage(stderr);
+        return 2;
     }
-    return true;
+    return -1;
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx) {
@@ -226,8 +217,9 @@ std::string stats_json(const ratio_stats & s) {
 
 int bench_memory_main(int argc, char ** argv) {
     memory_options o;
-    if (!parse(argc, argv, o)) {
-        return 2;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
     }
     lcs::quiet_logs();
     lcs::load_backends();

@@ -2,6 +2,7 @@
 // process: encode time, cancel latency inside the clip encode (through the hook and through the
 // stateless eval callback bound by name) and inside the embedding decode, against a host that polls
 // its byte between native calls, and the encode overhead of both callbacks with the byte at 0. CPU.
+#include "args.h"
 #include "bench_util.h"
 #include "commands.h"
 #include "support.h"
@@ -305,79 +306,96 @@ void write_json(const std::string & path, const std::string & kind, const std::s
        << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0) << "}}\n";
 }
 
-} // namespace
+struct mtmd_options {
+    std::string kind, model, mmproj, json;
+    int         runs = 10, threads = 2;
+    uint32_t    seed = 42;
+};
 
-int bench_mtmd_main(int argc, char ** argv) {
-    std::string kind, model_path, mmproj, json;
-    int runs = 10, threads = 2;
-    uint32_t seed = 42;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a[0] != '-' && kind.empty()) {
-            kind = a;
-            continue;
-        }
-        const char * v = i + 1 < argc ? argv[++i] : "";
-        if (a == "--model") {
-            model_path = v;
-        } else if (a == "--mmproj") {
-            mmproj = v;
-        } else if (a == "--json") {
-            json = v;
-        } else if (a == "--runs") {
-            runs = std::atoi(v);
-        } else if (a == "--threads") {
-            threads = std::atoi(v);
-        } else if (a == "--seed") {
-            seed = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-        }
+const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio --model TEXT.gguf --mmproj MMPROJ.gguf "
+                          "[--runs N] [--threads N] [--json PATH]\n";
+
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, mtmd_options & o) {
+    lcargs::parser p(k_synopsis);
+    p.positional("KIND", &o.kind, "vision or audio")
+        .option("--model", &o.model, "TEXT.gguf", "the text model (required)")
+        .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "the projector (required)")
+        .option("--json", &o.json, "PATH", "where the row's JSON goes")
+        .option("--runs", &o.runs, "N", "runs (>= 1)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
+        .option("--seed", &o.seed, "N", "random seed");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
-    if ((kind != "vision" && kind != "audio") || model_path.empty() || mmproj.empty() || runs < 1 || threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel bench-mtmd vision|audio --model TEXT.gguf --mmproj MMPROJ.gguf "
-                             "[--runs N] [--threads N] [--json PATH]\n");
+    if ((o.kind != "vision" && o.kind != "audio") || o.model.empty() || o.mmproj.empty() || o.runs < 1 ||
+        o.threads < 1) {
+        std::fprintf(stderr, "%s", k_synopsis);
         return 2;
     }
-    lcs::quiet_logs();
-    mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
-    lcs::load_backends();
-    lcs::model_ptr model = lcs::load_model(model_path);
-    if (!model) {
-        std::fprintf(stderr, "error: cannot load %s\n", model_path.c_str());
-        return 1;
-    }
-    encoders e;
-    if (!e.make(mmproj, model.get(), threads, kind == "vision")) {
-        return 1;
-    }
-    results r;
-    r.n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(e.chunk[plain]));
-    for (int i = 0; i < 2 * n_ways; ++i) { // warm-up; the hook and the stateless callback learn the CPU's rate
+    return -1;
+}
+
+// Two encodes each way; the hook and the stateless callback learn the CPU's rate.
+bool warm_up(encoders & e) {
+    for (int i = 0; i < 2 * n_ways; ++i) {
         e.encode(i % n_ways, 0, 0);
         if (e.last_ret != 0) {
             std::fprintf(stderr, "error: mtmd_encode_chunk returned %d\n", e.last_ret);
-            return 1;
+            return false;
         }
     }
-    std::fprintf(stderr, "[mtmd %s] encode overhead\n", kind.c_str());
-    measure_encode(e, runs, r);
+    return true;
+}
 
-    embd_decoder d;
-    if (!d.make(model.get(), e, r.n_tokens, threads)) {
-        std::fprintf(stderr, "error: cannot create a context for the embeddings\n");
-        return 1;
-    }
+// The embedding decode's plain time: the median of a few decodes after one warm-up.
+double measure_decode(embd_decoder & d, int runs) {
     d.decode(false, 0, 0);
     std::vector<double> dec;
     for (int i = 0; i < std::max(3, runs / 2); ++i) {
         dec.push_back(d.decode(false, 0, 0).ms);
     }
-    r.decode_ms = lcs::percentile(dec, 0.5);
+    return lcs::percentile(dec, 0.5);
+}
 
-    std::fprintf(stderr, "[mtmd %s] cancel latency\n", kind.c_str());
-    measure_latency(e, d, runs, seed, r);
-    print_rows(kind, r, runs);
-    if (!json.empty()) {
-        write_json(json, kind, mmproj, threads, runs, r);
+} // namespace
+
+int bench_mtmd_main(int argc, char ** argv) {
+    mtmd_options o;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
+    }
+    lcs::quiet_logs();
+    mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+    lcs::load_backends();
+    lcs::model_ptr model = lcs::load_model(o.model);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
+        return 1;
+    }
+    encoders e;
+    if (!e.make(o.mmproj, model.get(), o.threads, o.kind == "vision") || !warm_up(e)) {
+        return 1;
+    }
+    results r;
+    r.n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(e.chunk[plain]));
+    std::fprintf(stderr, "[mtmd %s] encode overhead\n", o.kind.c_str());
+    measure_encode(e, o.runs, r);
+
+    embd_decoder d;
+    if (!d.make(model.get(), e, r.n_tokens, o.threads)) {
+        std::fprintf(stderr, "error: cannot create a context for the embeddings\n");
+        return 1;
+    }
+    r.decode_ms = measure_decode(d, o.runs);
+
+    std::fprintf(stderr, "[mtmd %s] cancel latency\n", o.kind.c_str());
+    measure_latency(e, d, o.runs, o.seed, r);
+    print_rows(o.kind, r, o.runs);
+    if (!o.json.empty()) {
+        write_json(o.json, o.kind, o.mmproj, o.threads, o.runs, r);
     }
     return 0;
 }

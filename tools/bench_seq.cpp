@@ -10,6 +10,7 @@
 // (c) all: the 4 sequences' bytes stored at once at such a point: store-to-return latency.
 // Runs whose decode returned before the store are counted apart ("finished first"), never as 0 ms.
 #include "commands.h"
+#include "args.h"
 #include "bench_util.h"
 #include "seq_batch.h"
 #include "support.h"
@@ -282,40 +283,46 @@ bool write_json(const seq_options & o, const std::string & description, const be
     return static_cast<bool>(f);
 }
 
-bool parse(int argc, char ** argv, seq_options & o) {
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const char *      v = argv[i + 1];
-        if (a == "--model") {
-            o.model = v;
-        } else if (a == "--backend") {
-            o.backend = v;
-        } else if (a == "--json") {
-            o.json = v;
-        } else if (a == "--rpc-server") {
-            o.rpc_server = v;
-        } else if (a == "--runs") {
-            o.runs = std::atoi(v);
-        } else if (a == "--threads") {
-            o.threads = std::atoi(v);
-        } else if (a == "--seed") {
-            o.seed = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return false;
-        }
+const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1] [--runs 10]\n"
+                          "       [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH]\n";
+
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, seq_options & o) {
+    lcargs::parser p(k_synopsis);
+    p.option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--backend", &o.backend, "NAME", "backend setup")
+        .option("--json", &o.json, "FILE", "where the JSON goes")
+        .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
+        .option("--runs", &o.runs, "N", "runs (>= 1)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
+        .option("--seed", &o.seed, "N", "random seed");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
-    return argc % 2 == 1 && !o.model.empty() && o.runs >= 1 && o.threads >= 1;
+    if (o.model.empty() || o.runs < 1 || o.threads < 1) {
+        std::fprintf(stderr, "%s", k_synopsis);
+        return 2;
+    }
+    return -1;
+}
+
+// Survivors' logits that differ on the CPU fail the run.
+bool report_logits(const bench_results & r, bool cpu) {
+    if (cpu && r.logits.mismatches > 0) {
+        std::fprintf(stderr, "FAIL: %d survivors' logits differ from the plain run's\n", r.logits.mismatches);
+        return false;
+    }
+    return true;
 }
 
 } // namespace
 
 int bench_seq_main(int argc, char ** argv) {
     seq_options o;
-    if (!parse(argc, argv, o)) {
-        std::fprintf(stderr, "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1] [--runs 10]\n"
-                             "       [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH]\n");
-        return 2;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
     }
     lcs::quiet_logs();
     bench_setup b;
@@ -329,9 +336,7 @@ int bench_seq_main(int argc, char ** argv) {
     }
     finish(r);
     print_row(o, r, b.cpu);
-    if (b.cpu && r.logits.mismatches > 0) {
-        std::fprintf(stderr, "FAIL: %d survivors' logits differ from the plain run's\n", r.logits.mismatches);
-    }
-    const bool ok = o.json.empty() || write_json(o, b.setup.description, r);
-    return ok && !(b.cpu && r.logits.mismatches > 0) ? 0 : 1;
+    const bool logits_ok = report_logits(r, b.cpu);
+    const bool ok        = o.json.empty() || write_json(o, b.setup.description, r);
+    return ok && logits_ok ? 0 : 1;
 }

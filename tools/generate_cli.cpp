@@ -2,6 +2,7 @@
 // the decode in flight stops, and the tool prints what it had and how long the stop took. A second
 // Ctrl-C exits at once.
 #include "commands.h"
+#include "args.h"
 #include "support.h"
 
 #ifdef LLAMA_CANCEL_HAVE_MTMD
@@ -9,12 +10,14 @@
 #    include "mtmd.h"
 #endif
 
+#include <algorithm>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -59,108 +62,100 @@ std::string default_model() {
     return lcs::models_cache_dir() + "bench.gguf";
 }
 
-} // namespace
+struct generate_options {
+    std::string model, prompt = "hello world", mmproj, media;
+    int         n_predict = 32, threads = 2, batch = 512, prompt_tokens = 0;
+};
 
-int generate_main(int argc, char ** argv) {
-    std::string model_path, prompt = "hello world", mmproj, media;
-    int n_predict = 32, threads = 2, batch = 512, prompt_tokens = 0;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const char * v = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (v == nullptr) {
-            std::fprintf(stderr, "usage: llama-cancel generate [--model PATH] [--prompt TEXT | --prompt-tokens N]\n"
-                                 "                            [--n-predict N] [--threads N] [--batch N]\n"
-                                 "                            [--mmproj PATH (--image FILE | --audio FILE)]\n");
-            return 2;
-        }
-        ++i;
-        if (a == "--model" || a == "-m") {
-            model_path = v;
-        } else if (a == "--prompt" || a == "-p") {
-            prompt = v;
-        } else if (a == "--mmproj") {
-            mmproj = v;
-        } else if (a == "--image" || a == "--audio") {
-            media = v;
-        } else if (a == "--prompt-tokens") {
-            prompt_tokens = std::atoi(v);
-        } else if (a == "--n-predict" || a == "-n") {
-            n_predict = std::atoi(v);
-        } else if (a == "--threads" || a == "-t") {
-            threads = std::atoi(v);
-        } else if (a == "--batch" || a == "-b") {
-            batch = std::atoi(v);
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return 2;
-        }
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, generate_options & o) {
+    lcargs::parser p("usage: llama-cancel generate [--model PATH] [--prompt TEXT | --prompt-tokens N]\n"
+                     "                            [--n-predict N] [--threads N] [--batch N]\n"
+                     "                            [--mmproj PATH (--image FILE | --audio FILE)]\n");
+    p.option("--model|-m", &o.model, "PATH", "model (default: the built-in synthetic model)")
+        .option("--prompt|-p", &o.prompt, "TEXT", "the prompt")
+        .option("--prompt-tokens", &o.prompt_tokens, "N", "a prompt of N generated tokens instead (0: the text)")
+        .option("--n-predict|-n", &o.n_predict, "N", "tokens to generate")
+        .option("--threads|-t", &o.threads, "N", "CPU threads")
+        .option("--batch|-b", &o.batch, "N", "n_batch")
+        .option("--mmproj", &o.mmproj, "PATH", "multimodal projector")
+        .option("--image", &o.media, "FILE", "an image for the projector")
+        .option("--audio", &o.media, "FILE", "an audio file for the projector");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
-    if (mmproj.empty() != media.empty()) {
+    if (o.mmproj.empty() != o.media.empty()) {
         std::fprintf(stderr, "error: --mmproj and --image/--audio go together\n");
         return 2;
     }
 #ifndef LLAMA_CANCEL_HAVE_MTMD
-    if (!mmproj.empty()) {
+    if (!o.mmproj.empty()) {
         std::fprintf(stderr, "error: this build has no libmtmd: --mmproj is not available\n");
         return 2;
     }
 #endif
-    if (n_predict < 0 || threads < 1 || batch < 1 || prompt_tokens < 0) {
+    if (o.n_predict < 0 || o.threads < 1 || o.batch < 1 || o.prompt_tokens < 0) {
         std::fprintf(stderr, "error: --n-predict, --threads, --batch and --prompt-tokens need positive values\n");
         return 2;
     }
-    if (model_path.empty()) {
-        model_path = default_model();
-        if (!lcs::ensure_model(lcs::script_path("make_model.py"), model_path, "bench")) {
-            return 1;
-        }
-    }
+    return -1;
+}
 
+void install_sigint() {
     struct sigaction sa{};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
+}
 
-    lcs::quiet_logs();
-    lcs::load_backends();
-    std::fprintf(stderr, "loading %s (Ctrl-C cancels)\n", model_path.c_str());
+// The model, its load cancellable by Ctrl-C; -1 when it loaded, else the exit status.
+int load_model(const std::string & path, lcs::model_ptr & model) {
+    std::fprintf(stderr, "loading %s (Ctrl-C cancels)\n", path.c_str());
     llama_cancel_load_result lr;
-    lcs::model_ptr model(llama_cancel_model_load(model_path.c_str(), llama_model_default_params(), &g_flag, &lr));
-    if (!model) {
-        if (lr.status == LLAMA_CANCEL_CANCELLED) {
-            std::printf("\n[load cancelled after %.1f ms from Ctrl-C]\n", ms_since_signal());
-            return 130;
-        }
-        std::fprintf(stderr, "error: %s\n", lr.message);
-        return 1;
+    model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), &g_flag, &lr));
+    if (model) {
+        return -1;
     }
-    const llama_vocab * vocab = llama_model_get_vocab(model.get());
+    if (lr.status == LLAMA_CANCEL_CANCELLED) {
+        std::printf("\n[load cancelled after %.1f ms from Ctrl-C]\n", ms_since_signal());
+        return 130;
+    }
+    std::fprintf(stderr, "error: %s\n", lr.message);
+    return 1;
+}
 
-    // The prompt: text tokens, or (with --mmproj) mtmd chunks holding the image or audio.
-    std::vector<llama_token> tokens;
-    size_t n_prompt_pos = 0;
 #ifdef LLAMA_CANCEL_HAVE_MTMD
+// With --mmproj: the projector (its load cancellable, its encodes through a hook) and the prompt as
+// mtmd chunks holding the image or audio.
+struct media_prompt {
     struct mtmd_free_t { void operator()(mtmd_context * m) const { mtmd_free(m); } };
     struct chunks_free_t { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-    lcs::hook_ptr encode_hook(llama_cancel_hook_init(nullptr));
-    std::unique_ptr<mtmd_context, mtmd_free_t> mctx;
+    lcs::hook_ptr                                     encode_hook{llama_cancel_hook_init(nullptr)};
+    std::unique_ptr<mtmd_context, mtmd_free_t>        mctx;
     std::unique_ptr<mtmd_input_chunks, chunks_free_t> chunks;
-    if (!mmproj.empty()) {
+
+    bool active() const { return mctx != nullptr; }
+
+    // -1 when the chunks are ready, else the exit status; their positions in *n_pos.
+    int load(const generate_options & o, llama_model * model, size_t * n_pos) {
         mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
-        mctx.reset(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model.get(), encode_hook.get(), threads, false,
+        llama_cancel_load_result lr;
+        mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, encode_hook.get(), o.threads, false,
                                                     &g_flag, &lr));
         if (!mctx) {
             std::fprintf(stderr, "%s: %s\n", lr.status == LLAMA_CANCEL_CANCELLED ? "cancelled" : "error", lr.message);
             return lr.status == LLAMA_CANCEL_CANCELLED ? 130 : 1;
         }
         mtmd_helper_bitmap_wrapper w =
-            mtmd_helper_bitmap_init_from_file(mctx.get(), media.c_str(), false, mtmd_helper_init_opt_default());
+            mtmd_helper_bitmap_init_from_file(mctx.get(), o.media.c_str(), false, mtmd_helper_init_opt_default());
         if (w.bitmap == nullptr) {
-            std::fprintf(stderr, "error: cannot read %s as an image or audio file this projector takes\n", media.c_str());
+            std::fprintf(stderr, "error: cannot read %s as an image or audio file this projector takes\n",
+                         o.media.c_str());
             return 1;
         }
         const std::string marker = mtmd_default_marker();
-        const std::string text   = prompt.find(marker) == std::string::npos ? marker + "\n" + prompt : prompt;
+        const std::string text   = o.prompt.find(marker) == std::string::npos ? marker + "\n" + o.prompt : o.prompt;
         mtmd_input_text in{text.c_str(), text.size(), true, true};
         const mtmd_bitmap * bitmaps[] = {w.bitmap};
         chunks.reset(mtmd_input_chunks_init());
@@ -170,61 +165,57 @@ int generate_main(int argc, char ** argv) {
             std::fprintf(stderr, "error: mtmd_tokenize returned %d\n", rc);
             return 1;
         }
-        n_prompt_pos = static_cast<size_t>(mtmd_helper_get_n_pos(chunks.get()));
-    }
-#endif
-    if (!mmproj.empty()) {
-        // the chunks hold the prompt
-    } else if (prompt_tokens > 0) {
-        tokens = lcs::make_prompt(model.get(), prompt_tokens, 1);
-    } else {
-        tokens.resize(prompt.size() + 8);
-        const int n = llama_tokenize(vocab, prompt.c_str(), static_cast<int32_t>(prompt.size()), tokens.data(),
-                                     static_cast<int32_t>(tokens.size()), true, false);
-        if (n < 0) {
-            std::fprintf(stderr, "error: cannot tokenize the prompt\n");
-            return 1;
-        }
-        tokens.resize(n);
-    }
-    if (mmproj.empty()) {
-        n_prompt_pos = tokens.size();
+        *n_pos = static_cast<size_t>(mtmd_helper_get_n_pos(chunks.get()));
+        return -1;
     }
 
+    int32_t generate(llama_context * ctx, const llama_cancel_generate_params & gp, std::vector<llama_token> & out,
+                     llama_cancel_generate_result & r) {
+        return llama_cancel_generate_mtmd(mctx.get(), encode_hook.get(), ctx, chunks.get(), 0, 0, &gp, out.data(),
+                                          static_cast<int32_t>(out.size()), &r, nullptr);
+    }
+};
+#else
+// Without libmtmd, --mmproj is refused before anything loads: never active.
+struct media_prompt {
+    bool    active() const { return false; }
+    int     load(const generate_options &, llama_model *, size_t *) { return 1; }
+    int32_t generate(llama_context *, const llama_cancel_generate_params &, std::vector<llama_token> &,
+                     llama_cancel_generate_result &) {
+        return LLAMA_CANCEL_ERROR;
+    }
+};
+#endif
+
+// The text prompt's tokens (or --prompt-tokens generated ones); false with a message when it
+// cannot be tokenized.
+bool text_prompt(const generate_options & o, const llama_model * model, std::vector<llama_token> & tokens) {
+    if (o.prompt_tokens > 0) {
+        tokens = lcs::make_prompt(model, o.prompt_tokens, 1);
+        return true;
+    }
+    tokens.resize(o.prompt.size() + 8);
+    const int n = llama_tokenize(llama_model_get_vocab(model), o.prompt.c_str(), static_cast<int32_t>(o.prompt.size()),
+                                 tokens.data(), static_cast<int32_t>(tokens.size()), true, false);
+    if (n < 0) {
+        std::fprintf(stderr, "error: cannot tokenize the prompt\n");
+        return false;
+    }
+    tokens.resize(n);
+    return true;
+}
+
+lcs::context_ptr make_generate_context(const generate_options & o, llama_model * model, size_t n_prompt_pos) {
     lcs::context_options opt;
-    opt.n_ctx    = static_cast<uint32_t>(n_prompt_pos + n_predict + 16);
-    opt.n_batch  = static_cast<uint32_t>(batch);
-    opt.n_ubatch = static_cast<uint32_t>(std::min(batch, 512));
-    opt.n_threads = threads;
-    lcs::context_ptr ctx = lcs::make_context(model.get(), opt);
-    if (!ctx) {
-        std::fprintf(stderr, "error: cannot create a context\n");
-        return 1;
-    }
+    opt.n_ctx     = static_cast<uint32_t>(n_prompt_pos + o.n_predict + 16);
+    opt.n_batch   = static_cast<uint32_t>(o.batch);
+    opt.n_ubatch  = static_cast<uint32_t>(std::min(o.batch, 512));
+    opt.n_threads = o.threads;
+    return lcs::make_context(model, opt);
+}
 
-    printer pr{vocab};
-    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-    gp.flag          = &g_flag;
-    gp.n_predict     = n_predict;
-    gp.on_token      = printer::cb;
-    gp.on_token_data = &pr;
-    std::vector<llama_token> out(static_cast<size_t>(std::max(n_predict, 1)));
-    llama_cancel_generate_result r;
-    std::fprintf(stderr, "prefill: %zu %s, then up to %d generated\n", n_prompt_pos,
-                 mmproj.empty() ? "tokens" : "positions (text and media)", n_predict);
-    const double t0 = lcs::now_ms();
-    int32_t status = LLAMA_CANCEL_ERROR;
-#ifdef LLAMA_CANCEL_HAVE_MTMD
-    if (mctx) {
-        status = llama_cancel_generate_mtmd(mctx.get(), encode_hook.get(), ctx.get(), chunks.get(), 0, 0, &gp,
-                                            out.data(), static_cast<int32_t>(out.size()), &r, nullptr);
-    } else
-#endif
-    {
-        status = llama_cancel_generate(ctx.get(), tokens.data(), static_cast<int32_t>(tokens.size()), &gp, out.data(),
-                                       static_cast<int32_t>(out.size()), &r);
-    }
-    const double total = lcs::now_ms() - t0;
+// What stopped the generation, how much of it is in memory, and Ctrl-C's stop latency.
+int report(int32_t status, const llama_cancel_generate_result & r, size_t n_prompt_pos, double total_ms) {
     std::printf("\n");
     if (status == LLAMA_CANCEL_CANCELLED && g_signals > 0) {
         std::printf("[cancelled by Ctrl-C: the in-flight decode or encode stopped %.1f ms after the signal]\n",
@@ -233,10 +224,74 @@ int generate_main(int argc, char ** argv) {
     std::printf("[stop: %s; prompt %d/%zu tokens in memory; %d tokens generated, %d in memory; next position %d; "
                 "%.0f ms]\n",
                 llama_cancel_stop_reason_str(r.stop_reason), r.n_prompt_committed, n_prompt_pos, r.n_generated,
-                r.n_generated_committed, r.n_past, total);
+                r.n_generated_committed, r.n_past, total_ms);
     if (status == LLAMA_CANCEL_ERROR) {
         std::fprintf(stderr, "error: %s\n", r.message);
         return 1;
     }
     return status == LLAMA_CANCEL_CANCELLED ? 130 : 0;
+}
+
+// The prefill and the generation, each token printed as it comes; returns the exit status.
+int generate(const generate_options & o, llama_model * model, llama_context * ctx, media_prompt & media,
+             const std::vector<llama_token> & tokens, size_t n_prompt_pos) {
+    printer pr{llama_model_get_vocab(model)};
+    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+    gp.flag          = &g_flag;
+    gp.n_predict     = o.n_predict;
+    gp.on_token      = printer::cb;
+    gp.on_token_data = &pr;
+    std::vector<llama_token> out(static_cast<size_t>(std::max(o.n_predict, 1)));
+    llama_cancel_generate_result r;
+    std::fprintf(stderr, "prefill: %zu %s, then up to %d generated\n", n_prompt_pos,
+                 o.mmproj.empty() ? "tokens" : "positions (text and media)", o.n_predict);
+    const double t0 = lcs::now_ms();
+    const int32_t status =
+        media.active() ? media.generate(ctx, gp, out, r)
+                       : llama_cancel_generate(ctx, tokens.data(), static_cast<int32_t>(tokens.size()), &gp,
+                                               out.data(), static_cast<int32_t>(out.size()), &r);
+    return report(status, r, n_prompt_pos, lcs::now_ms() - t0);
+}
+
+} // namespace
+
+int generate_main(int argc, char ** argv) {
+    generate_options o;
+    int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (o.model.empty()) {
+        o.model = default_model();
+        if (!lcs::ensure_model(lcs::script_path("make_model.py"), o.model, "bench")) {
+            return 1;
+        }
+    }
+    install_sigint();
+    lcs::quiet_logs();
+    lcs::load_backends();
+    lcs::model_ptr model;
+    if ((rc = load_model(o.model, model)) >= 0) {
+        return rc;
+    }
+    // The prompt: text tokens, or (with --mmproj) mtmd chunks holding the image or audio.
+    media_prompt             media;
+    std::vector<llama_token> tokens;
+    size_t                   n_prompt_pos = 0;
+    if (!o.mmproj.empty()) {
+        if ((rc = media.load(o, model.get(), &n_prompt_pos)) >= 0) {
+            return rc;
+        }
+    } else {
+        if (!text_prompt(o, model.get(), tokens)) {
+            return 1;
+        }
+        n_prompt_pos = tokens.size();
+    }
+    lcs::context_ptr ctx = make_generate_context(o, model.get(), n_prompt_pos);
+    if (!ctx) {
+        std::fprintf(stderr, "error: cannot create a context\n");
+        return 1;
+    }
+    return generate(o, model.get(), ctx.get(), media, tokens, n_prompt_pos);
 }

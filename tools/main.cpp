@@ -4,7 +4,27 @@
 #include <cstdio>
 #include <cstring>
 
-static void usage() {
+namespace {
+
+struct command {
+    const char * name;
+    int (*main)(int, char **);
+};
+
+const command k_commands[] = {
+    {"bench", bench_main},
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    {"bench-mtmd", bench_mtmd_main},
+#endif
+    {"stress", stress_main},
+    {"generate", generate_main},
+    {"tune", tune_main},
+    {"bench-memory", bench_memory_main},
+    {"bench-seq", bench_seq_main},
+    {"bench-backend", bench_backend_main},
+};
+
+void usage() {
     std::fprintf(stderr,
                  "usage: llama-cancel COMMAND [OPTIONS]\n"
                  "\n"
@@ -21,36 +41,17 @@ static void usage() {
                  "run `llama-cancel COMMAND --help` for a command's options\n");
 }
 
+} // namespace
+
 int main(int argc, char ** argv) {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         usage();
         return argc < 2 ? 2 : 0;
     }
-    if (std::strcmp(argv[1], "bench") == 0) {
-        return bench_main(argc - 1, argv + 1);
-    }
-#ifdef LLAMA_CANCEL_HAVE_MTMD
-    if (std::strcmp(argv[1], "bench-mtmd") == 0) {
-        return bench_mtmd_main(argc - 1, argv + 1);
-    }
-#endif
-    if (std::strcmp(argv[1], "stress") == 0) {
-        return stress_main(argc - 1, argv + 1);
-    }
-    if (std::strcmp(argv[1], "generate") == 0) {
-        return generate_main(argc - 1, argv + 1);
-    }
-    if (std::strcmp(argv[1], "tune") == 0) {
-        return tune_main(argc - 1, argv + 1);
-    }
-    if (std::strcmp(argv[1], "bench-memory") == 0) {
-        return bench_memory_main(argc - 1, argv + 1);
-    }
-    if (std::strcmp(argv[1], "bench-seq") == 0) {
-        return bench_seq_main(argc - 1, argv + 1);
-    }
-    if (std::strcmp(argv[1], "bench-backend") == 0) {
-        return bench_backend_main(argc - 1, argv + 1);
+    for (const command & c : k_commands) {
+        if (std::strcmp(argv[1], c.name) == 0) {
+            return c.main(argc - 1, argv + 1);
+        }
     }
     std::fprintf(stderr, "llama-cancel: unknown command '%s'\n\n", argv[1]);
     usage();

@@ -2,6 +2,7 @@
 // storms from another thread; after each cancel the memory must hold exactly the committed ubatches,
 // and every resumed prefill must end with logits bit-identical to an uninterrupted one.
 #include "commands.h"
+#include "args.h"
 #include "seq_batch.h"
 #include "support.h"
 
@@ -210,92 +211,44 @@ struct seq_stress {
     }
 };
 
-} // namespace
+// The prefill stress: one context stopped through the abort callback (mode 0, the trigger chained
+// as the caller's), one through the eval hook (mode 1, the trigger chained behind it).
+struct prefill_stress {
+    const stress_options &          o;
+    llama_model *                   model;
+    const std::vector<llama_token> & prompt;
+    lcs::node_trigger               trig;
+    int8_t                          flag = 0;
+    lcs::hook_ptr                   hook;
+    lcs::context_ptr                plain, hooked;
+    std::vector<float>              want;
+    int                             ticks[2] = {0, 0};
+    long                            cancels = 0, completions = 0, errors = 0;
+    double                          t_cycles = 0.0; // ms
+    long                            storm_decodes = 0, storm_cancelled = 0, storm_toggles = 0;
 
-int stress_main(int argc, char ** argv) {
-    stress_options o;
-    // --seq-cancel takes no value: taken out before the option/value pairs are read.
-    std::vector<char *> args;
-    for (int i = 0; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--seq-cancel") == 0) {
-            o.seq_cancel = true;
-        } else {
-            args.push_back(argv[i]);
-        }
-    }
-    argc = static_cast<int>(args.size());
-    argv = args.data();
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i];
-        const char * v = argv[i + 1];
-        if (a == "--model") {
-            o.model = v;
-        } else if (a == "--backend") {
-            o.backend = v;
-        } else if (a == "--rpc-server") {
-            o.rpc_server = v;
-        } else if (a == "--cycles") {
-            o.cycles = std::atoi(v);
-        } else if (a == "--storm-seconds") {
-            o.storm_s = std::atoi(v);
-        } else if (a == "--seed") {
-            o.seed = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return 2;
-        }
-    }
-    if (o.model.empty() || o.cycles < 0 || o.storm_s < 0 || argc % 2 == 0) {
-        std::fprintf(stderr, "usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
-                             "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
-        return 2;
-    }
-    lcs::quiet_logs();
-    lcs::backend_setup setup;
-    if (!lcs::setup_backend(o.backend, o.rpc_server, 1, setup)) {
-        return 1;
-    }
-    lcs::model_ptr model = setup.load(o.model, -1);
-    if (!model) {
-        std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
-        return 1;
-    }
-    const auto prompt = lcs::make_prompt(model.get(), o.n, o.seed);
-    if (o.seq_cancel) {
-        const bool cpu = setup.devices.empty();
-        seq_stress ss(o, model.get(), cpu);
-        for (int s = 0; s < k_seqs; ++s) {
-            ss.prompts.emplace_back(prompt.begin() + s * k_seq_len, prompt.begin() + (s + 1) * k_seq_len);
-        }
-        if (!ss.make(!cpu)) {
-            std::fprintf(stderr, "error: cannot create contexts\n");
-            return 1;
-        }
-        return ss.run(o.backend, cpu);
+    prefill_stress(const stress_options & opt, llama_model * m, const std::vector<llama_token> & p)
+        : o(opt), model(m), prompt(p) {}
+
+    bool make(bool offloaded) {
+        trig.flag = &flag;
+        hook      = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
+        lcs::context_options opt;
+        opt.n_ctx        = static_cast<uint32_t>(o.n);
+        opt.n_batch      = static_cast<uint32_t>(o.n);
+        opt.n_ubatch     = static_cast<uint32_t>(o.ubatch);
+        opt.n_threads    = 1;
+        opt.offload_kqv  = offloaded;
+        plain            = lcs::make_context(model, opt);
+        opt.cb_eval      = llama_cancel_hook_eval_callback;
+        opt.cb_eval_data = hook.get();
+        hooked           = lcs::make_context(model, opt);
+        return plain && hooked;
     }
 
-    lcs::node_trigger trig;
-    int8_t  flag = 0;
-    trig.flag = &flag;
-    lcs::hook_ptr hook = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
-    lcs::context_options opt;
-    opt.n_ctx        = static_cast<uint32_t>(o.n);
-    opt.n_batch      = static_cast<uint32_t>(o.n);
-    opt.n_ubatch     = static_cast<uint32_t>(o.ubatch);
-    opt.n_threads    = 1;
-    opt.offload_kqv  = !setup.devices.empty();
-    lcs::context_ptr plain = lcs::make_context(model.get(), opt);
-    opt.cb_eval      = llama_cancel_hook_eval_callback;
-    opt.cb_eval_data = hook.get();
-    lcs::context_ptr hooked = lcs::make_context(model.get(), opt);
-    if (!plain || !hooked) {
-        std::fprintf(stderr, "error: cannot create contexts\n");
-        return 1;
-    }
+    llama_context * ctx(int mode) const { return mode == 0 ? plain.get() : hooked.get(); }
 
-    // Mode 0 stops through the abort callback (the trigger chained as the caller's), mode 1 through
-    // the eval hook (the trigger chained behind it).
-    auto params_for = [&](int mode) {
+    llama_cancel_decode_params params_for(int mode) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag           = &flag;
         p.sliced_outputs = true; // logits are read by negative index: stops keep finished slices
@@ -306,40 +259,38 @@ int stress_main(int argc, char ** argv) {
             p.hook = hook.get();
         }
         return p;
-    };
-
-    // Reference, and the number of trigger calls a whole prefill makes on each path.
-    std::vector<float> want;
-    int ticks[2] = {0, 0};
-    for (int mode = 0; mode < 2; ++mode) {
-        llama_context * ctx = mode == 0 ? plain.get() : hooked.get();
-        trig.calls = 0;
-        trig.at    = -1;
-        const llama_cancel_decode_params p = params_for(mode);
-        lcs::seq_batch b(prompt, 0, o.n, 0);
-        if (llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0) != LLAMA_CANCEL_OK) {
-            std::fprintf(stderr, "error: reference decode failed\n");
-            return 1;
-        }
-        ticks[mode] = trig.calls;
-        const auto got = lcs::last_logits(ctx);
-        if (mode == 0) {
-            want = got;
-        } else if (got != want) {
-            std::fprintf(stderr, "FAIL: the hooked context's uninterrupted logits differ\n");
-            return 1;
-        }
     }
 
-    std::mt19937 rng(o.seed);
-    long cancels = 0, completions = 0, errors = 0;
-    const double t0 = lcs::now_ms();
-    for (int c = 0; c < o.cycles; ++c) {
+    // The reference logits, and the number of trigger calls a whole prefill makes on each path.
+    bool reference() {
+        for (int mode = 0; mode < 2; ++mode) {
+            trig.calls = 0;
+            trig.at    = -1;
+            const llama_cancel_decode_params p = params_for(mode);
+            lcs::seq_batch b(prompt, 0, o.n, 0);
+            if (llama_cancel_decode(ctx(mode), b.get(), &p, nullptr, nullptr, 0) != LLAMA_CANCEL_OK) {
+                std::fprintf(stderr, "error: reference decode failed\n");
+                return false;
+            }
+            ticks[mode] = trig.calls;
+            const auto got = lcs::last_logits(ctx(mode));
+            if (mode == 0) {
+                want = got;
+            } else if (got != want) {
+                std::fprintf(stderr, "FAIL: the hooked context's uninterrupted logits differ\n");
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // One cycle: cancel at a random point, resume from the committed position, until the prefill
+    // is whole; then the logits against the reference.
+    void cycle(int c, std::mt19937 & rng) {
         const int mode = c % 2; // alternate: abort callback, eval hook
-        llama_context * ctx = mode == 0 ? plain.get() : hooked.get();
-        llama_memory_clear(llama_get_memory(ctx), true);
+        llama_context * lctx = ctx(mode);
+        llama_memory_clear(llama_get_memory(lctx), true);
         int committed = 0;
-        // Cancel at a random point, resume from the committed position, until the prefill is whole.
         for (int attempt = 0; committed < o.n; ++attempt) {
             flag       = 0;
             trig.calls = 0;
@@ -347,8 +298,8 @@ int stress_main(int argc, char ** argv) {
             const llama_cancel_decode_params p = params_for(mode);
             llama_cancel_decode_result r;
             lcs::seq_batch b(prompt, committed, o.n - committed, committed);
-            const int32_t st = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0);
-            const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
+            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
+            const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(lctx), 0);
             if (st == LLAMA_CANCEL_ERROR) {
                 std::fprintf(stderr, "FAIL cycle %d: error %s\n", c, r.message);
                 ++errors;
@@ -365,20 +316,58 @@ int stress_main(int argc, char ** argv) {
         }
         if (committed == o.n) {
             ++completions;
-            if (lcs::last_logits(ctx) != want) {
+            if (lcs::last_logits(lctx) != want) {
                 std::fprintf(stderr, "FAIL cycle %d: resumed logits differ from the uninterrupted ones\n", c);
                 ++errors;
             }
         }
-        if ((c + 1) % 1000 == 0) {
-            std::fprintf(stderr, "  %d cycles, %ld cancels, %ld errors\n", c + 1, cancels, errors);
+    }
+
+    void run_cycles() {
+        std::mt19937 rng(o.seed);
+        const double t0 = lcs::now_ms();
+        for (int c = 0; c < o.cycles; ++c) {
+            cycle(c, rng);
+            if ((c + 1) % 1000 == 0) {
+                std::fprintf(stderr, "  %d cycles, %ld cancels, %ld errors\n", c + 1, cancels, errors);
+            }
+        }
+        t_cycles = lcs::now_ms() - t0;
+    }
+
+    // One prefill under the storm, resumed after each stop; memory checked after each call.
+    void storm_prefill(int k) {
+        llama_context * lctx = ctx(k % 2);
+        llama_memory_clear(llama_get_memory(lctx), true);
+        int committed = 0;
+        for (int attempt = 0; committed < o.n && attempt < 10000; ++attempt) {
+            trig.at = -1;
+            llama_cancel_decode_params p = llama_cancel_decode_default_params();
+            p.flag           = &flag;
+            p.hook           = k % 2 == 0 ? nullptr : hook.get();
+            p.sliced_outputs = true;
+            llama_cancel_decode_result r;
+            lcs::seq_batch b(prompt, committed, o.n - committed, committed);
+            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
+            committed += r.n_committed;
+            ++storm_decodes;
+            storm_cancelled += st == LLAMA_CANCEL_CANCELLED;
+            if (st == LLAMA_CANCEL_ERROR || llama_memory_seq_pos_max(llama_get_memory(lctx), 0) != committed - 1) {
+                std::fprintf(stderr, "FAIL storm: status %s, memory ends at %d, committed %d\n",
+                             llama_cancel_status_str(st), llama_memory_seq_pos_max(llama_get_memory(lctx), 0),
+                             committed);
+                ++errors;
+                break;
+            }
+        }
+        if (committed == o.n && lcs::last_logits(lctx) != want) {
+            std::fprintf(stderr, "FAIL storm: logits after resumes differ\n");
+            ++errors;
         }
     }
-    const double t_cycles = lcs::now_ms() - t0;
 
     // Cancel storm: another thread toggles the byte as fast as it can while decodes run.
-    long storm_decodes = 0, storm_cancelled = 0;
-    if (o.storm_s > 0) {
+    void run_storm() {
         std::atomic<bool> stop{false};
         std::atomic<long> toggles{0};
         std::thread storm([&] {
@@ -395,43 +384,94 @@ int stress_main(int argc, char ** argv) {
         });
         const double end = lcs::now_ms() + o.storm_s * 1000.0;
         for (int k = 0; lcs::now_ms() < end; ++k) {
-            llama_context * ctx = k % 2 == 0 ? plain.get() : hooked.get();
-            llama_memory_clear(llama_get_memory(ctx), true);
-            int committed = 0;
-            for (int attempt = 0; committed < o.n && attempt < 10000; ++attempt) {
-                trig.at = -1;
-                llama_cancel_decode_params p = llama_cancel_decode_default_params();
-                p.flag           = &flag;
-                p.hook           = k % 2 == 0 ? nullptr : hook.get();
-                p.sliced_outputs = true;
-                llama_cancel_decode_result r;
-                lcs::seq_batch b(prompt, committed, o.n - committed, committed);
-                const int32_t st = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0);
-                committed += r.n_committed;
-                ++storm_decodes;
-                storm_cancelled += st == LLAMA_CANCEL_CANCELLED;
-                if (st == LLAMA_CANCEL_ERROR ||
-                    llama_memory_seq_pos_max(llama_get_memory(ctx), 0) != committed - 1) {
-                    std::fprintf(stderr, "FAIL storm: status %s, memory ends at %d, committed %d\n",
-                                 llama_cancel_status_str(st), llama_memory_seq_pos_max(llama_get_memory(ctx), 0),
-                                 committed);
-                    ++errors;
-                    break;
-                }
-            }
-            if (committed == o.n && lcs::last_logits(ctx) != want) {
-                std::fprintf(stderr, "FAIL storm: logits after resumes differ\n");
-                ++errors;
-            }
+            storm_prefill(k);
         }
         stop = true;
         storm.join();
+        storm_toggles = toggles.load();
         std::printf("storm: %ld byte toggles, %ld decodes, %ld cancelled, memory consistent after each\n",
-                    toggles.load(), storm_decodes, storm_cancelled);
+                    storm_toggles, storm_decodes, storm_cancelled);
     }
+};
 
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, stress_options & o) {
+    lcargs::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
+                     "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
+    p.option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--backend", &o.backend, "NAME", "backend setup")
+        .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
+        .option("--cycles", &o.cycles, "N", "cancel/resume cycles (>= 0)")
+        .option("--storm-seconds", &o.storm_s, "S", "seconds of cancel storm (>= 0)")
+        .option("--seed", &o.seed, "N", "random seed")
+        .flag("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
+    }
+    if (o.model.empty() || o.cycles < 0 || o.storm_s < 0) {
+        p.print_usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+// --seq-cancel: the 4 sequences cut from the prompt, stopped one or two at a time.
+int run_seq_stress(const stress_options & o, llama_model * model, const std::vector<llama_token> & prompt,
+                   bool cpu) {
+    seq_stress ss(o, model, cpu);
+    for (int s = 0; s < k_seqs; ++s) {
+        ss.prompts.emplace_back(prompt.begin() + s * k_seq_len, prompt.begin() + (s + 1) * k_seq_len);
+    }
+    if (!ss.make(!cpu)) {
+        std::fprintf(stderr, "error: cannot create contexts\n");
+        return 1;
+    }
+    return ss.run(o.backend, cpu);
+}
+
+int run_prefill_stress(const stress_options & o, llama_model * model, const std::vector<llama_token> & prompt,
+                       const lcs::backend_setup & setup) {
+    prefill_stress ps(o, model, prompt);
+    if (!ps.make(!setup.devices.empty())) {
+        std::fprintf(stderr, "error: cannot create contexts\n");
+        return 1;
+    }
+    if (!ps.reference()) {
+        return 1;
+    }
+    ps.run_cycles();
+    if (o.storm_s > 0) {
+        ps.run_storm();
+    }
     std::printf("stress on %s (%s): %d cycles (%ld cancels, %ld completed prefills) in %.1f s, %ld errors; final logits "
                 "bit-identical to the uninterrupted prefill in every cycle: %s\n",
-                o.backend.c_str(), setup.description.c_str(), o.cycles, cancels, completions, t_cycles / 1000.0, errors, errors == 0 ? "yes" : "NO");
-    return errors == 0 ? 0 : 1;
+                o.backend.c_str(), setup.description.c_str(), o.cycles, ps.cancels, ps.completions,
+                ps.t_cycles / 1000.0, ps.errors, ps.errors == 0 ? "yes" : "NO");
+    return ps.errors == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int stress_main(int argc, char ** argv) {
+    stress_options o;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
+    }
+    lcs::quiet_logs();
+    lcs::backend_setup setup;
+    if (!lcs::setup_backend(o.backend, o.rpc_server, 1, setup)) {
+        return 1;
+    }
+    lcs::model_ptr model = setup.load(o.model, -1);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
+        return 1;
+    }
+    const auto prompt = lcs::make_prompt(model.get(), o.n, o.seed);
+    if (o.seq_cancel) {
+        return run_seq_stress(o, model.get(), prompt, setup.devices.empty());
+    }
+    return run_prefill_stress(o, model.get(), prompt, setup);
 }

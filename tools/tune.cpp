@@ -3,6 +3,7 @@
 // measures prefill throughput and stop latency, prints a table as it goes, recommends the fastest
 // setting whose worst stop is within the budget, and writes JSON and a plot.
 #include "commands.h"
+#include "args.h"
 #include "bench_util.h"
 #include "stop_latency.h"
 #include "support.h"
@@ -28,42 +29,28 @@ struct tune_options {
     uint32_t    seed       = 42;
 };
 
-bool parse(int argc, char ** argv, tune_options & o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (i + 1 >= argc) {
-            std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
-            return false;
-        }
-        const char * v = argv[++i];
-        if (a == "--model") {
-            o.model = v;
-        } else if (a == "--budget-ms") {
-            o.budget_ms = static_cast<float>(std::atof(v));
-        } else if (a == "--backend") {
-            o.backend = v;
-        } else if (a == "--json") {
-            o.json = v;
-        } else if (a == "--rpc-server") {
-            o.rpc_server = v;
-        } else if (a == "--tokens") {
-            o.tokens = std::atoi(v);
-        } else if (a == "--runs") {
-            o.runs = std::atoi(v);
-        } else if (a == "--threads") {
-            o.threads = std::atoi(v);
-        } else {
-            std::fprintf(stderr, "error: unknown option %s\n", a.c_str());
-            return false;
-        }
+// The command line into `o`: -1 to go on, else the exit status.
+int parse_options(int argc, char ** argv, tune_options & o) {
+    lcargs::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
+                     "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
+                     "       B > 0; --tokens >= 16\n");
+    p.option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--budget-ms", &o.budget_ms, "B", "the stop-time budget, ms (> 0, required)")
+        .option("--backend", &o.backend, "NAME", "backend setup")
+        .option("--json", &o.json, "FILE", "where the results go (JSON; a plot beside it)")
+        .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
+        .option("--tokens", &o.tokens, "N", "prefill tokens (>= 16)")
+        .option("--runs", &o.runs, "N", "runs per row (>= 1)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
     if (o.model.empty() || !(o.budget_ms > 0) || o.tokens < 16 || o.runs < 1 || o.threads < 1) {
-        std::fprintf(stderr, "usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
-                             "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
-                             "       B > 0; --tokens >= 16\n");
-        return false;
+        p.print_usage(stderr);
+        return 2;
     }
-    return true;
+    return -1;
 }
 
 struct tune_row {
@@ -136,8 +123,9 @@ bool write_json(const tune_options & o, const std::vector<tune_row> & rows, cons
 
 int tune_main(int argc, char ** argv) {
     tune_options o;
-    if (!parse(argc, argv, o)) {
-        return 2;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
     }
     lcs::quiet_logs();
     lcs::backend_setup setup;
