@@ -89,7 +89,7 @@ using namespace mtmd_test;
 void Mtmd::SetUp() {
     k.name    = GetParam();
     k.audio   = k.name == "audio";
-    k.mmproj  = env(k.audio ? "LLAMA_CANCEL_AUDIO_MMPROJ" : "LLAMA_CANCEL_VISION_MMPROJ");
+    k.mmproj  = lct::env(k.audio ? "LLAMA_CANCEL_AUDIO_MMPROJ" : "LLAMA_CANCEL_VISION_MMPROJ");
     k.n_batch = k.audio ? 16 : 8;
     ASSERT_FALSE(k.mmproj.empty()) << "set LLAMA_CANCEL_" << (k.audio ? "AUDIO" : "VISION") << "_MMPROJ";
     ASSERT_NE(lct::suite_model(), nullptr);

@@ -17,6 +17,9 @@
 
 namespace mtmd_test {
 
+// Quiet llama.cpp's and libmtmd's logs.
+void silence_mtmd_logs();
+
 // A model suite on the small text model (LLAMA_CANCEL_SMALL_MODEL), libmtmd's logs silenced too.
 template <typename Suite, typename Base = ::testing::Test> class text_model_suite : public lct::model_suite<Suite, Base> {
   public:
@@ -29,9 +32,6 @@ template <typename Suite, typename Base = ::testing::Test> class text_model_suit
 };
 
 using lcs::hook_ptr;
-
-// Quiet llama.cpp's and libmtmd's logs.
-void silence_mtmd_logs();
 
 struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
 using mtmd_ptr   = std::unique_ptr<mtmd_context, mtmd_deleter>;
