@@ -13,13 +13,12 @@ add_test(NAME make_mmproj
     COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_MMPROJ} --kind vision --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${AUDIO_MMPROJ} --kind audio --n-embd-text 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_LFM2_MODEL} --arch lfm2 --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_model.py ${SMALL_MAMBA_MODEL} --arch mamba --n-embd 256 && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${VISION_SMALL_MMPROJ} --kind vision --preset small --n-embd-text 256")
 set_tests_properties(make_mmproj PROPERTIES FIXTURES_SETUP mmproj FIXTURES_REQUIRED models)
 
-add_executable(test_mtmd test_mtmd.cpp)
-target_include_directories(test_mtmd PRIVATE ${MTMD_INCLUDE_DIR})
-target_link_libraries(test_mtmd PRIVATE llama-cancel-support GTest::gtest_main ${MTMD_LIBRARY})
-
-# One process per projector kind and text model, so that they run in parallel: the llama text
-# model (KV cache), and an lfm2 (hybrid) and a mamba (recurrent) one for chunk rollback of
-# recurrent state.
+# One program: the chunk tests (test_mtmd.cpp), the binding ones (test_mtmd_binding.cpp) and their
+# helpers (mtmd_fixtures.cpp). One process per projector kind and text model, so that they run in
+# parallel: the llama text model (KV cache), and an lfm2 (hybrid) and a mamba (recurrent) one for
+# chunk rollback of recurrent state.
+set(mtmd_program SOURCES test_mtmd.cpp test_mtmd_binding.cpp mtmd_fixtures.cpp
+    INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
 foreach(text llama lfm2 mamba)
     if(text STREQUAL "llama")
         set(text_model ${SMALL_MODEL})
@@ -30,17 +29,16 @@ foreach(text llama lfm2 mamba)
         set(suffix "_${text}")
     endif()
     foreach(kind vision audio)
-        add_test(NAME test_mtmd_${kind}${suffix} COMMAND test_mtmd --gtest_filter=*/${kind})
-        set_tests_properties(test_mtmd_${kind}${suffix} PROPERTIES
-            FIXTURES_REQUIRED "models;mmproj"
-            ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${text_model};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ};LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
+        llama_cancel_test(NAME test_mtmd_${kind}${suffix} TARGET test_mtmd ${mtmd_program}
+            ARGS --gtest_filter=*/${kind} FIXTURES models mmproj
+            ENV "LLAMA_CANCEL_SMALL_MODEL=${text_model}" "LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}" "LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
+        set(mtmd_program "")
     endforeach()
 endforeach()
 # The stateless callback bound as mtmd's cb_eval stops a clip encode.
-add_test(NAME test_mtmd_stateless COMMAND test_mtmd --gtest_filter=MtmdStateless.*)
-set_tests_properties(test_mtmd_stateless PROPERTIES
-    FIXTURES_REQUIRED "models;mmproj"
-    ENVIRONMENT "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_SMALL_MMPROJ=${VISION_SMALL_MMPROJ}")
+llama_cancel_test(NAME test_mtmd_stateless TARGET test_mtmd ARGS --gtest_filter=MtmdStateless.*
+    FIXTURES models mmproj
+    ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_VISION_SMALL_MMPROJ=${VISION_SMALL_MMPROJ}")
 
 # The CLI with an image and an audio file.
 add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>

@@ -7,7 +7,7 @@
 // each way), blas (Debian's BLAS backend beside the CPU). Stops are triggered at a chosen node
 // through the hook's chained callback, or a probe around the stateless callback, so that no test
 // depends on timing for where the byte is stored.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -21,10 +21,9 @@
 
 namespace {
 
-std::string env(const char * name) {
-    const char * v = std::getenv(name);
-    return v != nullptr ? v : "";
-}
+using lct::env;
+using lct::make_hooked;
+using lct::node_trigger;
 
 struct fixture {
     std::string                              backend;
@@ -34,29 +33,6 @@ struct fixture {
     int32_t        n_gpu_layers = -1;
 };
 fixture * g = nullptr;
-
-
-struct hooked_context {
-    lcs::hook_ptr hook;
-    lcs::context_ptr ctx;
-};
-
-hooked_context make(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, lcs::node_trigger * trig = nullptr,
-                    uint32_t n_seq_max = 1) {
-    hooked_context h;
-    h.hook = lcs::make_hook(trig != nullptr ? lcs::node_trigger::eval_cb : nullptr, trig);
-    lcs::context_options opt;
-    opt.n_batch   = n_batch;
-    opt.n_ubatch  = n_ubatch;
-    opt.n_seq_max = n_seq_max;
-    // cb_eval goes through llama_cancel_hook_bind, as a host would do it.
-    llama_context_params cp = llama_context_default_params();
-    llama_cancel_hook_bind(h.hook.get(), &cp);
-    opt.cb_eval      = cp.cb_eval;
-    opt.cb_eval_data = cp.cb_eval_user_data;
-    h.ctx = lcs::make_context(model, opt);
-    return h;
-}
 
 llama_pos pos_max(llama_context * ctx) {
     return llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
@@ -98,7 +74,7 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const auto plain = decode_plain(g->model.get(), prompt, 64);
     const auto cpu   = decode_plain(g->cpu_model.get(), prompt, 64);
 
-    auto h = make(g->model.get(), n, 64);
+    auto h = make_hooked(g->model.get(), n, 64);
     ASSERT_NE(h.ctx, nullptr);
     int8_t flag = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -127,11 +103,11 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
 TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
     const int n = 64;
     auto prompt = lcs::make_prompt(g->model.get(), n, 5);
-    lcs::node_trigger trig;
+    node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 10;
-    auto h = make(g->model.get(), n, n, &trig);
+    auto h = make_hooked(g->model.get(), n, n, &trig);
     llama_cancel_hook_set_flag(h.hook.get(), &flag);
     lcs::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
@@ -145,22 +121,22 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const auto want = decode_plain(g->model.get(), prompt, u);
 
     // Nodes asked per ubatch, counted on an uninterrupted run.
-    lcs::node_trigger count;
+    node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
-        auto h = make(g->model.get(), u, u, &count);
+        auto h = make_hooked(g->model.get(), u, u, &count);
         lcs::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     }
     const int per_ubatch = count.calls;
     ASSERT_GT(per_ubatch, 8);
 
-    lcs::node_trigger trig;
+    node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
-    auto h = make(g->model.get(), n, u, &trig);
+    auto h = make_hooked(g->model.get(), n, u, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag           = &flag;
     p.hook           = h.hook.get();
@@ -232,7 +208,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
     auto prompt = lcs::make_prompt(g->model.get(), n, 31);
     int8_t byte = 0;
     for (const bool stateless : {false, true}) {
-        hooked_context h = make(g->model.get(), n, n);
+        lct::hooked_context h = make_hooked(g->model.get(), n, n);
         if (stateless) {
             lcs::context_options opt;
             opt.n_batch = opt.n_ubatch = n;
@@ -273,10 +249,10 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     b.n_tokens = 2 * n;
     int8_t bytes[2] = {0, 0};
     const int8_t * flags[2] = {&bytes[0], &bytes[1]};
-    lcs::node_trigger trig;
+    node_trigger trig;
     trig.flag = &bytes[1];
     trig.at   = 12;
-    auto h = make(g->model.get(), 2 * n, 2 * n, &trig, 2);
+    auto h = make_hooked(g->model.get(), 2 * n, 2 * n, &trig, 2);
     ASSERT_NE(h.ctx, nullptr);
     int8_t  cancelled[2] = {0, 0};
     int32_t output[2]    = {-1, -1};

@@ -2,7 +2,7 @@
 // changes how a batch is sliced, never what ends in memory. A recorder bound as the context's
 // cb_eval notes the tokens of each llama_decode call, so the reference can decode the same slices
 // with plain llama_decode.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,8 @@
 
 namespace {
 
-llama_model * g_model = nullptr;
+using lct::suite_model;
+
 constexpr int k_n = 128;
 
 // cb_eval that places no checkpoint and records each graph's token count (its first layer's
@@ -29,28 +30,19 @@ struct slice_recorder {
     }
 };
 
-class Budget : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_BENCH_MODEL");
-        ASSERT_NE(path, nullptr) << "set LLAMA_CANCEL_BENCH_MODEL to the bench model of scripts/make_model.py";
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(path).release();
-        ASSERT_NE(g_model, nullptr) << "cannot load " << path;
-    }
-    static void TearDownTestSuite() {
-        llama_model_free(g_model);
-        g_model = nullptr;
-    }
+class Budget : public lct::model_suite<Budget> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_BENCH_MODEL";
+    static constexpr const char * model_what = "the bench model of scripts/make_model.py";
 
+  protected:
     static lcs::context_ptr context(slice_recorder * rec) {
         lcs::context_options opt;
         opt.n_batch      = k_n;
         opt.n_ubatch     = k_n;
         opt.cb_eval      = rec != nullptr ? slice_recorder::cb : nullptr;
         opt.cb_eval_data = rec;
-        return lcs::make_context(g_model, opt);
+        return lcs::make_context(suite_model(), opt);
     }
 
     // Plain llama_decode of prompt[first...] in the given slices; last logits.
@@ -76,7 +68,7 @@ class Budget : public ::testing::Test {
 } // namespace
 
 TEST_F(Budget, SlicesTheBatchAndLeavesWhatPlainDecodesOfThoseSlicesLeave) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 31);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 31);
     slice_recorder rec;
     auto ctx = context(&rec);
     int8_t flag = 0;
@@ -108,15 +100,15 @@ TEST_F(Budget, SlicesTheBatchAndLeavesWhatPlainDecodesOfThoseSlicesLeave) {
 }
 
 TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 32);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 32);
     slice_recorder rec;
     auto ctx = context(&rec);
     int8_t flag = 0;
-    lcs::node_trigger trig;
+    lct::node_trigger trig;
     trig.flag = &flag;
     trig.at   = 200; // a few slices in: the bench model's graphs have well over 100 nodes
     llama_cancel_decode_params p = params(&flag, 5.0f);
-    p.abort_callback      = lcs::node_trigger::abort_cb;
+    p.abort_callback      = lct::node_trigger::abort_cb;
     p.abort_callback_data = &trig;
     llama_cancel_decode_result r;
     lcs::seq_batch b(prompt, 0, k_n, 0);
@@ -145,7 +137,7 @@ TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
 }
 
 TEST_F(Budget, UnmeetableBudgetStillDecodesAndSaysSo) {
-    auto prompt = lcs::make_prompt(g_model, 32, 33);
+    auto prompt = lcs::make_prompt(suite_model(), 32, 33);
     auto ctx = context(nullptr);
     const llama_cancel_decode_params p = params(nullptr, 1e-4f);
     llama_cancel_decode_result r;
@@ -157,7 +149,7 @@ TEST_F(Budget, UnmeetableBudgetStillDecodesAndSaysSo) {
 }
 
 TEST_F(Budget, NoBudgetMeansOneCallAndNothingMeasured) {
-    auto prompt = lcs::make_prompt(g_model, 64, 34);
+    auto prompt = lcs::make_prompt(suite_model(), 64, 34);
     auto ctx = context(nullptr);
     llama_cancel_decode_result r;
     lcs::seq_batch b(prompt, 0, 64, 0);
@@ -168,7 +160,7 @@ TEST_F(Budget, NoBudgetMeansOneCallAndNothingMeasured) {
 }
 
 TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
-    auto prompt = lcs::make_prompt(g_model, 16, 35);
+    auto prompt = lcs::make_prompt(suite_model(), 16, 35);
     auto ctx = context(nullptr);
     for (float bad : {-1.0f, std::nanf("")}) {
         const llama_cancel_decode_params p = params(nullptr, bad);
@@ -182,16 +174,12 @@ TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
 
 // With a hook, the budget also shortens the checkpoint interval for the call, and only for it.
 TEST_F(Budget, HookCheckpointsFollowTheBudgetDuringTheCall) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 36);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 36);
     auto decode_with = [&](llama_cancel_hook * hook, float budget_ms) {
-        llama_context_params cp = llama_context_default_params();
-        llama_cancel_hook_bind(hook, &cp);
         lcs::context_options opt;
-        opt.n_batch      = k_n;
-        opt.n_ubatch     = k_n;
-        opt.cb_eval      = cp.cb_eval;
-        opt.cb_eval_data = cp.cb_eval_user_data;
-        auto ctx = lcs::make_context(g_model, opt);
+        opt.n_batch  = k_n;
+        opt.n_ubatch = k_n;
+        auto ctx = lct::make_bound_context(suite_model(), hook, opt);
         const uint64_t before = llama_cancel_hook_get_stats(hook).checkpoints;
         llama_cancel_decode_params p = params(nullptr, budget_ms);
         p.hook = hook;

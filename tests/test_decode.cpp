@@ -2,7 +2,7 @@
 //
 // Cancels are triggered deterministically: a caller abort callback (or an eval callback) counts
 // graph nodes and stores the byte at a chosen node, so each test knows which ubatch it stopped.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -16,82 +16,35 @@
 
 namespace {
 
-llama_model * g_model = nullptr;
+using lct::gate;
+using lct::node_trigger;
+using lct::suite_model;
 
-class Decode : public ::testing::Test {
+class Decode : public lct::model_suite<Decode> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
+    static constexpr const char * model_what = "a model from scripts/make_model.py";
+
   protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
-        ASSERT_NE(path, nullptr) << "set LLAMA_CANCEL_TINY_MODEL to a model from scripts/make_model.py";
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(path).release();
-        ASSERT_NE(g_model, nullptr) << "cannot load " << path;
-    }
-    static void TearDownTestSuite() {
-        llama_model_free(g_model);
-        g_model = nullptr;
-    }
-
     static lcs::context_ptr context(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1) {
         lcs::context_options opt;
         opt.n_batch   = n_batch;
         opt.n_ubatch  = n_ubatch;
         opt.n_seq_max = n_seq_max;
-        return lcs::make_context(g_model, opt);
+        return lcs::make_context(suite_model(), opt);
     }
 };
 
-// Counts abort-callback calls, records their threads, and stores the byte at call `store_at`.
-struct node_counter {
-    std::atomic<int>             calls{0};
-    int                          store_at = -1;
-    int8_t *                     flag     = nullptr;
-    std::vector<std::thread::id> threads;
-
-    static bool callback(void * data) {
-        auto * c = static_cast<node_counter *>(data);
-        const int n = ++c->calls;
-        c->threads.push_back(std::this_thread::get_id());
-        if (n == c->store_at && c->flag != nullptr) {
-            __atomic_store_n(c->flag, 1, __ATOMIC_RELAXED);
-        }
-        return false;
-    }
-};
-
-llama_cancel_decode_params params_with(int8_t * flag, node_counter * counter = nullptr) {
+// The abort callback of `counter` (lct::node_trigger: counts calls, stores the byte at call `at`).
+llama_cancel_decode_params params_with(int8_t * flag, node_trigger * counter = nullptr) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = flag;
     if (counter != nullptr) {
-        p.abort_callback      = node_counter::callback;
+        p.abort_callback      = node_trigger::abort_cb;
         p.abort_callback_data = counter;
     }
     return p;
 }
-
-// A caller abort callback that holds the graph at call number `hold_at` until the byte is stored
-// (at most 20 s), so that a store from another thread lands inside the decode without timing
-// assumptions; records the thread of every call.
-struct gate {
-    std::atomic<bool>            started{false};
-    int8_t *                     flag    = nullptr;
-    int                          hold_at = 1;
-    int                          calls   = 0;
-    std::vector<std::thread::id> threads;
-
-    static bool cb(void * data) {
-        auto * g = static_cast<gate *>(data);
-        g->threads.push_back(std::this_thread::get_id());
-        if (++g->calls == g->hold_at) {
-            g->started = true;
-            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-            while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
-            }
-        }
-        return false;
-    }
-};
 
 llama_pos pos_max(llama_context * ctx, llama_seq_id s = 0) {
     return llama_memory_seq_pos_max(llama_get_memory(ctx), s);
@@ -116,9 +69,9 @@ class DecodeTest : public Decode {
     // Graph nodes the CPU backend computes for one ubatch of `n` tokens (abort-callback calls).
     int nodes_per_ubatch(uint32_t n) {
         auto ctx = context(n, n);
-        auto prompt = lcs::make_prompt(g_model, n);
+        auto prompt = lcs::make_prompt(suite_model(), n);
         lcs::seq_batch b(prompt, 0, n, 0);
-        node_counter counter;
+        node_trigger counter;
         int8_t flag = 0;
         auto p = params_with(&flag, &counter);
         EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
@@ -128,7 +81,7 @@ class DecodeTest : public Decode {
 
 TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g_model, n);
+    auto prompt = lcs::make_prompt(suite_model(), n);
 
     auto plain = context(n, 16);
     lcs::seq_batch b1(prompt, 0, n, 0);
@@ -155,12 +108,12 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
 
 TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     auto ctx = context(64, 16);
-    auto prompt = lcs::make_prompt(g_model, 48);
+    auto prompt = lcs::make_prompt(suite_model(), 48);
     lcs::seq_batch first(prompt, 0, 16, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
     int8_t flag = 1;
-    node_counter counter;
+    node_trigger counter;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
@@ -181,14 +134,14 @@ TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
     ASSERT_GT(nodes, 4);
 
     auto ctx = context(n, n);
-    auto prompt = lcs::make_prompt(g_model, 8 + n);
+    auto prompt = lcs::make_prompt(suite_model(), 8 + n);
     lcs::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
     int8_t flag = 0;
-    node_counter counter;
-    counter.flag     = &flag;
-    counter.store_at = nodes / 2;
+    node_trigger counter;
+    counter.flag = &flag;
+    counter.at   = nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
@@ -206,11 +159,11 @@ TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
     const int nodes = nodes_per_ubatch(u);
 
     auto ctx = context(n, u);
-    auto prompt = lcs::make_prompt(g_model, n);
+    auto prompt = lcs::make_prompt(suite_model(), n);
     int8_t flag = 0;
-    node_counter counter;
-    counter.flag     = &flag;
-    counter.store_at = nodes + nodes / 2;
+    node_trigger counter;
+    counter.flag = &flag;
+    counter.at   = nodes + nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
@@ -228,7 +181,7 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
     const int nodes = nodes_per_ubatch(u);
     auto ctx = context(2 * per, u, 2);
     ASSERT_NE(ctx, nullptr);
-    auto prompt = lcs::make_prompt(g_model, per);
+    auto prompt = lcs::make_prompt(suite_model(), per);
 
     std::vector<llama_token> tokens;
     std::vector<llama_pos> pos;
@@ -250,9 +203,9 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
     llama_batch b{2 * per, tokens.data(), nullptr, pos.data(), n_seq_id.data(), seq_ptr.data(), logits.data()};
 
     int8_t flag = 0;
-    node_counter counter;
-    counter.flag     = &flag;
-    counter.store_at = 2 * nodes + nodes / 2;
+    node_trigger counter;
+    counter.flag = &flag;
+    counter.at   = 2 * nodes + nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[2] = {-1, -1};
@@ -272,7 +225,7 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
 TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     const int n = 128, u = 32;
     const int nodes = nodes_per_ubatch(u);
-    auto prompt = lcs::make_prompt(g_model, n, 7);
+    auto prompt = lcs::make_prompt(suite_model(), n, 7);
 
     auto ref = context(n, u);
     lcs::seq_batch whole(prompt, 0, n, 0);
@@ -281,9 +234,9 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
 
     auto ctx = context(n, u);
     int8_t flag = 0;
-    node_counter counter;
-    counter.flag     = &flag;
-    counter.store_at = 2 * nodes + 3;
+    node_trigger counter;
+    counter.flag = &flag;
+    counter.at   = 2 * nodes + 3;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     lcs::seq_batch b(prompt, 0, n, 0);
@@ -292,7 +245,7 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     ASSERT_EQ(pos_max(ctx.get()), 2 * u - 1);
 
     flag = 0;
-    node_counter resume_counter;
+    node_trigger resume_counter;
     auto p2 = params_with(&flag, &resume_counter);
     lcs::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr, 0), LLAMA_CANCEL_OK);
@@ -305,9 +258,9 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
 
 TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     auto ctx = context(64, 64);
-    auto prompt = lcs::make_prompt(g_model, 64);
+    auto prompt = lcs::make_prompt(suite_model(), 64);
     int8_t flag = 0;
-    node_counter mine;
+    node_trigger mine;
     auto p = params_with(&flag, &mine);
     lcs::seq_batch a(prompt, 0, 16, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
@@ -348,8 +301,8 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
     opt.n_batch = opt.n_ubatch = 32;
     opt.cb_eval      = trigger::cb;
     opt.cb_eval_data = &trig;
-    auto ctx = lcs::make_context(g_model, opt);
-    auto prompt = lcs::make_prompt(g_model, 32);
+    auto ctx = lcs::make_context(suite_model(), opt);
+    auto prompt = lcs::make_prompt(suite_model(), 32);
     lcs::seq_batch b(prompt, 0, 32, 0);
     auto p = params_with(&trig.flag);
     llama_cancel_decode_result r;
@@ -362,7 +315,7 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
 // is running; every reader call ran on the worker.
 TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     auto ctx = context(256, 256);
-    auto prompt = lcs::make_prompt(g_model, 256);
+    auto prompt = lcs::make_prompt(suite_model(), 256);
     int8_t flag = 0;
     gate g;
     g.flag    = &flag;
@@ -393,7 +346,7 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
 TEST_F(DecodeTest, NullContextIsAClearError) {
     int8_t flag = 0;
     auto p = params_with(&flag);
-    auto prompt = lcs::make_prompt(g_model, 4);
+    auto prompt = lcs::make_prompt(suite_model(), 4);
     lcs::seq_batch b(prompt, 0, 4, 0);
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
@@ -404,7 +357,7 @@ TEST_F(DecodeTest, NullContextIsAClearError) {
 
 TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
     auto ctx = context(32, 32);
-    auto prompt = lcs::make_prompt(g_model, 40);
+    auto prompt = lcs::make_prompt(suite_model(), 40);
     lcs::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
     int8_t flag = 0;
@@ -422,10 +375,10 @@ TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
 
 TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
     auto ctx = context(32, 32);
-    auto prompt = lcs::make_prompt(g_model, 8);
+    auto prompt = lcs::make_prompt(suite_model(), 8);
     llama_cancel_decode_result r;
 
-    prompt[3] = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
+    prompt[3] = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
     lcs::seq_batch bad_token(prompt, 0, 8, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_token.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("outside the vocabulary"), std::string::npos) << r.message;
@@ -444,7 +397,7 @@ TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
 // A store after llama_cancel_decode returned changes nothing of that decode; the next call sees it.
 TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
     auto ctx = context(64, 32);
-    auto prompt = lcs::make_prompt(g_model, 64);
+    auto prompt = lcs::make_prompt(suite_model(), 64);
     int8_t flag = 0;
     auto p = params_with(&flag);
     lcs::seq_batch a(prompt, 0, 32, 0);
@@ -462,7 +415,7 @@ TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
 // Two threads store into the byte at the same moment while the graph runs: one clean cancel.
 TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     auto ctx = context(256, 64);
-    auto prompt = lcs::make_prompt(g_model, 256);
+    auto prompt = lcs::make_prompt(suite_model(), 256);
     int8_t flag = 0;
     gate g;
     g.flag    = &flag;

@@ -1,49 +1,32 @@
-// The token loop (llama_cancel_generate) and the cancellable model load, on the tiny model (CPU).
-#include "support.h"
+// The token loop (llama_cancel_generate) on the tiny model (CPU); the cancellable model load is in
+// test_model_load.cpp.
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-std::string g_path;
-llama_model * g_model = nullptr;
+using lct::suite_model;
 
-
-
-struct setup {
-    lcs::hook_ptr    hook;
-    lcs::context_ptr ctx;
-};
-
-setup make(uint32_t n_batch, lcs::node_trigger * trig = nullptr) {
-    setup s;
-    s.hook = lcs::make_hook(trig != nullptr ? lcs::node_trigger::eval_cb : nullptr, trig);
-    lcs::context_options opt;
-    opt.n_batch = opt.n_ubatch = n_batch;
-    opt.cb_eval      = llama_cancel_hook_eval_callback;
-    opt.cb_eval_data = s.hook.get();
-    s.ctx = lcs::make_context(g_model, opt);
-    return s;
+// A context of n_batch = n_ubatch = `n_batch` with its own hook, chaining `trig` when given.
+lct::hooked_context make(uint32_t n_batch, lct::node_trigger * trig = nullptr) {
+    return lct::make_hooked(suite_model(), n_batch, n_batch, trig);
 }
 
 // Greedy reference: plain llama_decode of the whole prompt, then token by token.
 std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int n_predict) {
     lcs::context_options opt;
     opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(prompt.size());
-    auto ctx = lcs::make_context(g_model, opt);
+    auto ctx = lcs::make_context(suite_model(), opt);
     lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     std::vector<llama_token> out;
-    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
     for (int i = 0; i < n_predict; ++i) {
         const float * l = llama_get_logits_ith(ctx.get(), -1);
         const llama_token t = static_cast<llama_token>(std::max_element(l, l + n_vocab) - l);
@@ -57,22 +40,14 @@ std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int 
 
 } // namespace
 
-class Generate : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
-        ASSERT_NE(path, nullptr);
-        g_path = path;
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(g_path).release();
-        ASSERT_NE(g_model, nullptr);
-    }
-    static void TearDownTestSuite() { llama_model_free(g_model); }
+class Generate : public lct::model_suite<Generate> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
+    static constexpr const char * model_what = "a model from scripts/make_model.py";
 };
 
 TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
-    auto prompt = lcs::make_prompt(g_model, 40, 2);
+    auto prompt = lcs::make_prompt(suite_model(), 40, 2);
     const auto want = reference(prompt, 8);
     auto s = make(16);
     int8_t flag = 0;
@@ -95,7 +70,7 @@ TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
 
 // n_prompt 0 continues from the logits the previous call left: two calls of 4 equal one of 8.
 TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
-    auto prompt = lcs::make_prompt(g_model, 24, 5);
+    auto prompt = lcs::make_prompt(suite_model(), 24, 5);
     const auto want = reference(prompt, 8);
     auto s = make(16);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
@@ -110,10 +85,10 @@ TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
 
 TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     const int u = 16;
-    auto prompt = lcs::make_prompt(g_model, 64, 4);
+    auto prompt = lcs::make_prompt(suite_model(), 64, 4);
     const auto want = reference(prompt, 6);
 
-    lcs::node_trigger count;
+    lct::node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
@@ -121,7 +96,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
         lcs::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(c.ctx.get(), b.get()), 0);
     }
-    lcs::node_trigger trig;
+    lct::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 2 * count.calls + count.calls / 2; // inside the third prefill ubatch
@@ -147,7 +122,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
 }
 
 TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
-    auto prompt = lcs::make_prompt(g_model, 8, 6);
+    auto prompt = lcs::make_prompt(suite_model(), 8, 6);
     struct stopper {
         int      seen = 0;
         int8_t * flag;
@@ -178,7 +153,7 @@ TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
 
 TEST_F(Generate, ClearErrors) {
     auto s = make(16);
-    auto prompt = lcs::make_prompt(g_model, 4);
+    auto prompt = lcs::make_prompt(suite_model(), 4);
     llama_token out[4];
     llama_cancel_generate_result r;
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
@@ -194,84 +169,4 @@ TEST_F(Generate, ClearErrors) {
     EXPECT_NE(std::string(r.message).find("fewer than n_predict"), std::string::npos);
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_ERROR);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(s.ctx.get()), 0), -1);
-}
-
-class ModelLoad : public Generate {};
-
-TEST_F(ModelLoad, LoadsAndReportsOk) {
-    int8_t flag = 0;
-    llama_cancel_load_result r;
-    llama_model * m = llama_cancel_model_load(g_path.c_str(), llama_model_default_params(), &flag, &r);
-    ASSERT_NE(m, nullptr) << r.message;
-    EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
-    llama_model_free(m);
-}
-
-TEST_F(ModelLoad, BytePresetCancelsWithoutOpening) {
-    int8_t flag = 1;
-    llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load("/nonexistent.gguf", llama_model_default_params(), &flag, &r), nullptr);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
-}
-
-TEST_F(ModelLoad, CancelDuringLoadReturnsNullWithReason) {
-    struct first_call {
-        int8_t * flag;
-        int      calls = 0;
-        static bool cb(float, void * d) {
-            auto * f = static_cast<first_call *>(d);
-            ++f->calls;
-            __atomic_store_n(f->flag, 1, __ATOMIC_RELAXED); // another thread's store, as it were
-            return true;
-        }
-    };
-    int8_t flag = 0;
-    first_call fc{&flag};
-    llama_model_params mp = llama_model_default_params();
-    mp.progress_callback           = first_call::cb;
-    mp.progress_callback_user_data = &fc;
-    llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load(g_path.c_str(), mp, &flag, &r), nullptr);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED) << r.message;
-    EXPECT_NE(std::string(r.message).find("cancelled"), std::string::npos);
-    EXPECT_GE(fc.calls, 1) << "the caller's progress callback is chained";
-    // And the same file loads afterwards.
-    flag = 0;
-    llama_model * m = llama_cancel_model_load(g_path.c_str(), llama_model_default_params(), &flag, &r);
-    EXPECT_NE(m, nullptr);
-    llama_model_free(m);
-}
-
-TEST_F(ModelLoad, BadFilesAreClearErrors) {
-    llama_cancel_load_result r;
-    const auto mp = llama_model_default_params();
-    EXPECT_EQ(llama_cancel_model_load(nullptr, mp, nullptr, &r), nullptr);
-    EXPECT_NE(std::string(r.message).find("NULL"), std::string::npos);
-
-    EXPECT_EQ(llama_cancel_model_load("/nonexistent/model.gguf", mp, nullptr, &r), nullptr);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("cannot open"), std::string::npos) << r.message;
-
-    const std::string dir = ::testing::TempDir();
-    const std::string text = dir + "/not-a-model.gguf";
-    std::ofstream(text) << "hello, I am not a model\n";
-    EXPECT_EQ(llama_cancel_model_load(text.c_str(), mp, nullptr, &r), nullptr);
-    EXPECT_NE(std::string(r.message).find("not a GGUF file"), std::string::npos) << r.message;
-
-    std::ifstream in(g_path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string cut = dir + "/truncated.gguf";
-    std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
-    EXPECT_EQ(llama_cancel_model_load(cut.c_str(), mp, nullptr, &r), nullptr);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("could not load"), std::string::npos) << r.message;
-
-    std::string corrupt = bytes;
-    for (size_t i = 8; i < 64 && i < corrupt.size(); ++i) {
-        corrupt[i] = static_cast<char>(0xff); // tensor and metadata counts become absurd
-    }
-    const std::string bad = dir + "/corrupt.gguf";
-    std::ofstream(bad, std::ios::binary) << corrupt;
-    EXPECT_EQ(llama_cancel_model_load(bad.c_str(), mp, nullptr, &r), nullptr);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR) << r.message;
 }

@@ -6,7 +6,7 @@
 // a fresh context that decodes them with plain llama_decode, one n_ubatch slice per call (the ubatch
 // boundaries every path here shares), compared byte for byte through llama_state_seq_get_data.
 // Stops are triggered at a chosen graph node, so no test depends on timing.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -17,10 +17,8 @@
 
 namespace {
 
-std::string env(const char * name) {
-    const char * v = std::getenv(name);
-    return v != nullptr ? v : "";
-}
+using lct::env;
+using lct::node_trigger;
 
 struct fixture {
     std::string        backend;
@@ -36,17 +34,13 @@ bool on_cpu() { return g->backend == "cpu"; }
 
 // A context of n_batch k_n, n_ubatch k_u; a hook bound the way hosts bind it when given.
 lcs::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
-    llama_context_params cp = llama_context_default_params();
-    llama_cancel_hook_bind(hook, &cp);
     lcs::context_options opt;
-    opt.n_ctx        = 1024;
-    opt.n_batch      = k_n;
-    opt.n_ubatch     = k_u;
-    opt.n_seq_max    = n_seq_max;
-    opt.offload_kqv  = !on_cpu();
-    opt.cb_eval      = cp.cb_eval;
-    opt.cb_eval_data = cp.cb_eval_user_data;
-    return lcs::make_context(g->model.get(), opt);
+    opt.n_ctx       = 1024;
+    opt.n_batch     = k_n;
+    opt.n_ubatch    = k_u;
+    opt.n_seq_max   = n_seq_max;
+    opt.offload_kqv = !on_cpu();
+    return lct::make_bound_context(g->model.get(), hook, opt);
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
@@ -90,15 +84,15 @@ reference clean(const std::vector<llama_token> & prompt, int n) {
 
 // Graph nodes of one k_u slice: abort-callback calls (CPU) or eval-callback asks (any backend).
 int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
-    lcs::node_trigger count;
+    node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
-    lcs::hook_ptr hook = lcs::make_hook(asks ? lcs::node_trigger::eval_cb : nullptr, &count);
+    lcs::hook_ptr hook = lcs::make_hook(asks ? node_trigger::eval_cb : nullptr, &count);
     auto ctx = context(asks ? hook.get() : nullptr);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook = asks ? hook.get() : nullptr;
     if (!asks) {
-        p.abort_callback      = lcs::node_trigger::abort_cb;
+        p.abort_callback      = node_trigger::abort_cb;
         p.abort_callback_data = &count;
     }
     lcs::seq_batch b(prompt, 0, k_u, 0);
@@ -109,7 +103,7 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
 // A stop inside the third slice's graph: the byte stored at that node by a trigger chained behind
 // the hook (`hooked`) or installed as the caller's abort callback.
 struct third_slice_stop {
-    lcs::node_trigger trig;
+    node_trigger trig;
     int8_t            flag = 0;
     bool              hooked;
     lcs::hook_ptr     hook;
@@ -117,7 +111,7 @@ struct third_slice_stop {
     third_slice_stop(int per_slice, bool hooked_) : hooked(hooked_) {
         trig.flag = &flag;
         trig.at   = 2 * per_slice + per_slice / 2;
-        hook      = lcs::make_hook(hooked ? lcs::node_trigger::eval_cb : nullptr, &trig);
+        hook      = lcs::make_hook(hooked ? node_trigger::eval_cb : nullptr, &trig);
     }
     third_slice_stop(const third_slice_stop &) = delete;
     third_slice_stop & operator=(const third_slice_stop &) = delete;
@@ -131,7 +125,7 @@ struct third_slice_stop {
         p.sliced_outputs = sliced;
         p.hook           = bound_hook();
         if (!hooked) {
-            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback      = node_trigger::abort_cb;
             p.abort_callback_data = &trig;
         }
         return p;

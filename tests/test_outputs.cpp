@@ -2,7 +2,7 @@
 // llama_decode: by batch index (llama_get_logits_ith(ctx, batch.n_tokens - 1), what hosts hand to
 // samplers), by negative index, every row of an embeddings context, and through
 // llama_cancel_get_logits_ith / _embeddings_ith. CPU backend, tiny model, with and without a hook.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -12,39 +12,27 @@
 
 namespace {
 
-llama_model * g_model = nullptr;
+using lct::suite_model;
+
 constexpr int k_n = 128; // batch tokens
 constexpr int k_u = 32;  // n_ubatch: four slices
 
-class Outputs : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
-        ASSERT_NE(path, nullptr) << "set LLAMA_CANCEL_TINY_MODEL to a model from scripts/make_model.py";
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(path).release();
-        ASSERT_NE(g_model, nullptr) << "cannot load " << path;
-    }
-    static void TearDownTestSuite() {
-        llama_model_free(g_model);
-        g_model = nullptr;
-    }
+class Outputs : public lct::model_suite<Outputs> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
+    static constexpr const char * model_what = "a model from scripts/make_model.py";
 
+  protected:
     // A context with n_batch k_n and n_ubatch k_u; with `hook`, bound the way a host binds it.
     static lcs::context_ptr context(llama_cancel_hook * hook, bool embeddings = false) {
-        llama_context_params cp = llama_context_default_params();
-        llama_cancel_hook_bind(hook, &cp);
         lcs::context_options opt;
-        opt.n_batch      = k_n;
-        opt.n_ubatch     = k_u;
-        opt.cb_eval      = cp.cb_eval;
-        opt.cb_eval_data = cp.cb_eval_user_data;
-        opt.embeddings   = embeddings;
-        return lcs::make_context(g_model, opt);
+        opt.n_batch    = k_n;
+        opt.n_ubatch   = k_u;
+        opt.embeddings = embeddings;
+        return lct::make_bound_context(suite_model(), hook, opt);
     }
 
-    static int32_t n_vocab() { return llama_vocab_n_tokens(llama_model_get_vocab(g_model)); }
+    static int32_t n_vocab() { return llama_vocab_n_tokens(llama_model_get_vocab(suite_model())); }
 };
 
 std::vector<float> row(const float * p, int32_t n) {
@@ -61,7 +49,7 @@ std::vector<float> plain_logits(llama_context * ctx, lcs::seq_batch & b, int32_t
 
 // The default keeps llama.cpp's batch indices: a hooked batch with an output is decoded whole.
 TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 11);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 11);
     auto ref = context(nullptr);
     lcs::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
@@ -85,13 +73,13 @@ TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
 
 // A stop inside a batch decoded whole with a hook rolls the whole batch back, exactly.
 TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 12);
-    lcs::node_trigger trig;
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 12);
+    lct::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     {
         // Nodes asked per ubatch, counted on one uninterrupted ubatch.
-        lcs::hook_ptr counting = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
+        lcs::hook_ptr counting = lcs::make_hook(lct::node_trigger::eval_cb, &trig);
         auto c = context(counting.get());
         lcs::seq_batch one(prompt, 0, k_u, 0);
         ASSERT_EQ(llama_decode(c.get(), one.get()), 0);
@@ -100,7 +88,7 @@ TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
     trig.at    = trig.calls + trig.calls / 2; // inside the second ubatch's graph
     trig.calls = 0;
     flag       = 0;
-    lcs::hook_ptr hook = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
+    lcs::hook_ptr hook = lcs::make_hook(lct::node_trigger::eval_cb, &trig);
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
@@ -119,7 +107,7 @@ TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
 // sliced_outputs: the batch goes one n_ubatch slice per llama_decode; outputs are read by negative
 // index or through the result, and equal a plain decode's.
 TEST_F(Outputs, SlicedOutputsReadThroughResultAndNegativeIndex) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 13);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 13);
     auto ref = context(nullptr);
     lcs::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
@@ -141,7 +129,7 @@ TEST_F(Outputs, SlicedOutputsReadThroughResultAndNegativeIndex) {
 
 // Outputs before the last slice are never dropped: such a batch is decoded whole.
 TEST_F(Outputs, EarlierOutputsAreKeptWithSlicedOutputs) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 14);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 14);
     auto ref = context(nullptr);
     lcs::seq_batch rb(prompt, 0, k_n, 0);
     rb.set_output(10, true);
@@ -165,8 +153,8 @@ TEST_F(Outputs, EarlierOutputsAreKeptWithSlicedOutputs) {
 
 // An embeddings context with batch.logits NULL outputs every token: all rows stay readable.
 TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 15);
-    const int32_t n_embd = llama_model_n_embd(g_model);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 15);
+    const int32_t n_embd = llama_model_n_embd(suite_model());
     auto ref = context(nullptr, true);
     ASSERT_EQ(llama_decode(ref.get(), llama_batch_get_one(prompt.data(), k_n)), 0);
     std::vector<std::vector<float>> want;
@@ -192,7 +180,7 @@ TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
 
 // Without a hook (abort callback alone, KV cache) a batch is always decoded whole.
 TEST_F(Outputs, AbortPathKeepsBatchIndexIdiom) {
-    auto prompt = lcs::make_prompt(g_model, k_n, 16);
+    auto prompt = lcs::make_prompt(suite_model(), k_n, 16);
     auto ref = context(nullptr);
     lcs::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());

@@ -5,7 +5,7 @@
 // CPU. A batch holds 4 sequences of 32 tokens, one after another, each asking for the output of its
 // last token, the way servers batch their slots. A sequence's byte is stored at a chosen graph node
 // by the caller's abort callback, so no test depends on timing.
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 namespace {
 
-llama_model * g_model = nullptr;
+using lct::suite_model;
 
 constexpr int k_seqs = 4;
 constexpr int k_len  = 32;
@@ -76,7 +76,7 @@ lcs::context_ptr context(uint32_t n_ubatch) {
     opt.n_batch   = k_n;
     opt.n_ubatch  = n_ubatch;
     opt.n_seq_max = k_seqs;
-    return lcs::make_context(g_model, opt);
+    return lcs::make_context(suite_model(), opt);
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
@@ -87,7 +87,7 @@ std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
 
 std::vector<float> logits_at(llama_context * ctx, int32_t i) {
     const float * l = llama_get_logits_ith(ctx, i);
-    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(g_model));
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
     return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
 }
 
@@ -108,7 +108,7 @@ alone decode_alone(const std::vector<llama_token> & prompt, llama_seq_id s) {
 struct seq_stop {
     int8_t            bytes[k_seqs] = {0, 0, 0, 0};
     const int8_t *    flags[k_seqs] = {&bytes[0], &bytes[1], &bytes[2], &bytes[3]};
-    lcs::node_trigger trigger;
+    lct::node_trigger trigger;
     int8_t            cancelled[k_seqs] = {0, 0, 0, 0};
     int32_t           output[k_seqs]    = {0, 0, 0, 0};
 
@@ -121,30 +121,23 @@ struct seq_stop {
         p.seq_cancelled = cancelled;
         p.seq_output    = output;
         if (seq >= 0) {
-            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback      = lct::node_trigger::abort_cb;
             p.abort_callback_data = &trigger;
         }
         return p;
     }
 };
 
-class SeqCancel : public ::testing::TestWithParam<uint32_t> { // n_ubatch: the whole batch, or 32
+// n_ubatch: the whole batch, or 32
+class SeqCancel : public lct::model_suite<SeqCancel, ::testing::TestWithParam<uint32_t>> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_MODEL";
+    static constexpr const char * model_what = "a tiny model of scripts/make_model.py";
+
   protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_MODEL");
-        ASSERT_NE(path, nullptr) << "set LLAMA_CANCEL_MODEL to a tiny model of scripts/make_model.py";
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(path).release();
-        ASSERT_NE(g_model, nullptr) << "cannot load " << path;
-    }
-    static void TearDownTestSuite() {
-        llama_model_free(g_model);
-        g_model = nullptr;
-    }
     void SetUp() override {
         for (int s = 0; s < k_seqs; ++s) {
-            prompts.push_back(lcs::make_prompt(g_model, k_len, 100 + s));
+            prompts.push_back(lcs::make_prompt(suite_model(), k_len, 100 + s));
         }
     }
 
@@ -224,7 +217,7 @@ TEST_P(SeqCancel, TwoSequencesStoppedAtOnce) {
         seq_stop * st;
         static bool cb(void * d) {
             auto * b = static_cast<both *>(d);
-            lcs::node_trigger::abort_cb(&b->st->trigger);
+            lct::node_trigger::abort_cb(&b->st->trigger);
             if (b->st->bytes[1] != 0) {
                 __atomic_store_n(&b->st->bytes[3], 1, __ATOMIC_RELAXED);
             }

@@ -1,0 +1,109 @@
+#include "fixtures.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace lct {
+
+namespace {
+lcs::model_ptr g_suite_model;
+std::string    g_suite_model_path;
+} // namespace
+
+std::string env(const char * name) {
+    const char * v = std::getenv(name);
+    return v != nullptr ? v : "";
+}
+
+llama_model * suite_model() { return g_suite_model.get(); }
+
+const std::string & suite_model_path() { return g_suite_model_path; }
+
+void load_suite_model(const char * var, const char * what) {
+    const char * path = std::getenv(var);
+    ASSERT_NE(path, nullptr) << "set " << var << " to " << what;
+    g_suite_model_path = path;
+    lcs::quiet_logs();
+    lcs::load_backends();
+    g_suite_model = lcs::load_model(g_suite_model_path);
+    ASSERT_NE(g_suite_model, nullptr) << "cannot load " << g_suite_model_path;
+}
+
+void free_suite_model() { g_suite_model.reset(); }
+
+bool node_trigger::eval_cb(ggml_tensor * t, bool ask, void * data) {
+    auto * tr = static_cast<node_trigger *>(data);
+    if (tr->record_threads) {
+        tr->threads.push_back(std::this_thread::get_id());
+    }
+    if (ask) {
+        ++tr->calls;
+        if (std::strcmp(t->name, "result_output") == 0) {
+            tr->graph_ends.push_back(tr->calls);
+        }
+        return tr->calls == tr->at;
+    }
+    if (tr->flag != nullptr) {
+        __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+    }
+    return true;
+}
+
+bool node_trigger::abort_cb(void * data) {
+    auto * tr = static_cast<node_trigger *>(data);
+    if (tr->record_threads) {
+        tr->threads.push_back(std::this_thread::get_id());
+    }
+    if (++tr->calls == tr->at && tr->flag != nullptr) {
+        __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
+void node_trigger::reset() {
+    calls = 0;
+    at    = -1;
+    graph_ends.clear();
+    threads.clear();
+}
+
+bool gate::cb(void * data) {
+    auto * g = static_cast<gate *>(data);
+    g->threads.push_back(std::this_thread::get_id());
+    if (++g->calls == g->hold_at) {
+        g->started = true;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0 && std::chrono::steady_clock::now() < deadline) {
+        }
+    }
+    return false;
+}
+
+lcs::hook_ptr make_hook(node_trigger * trig) {
+    return lcs::make_hook(trig != nullptr ? node_trigger::eval_cb : nullptr, trig);
+}
+
+lcs::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, lcs::context_options opt) {
+    llama_context_params cp = llama_context_default_params();
+    cp.cb_eval           = opt.cb_eval;
+    cp.cb_eval_user_data = opt.cb_eval_data;
+    llama_cancel_hook_bind(hook, &cp);
+    opt.cb_eval      = cp.cb_eval;
+    opt.cb_eval_data = cp.cb_eval_user_data;
+    return lcs::make_context(model, opt);
+}
+
+hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, node_trigger * trig,
+                           uint32_t n_seq_max) {
+    hooked_context h;
+    h.hook = make_hook(trig);
+    lcs::context_options opt;
+    opt.n_batch   = n_batch;
+    opt.n_ubatch  = n_ubatch;
+    opt.n_seq_max = n_seq_max;
+    h.ctx         = make_bound_context(model, h.hook.get(), opt);
+    return h;
+}
+
+} // namespace lct

@@ -1,0 +1,86 @@
+// Fixtures shared by the gtest programs (library llama-cancel-test-fixtures): the environment
+// reader, a suite that loads one model for all its tests, a context with a hook bound the way hosts
+// bind it, and the callbacks that stop a graph at a chosen node. Not part of the library's API.
+#pragma once
+
+#include "support.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lct {
+
+// The value of environment variable `name`, "" when it is not set.
+std::string env(const char * name);
+
+// The model a suite's tests share (NULL outside such a suite), and the path it came from.
+llama_model *       suite_model();
+const std::string & suite_model_path();
+
+// What a model suite's SetUpTestSuite does: quiet logs, the default (CPU) backends, the model at
+// $var; fails the suite when $var is not set ("set VAR to `what`") or the model does not load.
+void load_suite_model(const char * var, const char * what);
+void free_suite_model();
+
+// A suite whose tests share one model, loaded once per suite from the path in environment variable
+// Suite::model_env (Suite::model_what says what to set it to). Base: ::testing::Test or
+// ::testing::TestWithParam<T>.
+template <typename Suite, typename Base = ::testing::Test> class model_suite : public Base {
+  public:
+    static void SetUpTestSuite() { load_suite_model(Suite::model_env, Suite::model_what); }
+    static void TearDownTestSuite() { free_suite_model(); }
+};
+
+// Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to: as an
+// eval callback (a hook's chain, or a context's cb_eval) it answers true at ask number `at` and
+// stores the byte (when `flag` is set) once that node is computed; as an abort callback it stores at
+// call number `at`. Counts calls either way; as an eval callback it records the ask number of each
+// decode graph's last node ("result_output"), and with `record_threads` the thread of every call.
+struct node_trigger {
+    int                          calls          = 0;
+    int                          at             = -1;
+    int8_t *                     flag           = nullptr;
+    bool                         record_threads = false;
+    std::vector<int>             graph_ends;
+    std::vector<std::thread::id> threads;
+
+    static bool eval_cb(ggml_tensor * t, bool ask, void * data);
+    static bool abort_cb(void * data);
+    // Calls, `at`, graph ends and threads back to their start; the flag stays.
+    void reset();
+};
+
+// A caller abort callback that holds the graph at call number `hold_at` until the byte is stored
+// (at most 20 s), so that a store from another thread lands inside the decode without timing
+// assumptions; records the thread of every call.
+struct gate {
+    std::atomic<bool>            started{false};
+    int8_t *                     flag    = nullptr;
+    int                          hold_at = 1;
+    int                          calls   = 0;
+    std::vector<std::thread::id> threads;
+
+    static bool cb(void * data);
+};
+
+// A hook chaining `trig` (NULL: none) as its eval callback.
+lcs::hook_ptr make_hook(node_trigger * trig);
+
+// lcs::make_context with `hook` (may be NULL) bound into the context's parameters through
+// llama_cancel_hook_bind, as a host does: the hook takes opt.cb_eval, if any, as its chain.
+lcs::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, lcs::context_options opt);
+
+// A context with its own hook, bound as a host binds it; the hook chains `trig` when given.
+struct hooked_context {
+    lcs::hook_ptr    hook;
+    lcs::context_ptr ctx;
+};
+hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, node_trigger * trig = nullptr,
+                           uint32_t n_seq_max = 1);
+
+} // namespace lct

@@ -1,0 +1,132 @@
+#include "mtmd_fixtures.h"
+
+#include <cstring>
+
+namespace mtmd_test {
+
+void silence_mtmd_logs() {
+    lcs::quiet_logs();
+    mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+}
+
+mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb, void * data) {
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.use_gpu           = false;
+    mp.warmup            = false;
+    mp.print_timings     = false;
+    mp.n_threads         = 2;
+    mp.cb_eval           = cb;
+    mp.cb_eval_user_data = data;
+    return mtmd_ptr(mtmd_init_from_file(path.c_str(), lct::suite_model(), mp));
+}
+
+lcs::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) {
+    lcs::context_options opt;
+    opt.n_batch      = 64;
+    opt.n_ubatch     = 64;
+    opt.cb_eval      = cb;
+    opt.cb_eval_data = data;
+    return lcs::make_context(lct::suite_model(), opt);
+}
+
+mtmd_bitmap * make_bitmap(bool audio, uint32_t seed) {
+    uint32_t x = seed * 2654435761u + 1;
+    auto next = [&x] {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return x;
+    };
+    if (audio) {
+        std::vector<float> pcm(16000);
+        for (auto & v : pcm) {
+            v = 0.2f * (static_cast<float>(next() % 2001) / 1000.0f - 1.0f);
+        }
+        return mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
+    }
+    std::vector<unsigned char> px(64 * 64 * 3);
+    for (auto & v : px) {
+        v = static_cast<unsigned char>(next());
+    }
+    return mtmd_bitmap_init(64, 64, px.data());
+}
+
+chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
+    const std::string m      = mtmd_default_marker();
+    const std::string prompt = "First item: " + m +
+                               " and then, after a rather long pause to think it all over once more, here comes "
+                               "the second one: " + m + " what are they?";
+    mtmd_bitmap * a = make_bitmap(audio, 1);
+    mtmd_bitmap * b = make_bitmap(audio, 2);
+    const mtmd_bitmap * bitmaps[2] = {a, b};
+    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
+    chunks_ptr chunks(mtmd_input_chunks_init());
+    const int32_t ret = mtmd_tokenize(mctx, chunks.get(), &text, bitmaps, 2);
+    mtmd_bitmap_free(a);
+    mtmd_bitmap_free(b);
+    EXPECT_EQ(ret, 0);
+    return chunks;
+}
+
+llama_pos pos_max(llama_context * ctx) {
+    return llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
+}
+
+bool same(const std::vector<float> & a, const std::vector<float> & b) {
+    return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chunk) {
+    const float * e = mtmd_get_output_embd(mctx);
+    const size_t  n = static_cast<size_t>(llama_model_n_embd_inp(lct::suite_model())) * mtmd_input_chunk_get_n_tokens(chunk);
+    return e != nullptr ? std::vector<float>(e, e + n) : std::vector<float>();
+}
+
+} // namespace mtmd_test
+
+using namespace mtmd_test;
+
+void Mtmd::SetUp() {
+    k.name    = GetParam();
+    k.audio   = k.name == "audio";
+    k.mmproj  = lct::env(k.audio ? "LLAMA_CANCEL_AUDIO_MMPROJ" : "LLAMA_CANCEL_VISION_MMPROJ");
+    k.n_batch = k.audio ? 16 : 8;
+    ASSERT_FALSE(k.mmproj.empty()) << "set LLAMA_CANCEL_" << (k.audio ? "AUDIO" : "VISION") << "_MMPROJ";
+    ASSERT_NE(lct::suite_model(), nullptr);
+
+    // Reference: upstream's helper on plain contexts, same n_batch.
+    auto mctx = make_mtmd(k.mmproj);
+    ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << k.mmproj;
+    chunks = tokenize(mctx.get(), k.audio);
+    n_chunks = mtmd_input_chunks_size(chunks.get());
+    ASSERT_EQ(n_chunks, 5u) << "text, media, text, media, text";
+    for (size_t i = 0; i < n_chunks; ++i) {
+        ASSERT_EQ(mtmd_input_chunk_get_type(chunk_at(i)) == MTMD_INPUT_CHUNK_TYPE_TEXT, i % 2 == 0);
+        start.push_back(i == 0 ? 0 : start[i - 1] + mtmd_input_chunk_get_n_pos(chunk_at(i - 1)));
+    }
+    ASSERT_GT(static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk_at(1))), k.n_batch);
+    auto lctx = make_lctx();
+    llama_pos new_n_past = -1;
+    ASSERT_EQ(mtmd_helper_eval_chunks(mctx.get(), lctx.get(), chunks.get(), 0, 0, k.n_batch, true, &new_n_past), 0);
+    want_n_past = new_n_past;
+    ASSERT_EQ(want_n_past, mtmd_helper_get_n_pos(chunks.get()));
+    want = lcs::last_logits(lctx.get());
+    ASSERT_FALSE(want.empty());
+}
+
+std::vector<int> Mtmd::count_graph_ends() {
+    setup c(k.mmproj);
+    llama_cancel_mtmd_result r;
+    EXPECT_EQ(c.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
+    return c.dec_trig.graph_ends;
+}
+
+void Mtmd::resume_and_check(setup & s, const llama_cancel_mtmd_result & r) {
+    s.rearm();
+    llama_cancel_mtmd_result r2;
+    ASSERT_EQ(s.eval(chunks.get(), r.n_chunks_done, r.n_past, k.n_batch, &r2), LLAMA_CANCEL_OK) << r2.message;
+    EXPECT_EQ(r2.n_chunks_done, n_chunks);
+    EXPECT_EQ(r2.n_past, want_n_past);
+    EXPECT_EQ(pos_max(s.lctx.get()), want_n_past - 1);
+    EXPECT_TRUE(same(lcs::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+}

@@ -1,0 +1,188 @@
+// How the cancel callbacks get into libmtmd, on the synthetic projectors next to the small text
+// model (CPU): upstream's encode with the stateless callback, llama_cancel_mtmd_init_from_file, and
+// the stateless callback stopping a clip encode. The Mtmd suite's instances are in test_mtmd.cpp.
+#include "mtmd_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace mtmd_test;
+
+// A suite on the small text model, as the Mtmd one, without a projector kind.
+class MtmdStateless : public text_model_suite<MtmdStateless> {};
+
+// Upstream's hazard, the reason for the wrapper: with the stateless llama_cancel_eval_callback as
+// mtmd's cb_eval and the byte set mid-encode, the clip graph stops and mtmd_encode_chunk still
+// returns 0, its embeddings garbage.
+TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
+    struct store_then_read {
+        int    asks = 0;
+        int    at   = 12;
+        int8_t flag = 0;
+        static bool cb(ggml_tensor * t, bool ask, void * data) {
+            auto * s = static_cast<store_then_read *>(data);
+            if (ask && ++s->asks == s->at) {
+                __atomic_store_n(&s->flag, 1, __ATOMIC_RELAXED); // another thread's store, as it were
+            }
+            return llama_cancel_eval_callback(t, ask, &s->flag);
+        }
+    };
+    auto fresh = make_mtmd(k.mmproj);
+    ASSERT_EQ(mtmd_encode_chunk(fresh.get(), chunk_at(1)), 0);
+    const auto ref = embeddings(fresh.get(), chunk_at(1));
+
+    store_then_read st;
+    auto mctx = make_mtmd(k.mmproj, store_then_read::cb, &st);
+    EXPECT_EQ(mtmd_encode_chunk(mctx.get(), chunk_at(1)), 0) << "upstream reports the stopped encode as success";
+    EXPECT_FALSE(same(embeddings(mctx.get(), chunk_at(1)), ref)) << "with garbage embeddings";
+
+    // The wrapper with the same stateless binding (no hook): the byte read after the encode makes
+    // it a cancel, and the garbage is never decoded.
+    st.asks = 0;
+    st.flag = 0;
+    auto lctx = make_lctx();
+    llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
+    p.flag    = &st.flag;
+    p.n_batch = k.n_batch;
+    llama_cancel_mtmd_result r;
+    EXPECT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 1, 0, &p, &r),
+              LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.n_chunks_done, 1u);
+    EXPECT_EQ(pos_max(lctx.get()), -1);
+}
+
+TEST_P(Mtmd, InitFromFileBindsTheHook) {
+    lct::node_trigger trig;
+    int8_t   flag = 0;
+    auto     hook = lct::make_hook(&trig);
+    llama_cancel_load_result lr;
+    mtmd_ptr mctx(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), hook.get(), 2, false, &flag, &lr));
+    ASSERT_NE(mctx, nullptr) << lr.message;
+    EXPECT_EQ(lr.status, LLAMA_CANCEL_OK);
+    EXPECT_EQ(llama_cancel_hook_get_flag(hook.get()), nullptr);
+
+    // Encodes through it stop on the byte.
+    trig.flag = &flag;
+    trig.calls = 0;
+    trig.at   = 10;
+    auto lctx = make_lctx();
+    llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
+    p.flag    = &flag;
+    p.n_batch = k.n_batch;
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
+              LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.n_chunks_done, 1u);
+    EXPECT_TRUE(llama_cancel_hook_stopped(hook.get()));
+    flag    = 0;
+    trig.at = -1;
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 1, r.n_past, &p, &r),
+              LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_TRUE(same(lcs::last_logits(lctx.get()), want));
+}
+
+TEST_P(Mtmd, InitFromFileCancelsAndFailsClearly) {
+    llama_cancel_load_result lr;
+    int8_t flag = 1;
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), nullptr, 2, false, &flag, &lr), nullptr);
+    EXPECT_EQ(lr.status, LLAMA_CANCEL_CANCELLED);
+
+    // The byte stored while libmtmd loads: from its log callback, on the loading thread, at the
+    // first line it logs; its progress callback then reads the byte and aborts the load.
+    flag = 0;
+    mtmd_helper_log_set(
+        [](ggml_log_level, const char *, void * f) { __atomic_store_n(static_cast<int8_t *>(f), 1, __ATOMIC_RELAXED); },
+        &flag);
+    mtmd_context * m = llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), nullptr, 2, false, &flag, &lr);
+    mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+    EXPECT_EQ(flag, 1) << "libmtmd logged while loading";
+    EXPECT_EQ(m, nullptr);
+    EXPECT_EQ(lr.status, LLAMA_CANCEL_CANCELLED) << lr.message;
+    EXPECT_NE(std::string(lr.message).find("cancelled"), std::string::npos) << lr.message;
+    if (m != nullptr) {
+        mtmd_free(m);
+    }
+
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(nullptr, lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_NE(std::string(lr.message).find("NULL"), std::string::npos);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), nullptr, nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_NE(std::string(lr.message).find("NULL"), std::string::npos);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file("/nonexistent/mmproj.gguf", lct::suite_model(), nullptr, 2, false, nullptr, &lr),
+              nullptr);
+    EXPECT_EQ(lr.status, LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(lr.message).find("cannot open"), std::string::npos) << lr.message;
+    const std::string text = ::testing::TempDir() + "/not-an-mmproj-" + k.name + ".gguf";
+    std::ofstream(text) << "hello, I am not a projector\n";
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(text.c_str(), lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_NE(std::string(lr.message).find("not a GGUF file"), std::string::npos) << lr.message;
+    // A text model is not a projector: mtmd refuses it.
+    const std::string model_path = lct::env("LLAMA_CANCEL_SMALL_MODEL");
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(model_path.c_str(), lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_EQ(lr.status, LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(lr.message).find("could not load"), std::string::npos) << lr.message;
+}
+
+// The stateless llama_cancel_eval_callback bound as mtmd's cb_eval (through lcs::stateless_probe,
+// which forwards every call) on a clip encode of the `small` vision projector: a byte stored while
+// a node a quarter into the graph computes stops the encode at a later checkpoint, before its end;
+// mtmd_encode_chunk still returns 0 (upstream's hazard, the caller's to handle without the wrapper).
+TEST_F(MtmdStateless, StopsAClipEncode) {
+    const std::string model_path = lct::env("LLAMA_CANCEL_SMALL_MODEL");
+    const std::string mmproj     = lct::env("LLAMA_CANCEL_VISION_SMALL_MMPROJ");
+    ASSERT_FALSE(model_path.empty() || mmproj.empty()) << "set LLAMA_CANCEL_SMALL_MODEL and _VISION_SMALL_MMPROJ";
+    ASSERT_NE(lct::suite_model(), nullptr);
+
+    lcs::stateless_probe probe;
+    auto mctx = make_mtmd(mmproj, lcs::stateless_probe::eval_cb, &probe);
+    ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj;
+    mtmd_bitmap * image = make_bitmap(false, 5);
+    const std::string prompt = mtmd_default_marker();
+    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
+    const mtmd_bitmap * bitmaps[1] = {image};
+    chunks_ptr chunks(mtmd_input_chunks_init());
+    ASSERT_EQ(mtmd_tokenize(mctx.get(), chunks.get(), &text, bitmaps, 1), 0);
+    mtmd_bitmap_free(image);
+    const mtmd_input_chunk * chunk = nullptr;
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
+        const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks.get(), i);
+        chunk = mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? c : chunk;
+    }
+    ASSERT_NE(chunk, nullptr);
+
+    // The byte at 0: the thread's policy measures the CPU; the encode must hold checkpoints.
+    double ms = 0;
+    for (int i = 0; i < 3; ++i) {
+        probe.rearm(-1);
+        const double t0 = lcs::now_ms();
+        ASSERT_EQ(mtmd_encode_chunk(mctx.get(), chunk), 0);
+        ms = lcs::now_ms() - t0;
+    }
+    const auto ref = embeddings(mctx.get(), chunk);
+    const int  n_asks = probe.asks;
+    std::printf("clip encode: %d nodes, largest %.3g FLOPs, %.1f ms, %d checkpoints with the byte at 0\n", n_asks,
+                probe.max_work, ms, probe.checkpoints);
+    ASSERT_GE(ms, 4 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) << "the encode is too short to hold checkpoints";
+    EXPECT_GE(probe.checkpoints, 2);
+    EXPECT_EQ(probe.stopped_at, -1);
+
+    probe.rearm(n_asks / 4);
+    EXPECT_EQ(mtmd_encode_chunk(mctx.get(), chunk), 0) << "upstream reports the stopped encode as success";
+    ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
+    EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
+    ASSERT_GT(probe.stopped_at, 0) << "the encode ran to its end with the byte set at node " << probe.store_at;
+    EXPECT_LT(probe.stopped_at, n_asks);
+    EXPECT_FALSE(same(embeddings(mctx.get(), chunk), ref)) << "the stopped encode left garbage";
+    std::printf("byte stored during node %d of %d: stopped at the checkpoint after node %d (%d nodes computed after "
+                "it, %.0f%% of the rest)\n",
+                probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
+                100.0 * (probe.stopped_at - probe.store_at) / (n_asks - probe.store_at));
+    mctx.reset();
+}
+
