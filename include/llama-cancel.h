@@ -7,6 +7,38 @@
 // thread stores a nonzero value into it to ask for a stop; the functions here only load it, with
 // relaxed atomic loads, never write it, and never keep the pointer past the call that received it
 // (the callbacks keep it as long as the caller leaves them installed).
+//
+// Usage (error checks left out):
+//
+//     static int8_t stop = 0;                   // any thread: __atomic_store_n(&stop, 1, __ATOMIC_RELAXED)
+//     ggml_backend_load_all();
+//     struct llama_model * model = llama_cancel_model_load(path, llama_model_default_params(), &stop, NULL);
+//     struct llama_cancel_hook * hook = llama_cancel_hook_init(NULL);
+//     struct llama_context_params cp = llama_context_default_params();
+//     llama_cancel_hook_bind(hook, &cp);        // the byte then reaches GPU, RPC and BLAS backends too
+//     struct llama_context * ctx = llama_init_from_model(model, cp);
+//
+//     struct llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+//     dp.flag = &stop;
+//     dp.hook = hook;
+//     struct llama_cancel_decode_result dr;
+//     if (llama_cancel_decode(ctx, batch, &dp, &dr, NULL, 0) == LLAMA_CANCEL_CANCELLED) {
+//         // memory holds the first dr.n_committed tokens: resume from there, or drop them
+//     }
+//
+//     struct llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+//     gp.flag = &stop;
+//     gp.hook = hook;
+//     llama_token out[32];
+//     struct llama_cancel_generate_result gr;
+//     llama_cancel_generate(ctx, prompt, n_prompt, &gp, out, 32, &gr);  // gr.n_generated tokens in out
+//
+//     llama_free(ctx);
+//     llama_cancel_hook_free(hook);             // after every context it is bound to
+//     llama_model_free(model);
+//
+// Threading: call each function on the thread that owns its context (or, for a load, any one
+// thread); the only thing other threads do is store into the byte, at any time.
 
 #include "llama.h"
 
@@ -139,8 +171,10 @@ extern "C" {
     struct llama_cancel_hook_params {
         const int8_t * flag;        // caller-owned byte, nonzero = stop; NULL never stops
         float          interval_ms; // target compute time between checkpoints (<= 0: the default)
-        // The caller's own eval callback (debug dumps, imatrix, TTS...), or NULL. It sees every
-        // ask; a node it asks for becomes a checkpoint; its false at ask = false stops the graph.
+        // The caller's own eval callback (debug dumps, imatrix, TTS...), or NULL. It is asked about
+        // every node until a stop: once the byte is set (or the graph was stopped) the hook answers
+        // alone and the chain sees no more asks in that graph. A node it asks for becomes a
+        // checkpoint; its false at ask = false stops the graph.
         ggml_backend_sched_eval_callback chain;
         void *                           chain_data;
     };
@@ -337,7 +371,7 @@ extern "C" {
 
     struct llama_cancel_generate_params {
         const int8_t *              flag;      // caller-owned byte, nonzero = stop; NULL never cancels
-        int32_t                     n_predict; // most tokens to generate
+        int32_t                     n_predict; // most tokens to generate; 0: the prompt only, < 0: an error
         llama_seq_id                seq_id;    // sequence to continue (its memory is kept)
         struct llama_sampler *      sampler;   // caller-owned sampler chain; NULL = greedy
         struct llama_cancel_hook *  hook;      // hook bound to ctx (llama_cancel_hook_bind), or NULL
@@ -392,7 +426,8 @@ extern "C" {
     // llama.cpp's progress callback reads it while tensors load (params.progress_callback, if any,
     // is chained behind it). Returns the model (free it with llama_model_free), or NULL with
     // result->status CANCELLED (byte set before or during the load; llama.cpp frees what it had
-    // allocated) or ERROR (NULL or missing path, not a GGUF file, truncated or corrupt model).
+    // allocated) or ERROR (NULL path, a file that cannot be opened (with the reason), a folder, not
+    // a GGUF file, truncated or corrupt model).
     // Blocks the calling thread; any thread may store into the byte. `result` may be NULL.
     LLAMA_CANCEL_API struct llama_model * llama_cancel_model_load(
             const char                      * path,

@@ -1,6 +1,7 @@
 // llama_cancel_decode: llama_decode under the caller's byte, with committed-token accounting.
 #include "llama-cancel.h"
 
+#include "abi_guard.h"
 #include "clock.h"
 #include "eval_callback.h"
 #include "flag.h"
@@ -12,7 +13,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <vector>
 
 namespace {
@@ -504,15 +504,10 @@ extern "C" int32_t llama_cancel_decode(
         llama_cancel_decode_result       * result,
         int32_t                          * n_committed_seq,
         int32_t                            n_seq) {
-    // No exception crosses the C ABI: the only ones possible here are allocation failures. The
-    // guard has put the caller's abort callback and the hook's byte back by the time one lands here.
-    try {
-        return decode(ctx, batch, params, result, n_committed_seq, n_seq);
-    } catch (const std::exception & e) {
-        return fail(result, "internal error: %s", e.what());
-    } catch (...) {
-        return fail(result, "internal error");
-    }
+    // The callbacks guard has put the caller's abort callback and the hook's byte back by the time
+    // an exception reaches abi_guard.
+    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR),
+                                   [&] { return decode(ctx, batch, params, result, n_committed_seq, n_seq); });
 }
 
 extern "C" const float * llama_cancel_get_logits_ith(llama_context * ctx, const llama_cancel_decode_result * result,

@@ -1,13 +1,13 @@
 // llama_cancel_generate: prefill, then sample and decode token by token, under the caller's byte.
 #include "llama-cancel.h"
 
+#include "abi_guard.h"
 #include "flag.h"
 #include "status.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 
 namespace {
 
@@ -48,6 +48,9 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     if (ctx == nullptr) {
         return fail(r, "ctx is NULL");
     }
+    if (p.n_predict < 0) {
+        return fail(r, "n_predict is %d; it must be 0 or more", p.n_predict);
+    }
     if (n_prompt < 0 || (n_prompt > 0 && prompt == nullptr)) {
         return fail(r, "the prompt has %d tokens and %s", n_prompt, prompt == nullptr ? "no array" : "a bad count");
     }
@@ -55,7 +58,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     if (n_prompt == 0 && llama_get_logits_ith(ctx, -1) == nullptr) {
         return fail(r, "no prompt and no logits to continue from: the prompt needs at least one token");
     }
-    if (p.n_predict < 0 || (p.n_predict > 0 && (out == nullptr || n_out_max < p.n_predict))) {
+    if (p.n_predict > 0 && (out == nullptr || n_out_max < p.n_predict)) {
         return fail(r, "out holds %d tokens, fewer than n_predict %d", out == nullptr ? 0 : n_out_max, p.n_predict);
     }
     if (p.seq_id < 0 || p.seq_id >= static_cast<llama_seq_id>(llama_n_seq_max(ctx))) {
@@ -155,9 +158,6 @@ extern "C" int32_t llama_cancel_generate(llama_context * ctx, const llama_token 
         std::memset(result, 0, sizeof(*result));
     }
     const llama_cancel_generate_params p = params != nullptr ? *params : llama_cancel_generate_default_params();
-    try {
-        return generate(ctx, prompt, n_prompt, p, out, n_out_max, result);
-    } catch (const std::exception & e) {
-        return fail(result, "internal error: %s", e.what());
-    }
+    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR),
+                                   [&] { return generate(ctx, prompt, n_prompt, p, out, n_out_max, result); });
 }

@@ -12,7 +12,7 @@ const char * const no_mtmd = "built without libmtmd";
 
 } // namespace
 
-// The same defaults as the libmtmd build (src/mtmd_eval.cpp): a host reads them either way.
+// The same defaults as the libmtmd build (src/mtmd_chunks.cpp): a host reads them either way.
 extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
     llama_cancel_mtmd_params p{};
     p.logits_last = true;

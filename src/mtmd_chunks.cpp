@@ -8,6 +8,7 @@
 // a stopped encode and always leaves memory at a chunk boundary.
 #include "llama-cancel.h"
 
+#include "abi_guard.h"
 #include "flag.h"
 #include "memory_checkpoint.h"
 #include "status.h"
@@ -15,11 +16,9 @@
 #include "mtmd.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -299,83 +298,6 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     return LLAMA_CANCEL_OK;
 }
 
-//
-// Context creation with the hook bound
-//
-
-struct load_state {
-    const int8_t * flag;
-    bool           cancelled;
-};
-
-bool progress_callback(float, void * user_data) {
-    auto * st = static_cast<load_state *>(user_data);
-    if (llama_cancel::flag_is_set(st->flag)) {
-        st->cancelled = true;
-        return false;
-    }
-    return true;
-}
-
-template <typename... Args>
-mtmd_context * init_fail(llama_cancel_load_result * r, int32_t status, const char * fmt, Args... args) {
-    llama_cancel::set_status(r, status, fmt, args...);
-    return nullptr;
-}
-
-mtmd_context * init(const char * path, const llama_model * model, llama_cancel_hook * hook, int32_t n_threads,
-                    bool use_gpu, const int8_t * flag, llama_cancel_load_result * r) {
-    if (path == nullptr) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "mmproj path is NULL");
-    }
-    if (model == nullptr) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "text model is NULL");
-    }
-    if (llama_cancel::flag_is_set(flag)) {
-        return init_fail(r, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
-    }
-    struct stat st{};
-    if (stat(path, &st) != 0) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "cannot open mmproj file %s: %s", path, std::strerror(errno));
-    }
-    FILE * f = std::fopen(path, "rb");
-    char   magic[4] = {0, 0, 0, 0};
-    const size_t n_read = f != nullptr ? std::fread(magic, 1, sizeof(magic), f) : 0;
-    if (f != nullptr) {
-        std::fclose(f);
-    }
-    if (!S_ISREG(st.st_mode) || n_read != sizeof(magic) || std::memcmp(magic, "GGUF", 4) != 0) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "%s is not a GGUF file", path);
-    }
-
-    load_state          progress{flag, false};
-    mtmd_context_params mp = mtmd_context_params_default();
-    mp.use_gpu = use_gpu;
-    if (n_threads > 0) {
-        mp.n_threads = n_threads;
-    }
-    mp.progress_callback           = progress_callback;
-    mp.progress_callback_user_data = &progress;
-    if (hook != nullptr) {
-        mp.cb_eval           = llama_cancel_hook_eval_callback;
-        mp.cb_eval_user_data = hook;
-    }
-    // mtmd's warmup only reserves compute memory (no graph runs, the hook is not asked).
-    mtmd_context * mctx = mtmd_init_from_file(path, model, mp);
-    if (mctx == nullptr) {
-        if (progress.cancelled) {
-            return init_fail(r, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
-        }
-        return init_fail(r, LLAMA_CANCEL_ERROR,
-                         "libmtmd could not load %s for this text model (wrong n_embd, unsupported or corrupt "
-                         "projector; its log says why)", path);
-    }
-    if (r != nullptr) {
-        r->status = LLAMA_CANCEL_OK;
-    }
-    return mctx;
-}
-
 } // namespace
 
 extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
@@ -388,6 +310,7 @@ extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
     return p;
 }
 
+
 extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
                                                  llama_context * lctx, const mtmd_input_chunks * chunks,
                                                  size_t first_chunk, llama_pos n_past,
@@ -397,61 +320,9 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_canc
         std::memset(result, 0, sizeof(*result));
     }
     const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
-    // No exception crosses the C ABI (allocation failures are the only ones expected here). The
-    // guards have restored causal attention and the hook's byte by the time one arrives here.
-    try {
+    // The guards have restored causal attention and the hook's byte by the time an exception
+    // reaches abi_guard.
+    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, result);
-    } catch (const std::exception & e) {
-        return fail(result, "internal error: %s", e.what());
-    }
-}
-
-extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path, const llama_model * text_model,
-                                                           llama_cancel_hook * encode_hook, int32_t n_threads,
-                                                           bool use_gpu, const int8_t * flag,
-                                                           llama_cancel_load_result * result) {
-    if (result != nullptr) {
-        std::memset(result, 0, sizeof(*result));
-    }
-    try {
-        return init(mmproj_path, text_model, encode_hook, n_threads, use_gpu, flag, result);
-    } catch (const std::exception & e) {
-        return init_fail(result, LLAMA_CANCEL_ERROR, "internal error: %s", e.what());
-    }
-}
-
-extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                              llama_context * lctx, const mtmd_input_chunks * chunks,
-                                              size_t first_chunk, llama_pos n_past,
-                                              const llama_cancel_generate_params * params, llama_token * out,
-                                              int32_t n_out_max, llama_cancel_generate_result * result,
-                                              size_t * n_chunks_done) {
-    const llama_cancel_generate_params gp = params != nullptr ? *params : llama_cancel_generate_default_params();
-    llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
-    mp.flag        = gp.flag;
-    mp.decode_hook = gp.hook;
-    mp.seq_id      = gp.seq_id;
-    mp.logits_last = true;
-    llama_cancel_mtmd_result mr;
-    const int32_t st = llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, &mp, &mr);
-    if (n_chunks_done != nullptr) {
-        *n_chunks_done = mr.n_chunks_done;
-    }
-    if (st != LLAMA_CANCEL_OK) {
-        if (result != nullptr) {
-            std::memset(result, 0, sizeof(*result));
-            result->status             = st;
-            result->stop_reason        = st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR;
-            result->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
-            result->n_past             = mr.n_past;
-            std::memcpy(result->message, mr.message, sizeof(result->message));
-        }
-        return st;
-    }
-    // The prompt is in memory with the last token's logits: the token loop continues from there.
-    const int32_t rc = llama_cancel_generate(lctx, nullptr, 0, &gp, out, n_out_max, result);
-    if (result != nullptr) {
-        result->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
-    }
-    return rc;
+    });
 }

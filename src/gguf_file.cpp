@@ -1,0 +1,49 @@
+// The GGUF file check and the load progress callback of src/gguf_file.h.
+#include "gguf_file.h"
+
+#include "flag.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+bool llama_cancel::check_gguf_file(const char * path, char * message, size_t size) {
+    struct stat st{};
+    if (stat(path, &st) != 0) {
+        std::snprintf(message, size, "cannot open %s: %s", path, std::strerror(errno));
+        return false;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        std::snprintf(message, size, "%s is a folder, not a GGUF file", path);
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        std::snprintf(message, size, "%s is not a regular file", path);
+        return false;
+    }
+    FILE * f = std::fopen(path, "rb");
+    if (f == nullptr) {
+        std::snprintf(message, size, "cannot open %s: %s", path, std::strerror(errno));
+        return false;
+    }
+    char         magic[4] = {0, 0, 0, 0};
+    const size_t n        = std::fread(magic, 1, sizeof(magic), f);
+    std::fclose(f);
+    if (n != sizeof(magic) || std::memcmp(magic, "GGUF", 4) != 0) {
+        std::snprintf(message, size, "%s is not a GGUF file (%zu bytes, no GGUF magic)", path,
+                      static_cast<size_t>(st.st_size));
+        return false;
+    }
+    return true;
+}
+
+// llama.cpp and libmtmd call this while they read tensors; false aborts the load (NULL then).
+bool llama_cancel::load_progress::on_progress(float progress, void * user_data) {
+    auto * p = static_cast<load_progress *>(user_data);
+    if (flag_is_set(p->flag)) {
+        p->cancelled = true;
+        return false;
+    }
+    return p->chain == nullptr || p->chain(progress, p->chain_data);
+}
