@@ -165,7 +165,7 @@ sanitized_tests() {
     local dir
     dir="$(build_dir)-$1"
     in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2"
-    in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate test_outputs \
+    in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate test_model_load test_entry_errors test_outputs \
         test_memory_kinds test_budget llama-cancel-cli
     # One ggml thread under TSan: ggml's OpenMP workers synchronize in code TSan cannot see.
     in_env env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \

@@ -1,7 +1,7 @@
 // Errors the entry points report at entry, before anything is decoded or loaded: a negative
 // n_predict (llama_cancel_generate, llama_cancel_generate_mtmd), and a model or projector path that
 // cannot be opened or is a folder (llama_cancel_model_load, llama_cancel_mtmd_init_from_file).
-#include "support.h"
+#include "fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -16,22 +16,10 @@
 
 namespace {
 
-llama_model * g_model = nullptr;
-
-class EntryErrors : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
-        ASSERT_NE(path, nullptr) << "LLAMA_CANCEL_TINY_MODEL is not set";
-        lcs::quiet_logs();
-        lcs::load_backends();
-        g_model = lcs::load_model(path).release();
-        ASSERT_NE(g_model, nullptr);
-    }
-    static void TearDownTestSuite() {
-        llama_model_free(g_model);
-        g_model = nullptr;
-    }
+class EntryErrors : public lct::model_suite<EntryErrors> {
+  public:
+    static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
+    static constexpr const char * model_what = "a model from scripts/make_model.py";
 };
 
 // A folder of its own under gtest's temporary folder.
@@ -46,8 +34,8 @@ std::string make_folder(const char * name) {
 TEST_F(EntryErrors, NegativeNPredictIsRefusedWithMemoryUntouched) {
     lcs::context_options opt;
     opt.n_batch = opt.n_ubatch = 16;
-    auto ctx = lcs::make_context(g_model, opt);
-    auto prompt = lcs::make_prompt(g_model, 6);
+    auto ctx = lcs::make_context(lct::suite_model(), opt);
+    auto prompt = lcs::make_prompt(lct::suite_model(), 6);
     llama_memory_t mem = llama_get_memory(ctx.get());
 
     // n_predict 0: the prompt alone goes into memory, nothing is generated.
@@ -141,10 +129,10 @@ TEST_F(EntryErrors, MtmdInitOfAFolderOrAMissingFile) {
     const std::string dir = make_folder("an-mmproj-folder.gguf");
     const std::string missing = ::testing::TempDir() + "/no-such-folder-" + std::to_string(getpid()) + "/mmproj.gguf";
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(dir.c_str(), g_model, nullptr, 1, false, nullptr, &r), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(dir.c_str(), lct::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
     const std::string folder_msg = r.message;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(missing.c_str(), g_model, nullptr, 1, false, nullptr, &r), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(missing.c_str(), lct::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
     if (llama_cancel_has_mtmd()) {
         EXPECT_EQ(folder_msg, dir + " is a folder, not a GGUF file");
