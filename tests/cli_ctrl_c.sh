@@ -23,7 +23,7 @@ t send-keys -t cli "$exe generate --model $model --prompt-tokens 3000 -n 8; echo
 wait_for "prefill:" 60 || { echo "FAIL: the CLI never started its prefill"; screen; exit 1; }
 sleep 0.4 # well inside the prefill, which takes seconds
 t send-keys -t cli C-c
-wait_for "EXIT=" 30 || { echo "FAIL: no exit after Ctrl-C"; screen; exit 1; }
+wait_for "EXIT=[0-9]" 30 || { echo "FAIL: no exit after Ctrl-C"; screen; exit 1; }
 out=$(screen)
 echo "$out"
 fail=0

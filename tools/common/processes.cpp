@@ -1,7 +1,6 @@
 // Child processes: run_command, rpc_server, delay_proxy (see processes.h). Programs and proxies
 // start with posix_spawn: the callers are threaded, and a forked child of a threaded process must
-// not allocate before exec (another thread may hold the allocator's lock). The RPC server is still
-// forked, to redirect its output in the child.
+// not allocate before exec (another thread may hold the allocator's lock).
 #include "processes.h"
 
 #include "backends.h"
@@ -10,6 +9,7 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <fcntl.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,8 +107,15 @@ std::vector<char *> argv_of(const std::vector<std::string> & args) {
 
 // posix_spawn with the default signal mask and dispositions: a caller's thread may block SIGTERM,
 // which the child would inherit, and then only SIGKILL would stop it. -1 with a message on failure.
-int spawn(const std::vector<std::string> & args) {
+// `output`: a file that takes the child's stdout and stderr ("" : the caller's).
+int spawn(const std::vector<std::string> & args, const std::string & output = "") {
     std::vector<char *> argv = argv_of(args);
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    if (!output.empty()) {
+        posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+    }
     sigset_t none, defaults;
     sigemptyset(&none);
     sigemptyset(&defaults);
@@ -121,8 +128,9 @@ int spawn(const std::vector<std::string> & args) {
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    const int err = posix_spawn(&pid, argv[0], nullptr, &attr, argv.data(), environ);
+    const int err = posix_spawn(&pid, argv[0], &files, &attr, argv.data(), environ);
     posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&files);
     if (err != 0) {
         std::fprintf(stderr, "cannot start %s: %s\n", argv[0], std::strerror(err));
         return -1;
@@ -157,18 +165,10 @@ rpc_server::rpc_server(const std::string & binary, int threads) {
     }
     endpoint_ = "127.0.0.1:" + std::to_string(port);
     const std::string port_s = std::to_string(port), threads_s = std::to_string(threads);
-    pid_ = fork();
-    if (pid_ == 0) {
-        // The server logs every connection: to $LLAMA_CANCEL_RPC_LOG.PORT when set, else nowhere.
-        const char * log_base = std::getenv("LLAMA_CANCEL_RPC_LOG");
-        const std::string log = log_base != nullptr ? std::string(log_base) + "." + port_s : "/dev/null";
-        if (std::freopen(log.c_str(), "w", stdout) == nullptr || std::freopen(log.c_str(), "a", stderr) == nullptr) {
-            _exit(126);
-        }
-        execl(binary.c_str(), binary.c_str(), "-H", "127.0.0.1", "-p", port_s.c_str(), "-t", threads_s.c_str(), "-d",
-              "CPU", (char *) nullptr);
-        _exit(127);
-    }
+    // The server logs every connection: to $LLAMA_CANCEL_RPC_LOG.PORT when set, else nowhere.
+    const char * log_base = std::getenv("LLAMA_CANCEL_RPC_LOG");
+    const std::string log = log_base != nullptr ? std::string(log_base) + "." + port_s : "/dev/null";
+    pid_ = spawn({binary, "-H", "127.0.0.1", "-p", port_s, "-t", threads_s, "-d", "CPU"}, log);
     ready_ = wait_accepting(pid_, port, "rpc_server", binary);
 }
 
