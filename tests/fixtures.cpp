@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace lct {
+namespace fixtures {
 
 namespace {
-lcs::model_ptr g_suite_model;
+common::model_ptr g_suite_model;
 std::string    g_suite_model_path;
 } // namespace
 
@@ -24,9 +24,9 @@ void load_suite_model(const char * var, const char * what) {
     const char * path = std::getenv(var);
     ASSERT_NE(path, nullptr) << "set " << var << " to " << what;
     g_suite_model_path = path;
-    lcs::quiet_logs();
-    lcs::load_backends();
-    g_suite_model = lcs::load_model(g_suite_model_path);
+    common::quiet_logs();
+    common::load_backends();
+    g_suite_model = common::load_model(g_suite_model_path);
     ASSERT_NE(g_suite_model, nullptr) << "cannot load " << g_suite_model_path;
 }
 
@@ -80,25 +80,25 @@ bool gate::cb(void * data) {
     return false;
 }
 
-lcs::hook_ptr make_hook(node_trigger * trig) {
-    return lcs::make_hook(trig != nullptr ? node_trigger::eval_cb : nullptr, trig);
+common::hook_ptr make_hook(node_trigger * trig) {
+    return common::make_hook(trig != nullptr ? node_trigger::eval_cb : nullptr, trig);
 }
 
-lcs::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, lcs::context_options opt) {
+common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt) {
     llama_context_params cp = llama_context_default_params();
     cp.cb_eval           = opt.cb_eval;
     cp.cb_eval_user_data = opt.cb_eval_data;
     llama_cancel_hook_bind(hook, &cp);
     opt.cb_eval      = cp.cb_eval;
     opt.cb_eval_data = cp.cb_eval_user_data;
-    return lcs::make_context(model, opt);
+    return common::make_context(model, opt);
 }
 
 hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, node_trigger * trig,
                            uint32_t n_seq_max) {
     hooked_context h;
     h.hook = make_hook(trig);
-    lcs::context_options opt;
+    common::context_options opt;
     opt.n_batch   = n_batch;
     opt.n_ubatch  = n_ubatch;
     opt.n_seq_max = n_seq_max;
@@ -106,4 +106,4 @@ hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_uba
     return h;
 }
 
-} // namespace lct
+} // namespace fixtures

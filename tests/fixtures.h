@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace lct {
+namespace fixtures {
 
 // The value of environment variable `name`, "" when it is not set.
 std::string env(const char * name);
@@ -69,18 +69,18 @@ struct gate {
 };
 
 // A hook chaining `trig` (NULL: none) as its eval callback.
-lcs::hook_ptr make_hook(node_trigger * trig);
+common::hook_ptr make_hook(node_trigger * trig);
 
-// lcs::make_context with `hook` (may be NULL) bound into the context's parameters through
+// common::make_context with `hook` (may be NULL) bound into the context's parameters through
 // llama_cancel_hook_bind, as a host does: the hook takes opt.cb_eval, if any, as its chain.
-lcs::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, lcs::context_options opt);
+common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt);
 
 // A context with its own hook, bound as a host binds it; the hook chains `trig` when given.
 struct hooked_context {
-    lcs::hook_ptr    hook;
-    lcs::context_ptr ctx;
+    common::hook_ptr    hook;
+    common::context_ptr ctx;
 };
 hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, node_trigger * trig = nullptr,
                            uint32_t n_seq_max = 1);
 
-} // namespace lct
+} // namespace fixtures

@@ -19,23 +19,23 @@ struct reader {
 };
 
 llama_context * context() {
-    static lcs::model_ptr   model;
-    static lcs::context_ptr ctx;
+    static common::model_ptr   model;
+    static common::context_ptr ctx;
     if (!ctx) {
-        lcs::quiet_logs();
-        lcs::load_backends();
+        common::quiet_logs();
+        common::load_backends();
         const char * path = std::getenv("LLAMA_CANCEL_TINY_MODEL");
-        model = lcs::load_model(path != nullptr ? path : "tiny.gguf");
+        model = common::load_model(path != nullptr ? path : "tiny.gguf");
         if (!model) {
             std::abort();
         }
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_ctx = 256;
         opt.n_batch = 32;
         opt.n_ubatch = 16;
         opt.n_seq_max = 2;
         opt.n_threads = 1;
-        ctx = lcs::make_context(model.get(), opt);
+        ctx = common::make_context(model.get(), opt);
     }
     return ctx.get();
 }

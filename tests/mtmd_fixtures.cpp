@@ -5,7 +5,7 @@
 namespace mtmd_test {
 
 void silence_mtmd_logs() {
-    lcs::quiet_logs();
+    common::quiet_logs();
     mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
 }
 
@@ -17,16 +17,16 @@ mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb
     mp.n_threads         = 2;
     mp.cb_eval           = cb;
     mp.cb_eval_user_data = data;
-    return mtmd_ptr(mtmd_init_from_file(path.c_str(), lct::suite_model(), mp));
+    return mtmd_ptr(mtmd_init_from_file(path.c_str(), fixtures::suite_model(), mp));
 }
 
-lcs::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) {
-    lcs::context_options opt;
+common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) {
+    common::context_options opt;
     opt.n_batch      = 64;
     opt.n_ubatch     = 64;
     opt.cb_eval      = cb;
     opt.cb_eval_data = data;
-    return lcs::make_context(lct::suite_model(), opt);
+    return common::make_context(fixtures::suite_model(), opt);
 }
 
 mtmd_bitmap * make_bitmap(bool audio, uint32_t seed) {
@@ -78,7 +78,7 @@ bool same(const std::vector<float> & a, const std::vector<float> & b) {
 
 std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chunk) {
     const float * e = mtmd_get_output_embd(mctx);
-    const size_t  n = static_cast<size_t>(llama_model_n_embd_inp(lct::suite_model())) * mtmd_input_chunk_get_n_tokens(chunk);
+    const size_t  n = static_cast<size_t>(llama_model_n_embd_inp(fixtures::suite_model())) * mtmd_input_chunk_get_n_tokens(chunk);
     return e != nullptr ? std::vector<float>(e, e + n) : std::vector<float>();
 }
 
@@ -89,10 +89,10 @@ using namespace mtmd_test;
 void Mtmd::SetUp() {
     k.name    = GetParam();
     k.audio   = k.name == "audio";
-    k.mmproj  = lct::env(k.audio ? "LLAMA_CANCEL_AUDIO_MMPROJ" : "LLAMA_CANCEL_VISION_MMPROJ");
+    k.mmproj  = fixtures::env(k.audio ? "LLAMA_CANCEL_AUDIO_MMPROJ" : "LLAMA_CANCEL_VISION_MMPROJ");
     k.n_batch = k.audio ? 16 : 8;
     ASSERT_FALSE(k.mmproj.empty()) << "set LLAMA_CANCEL_" << (k.audio ? "AUDIO" : "VISION") << "_MMPROJ";
-    ASSERT_NE(lct::suite_model(), nullptr);
+    ASSERT_NE(fixtures::suite_model(), nullptr);
 
     // Reference: upstream's helper on plain contexts, same n_batch.
     auto mctx = make_mtmd(k.mmproj);
@@ -110,7 +110,7 @@ void Mtmd::SetUp() {
     ASSERT_EQ(mtmd_helper_eval_chunks(mctx.get(), lctx.get(), chunks.get(), 0, 0, k.n_batch, true, &new_n_past), 0);
     want_n_past = new_n_past;
     ASSERT_EQ(want_n_past, mtmd_helper_get_n_pos(chunks.get()));
-    want = lcs::last_logits(lctx.get());
+    want = common::last_logits(lctx.get());
     ASSERT_FALSE(want.empty());
 }
 
@@ -128,5 +128,5 @@ void Mtmd::resume_and_check(setup & s, const llama_cancel_mtmd_result & r) {
     EXPECT_EQ(r2.n_chunks_done, n_chunks);
     EXPECT_EQ(r2.n_past, want_n_past);
     EXPECT_EQ(pos_max(s.lctx.get()), want_n_past - 1);
-    EXPECT_TRUE(same(lcs::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
 }

@@ -21,17 +21,17 @@ namespace mtmd_test {
 void silence_mtmd_logs();
 
 // A model suite on the small text model (LLAMA_CANCEL_SMALL_MODEL), libmtmd's logs silenced too.
-template <typename Suite, typename Base = ::testing::Test> class text_model_suite : public lct::model_suite<Suite, Base> {
+template <typename Suite, typename Base = ::testing::Test> class text_model_suite : public fixtures::model_suite<Suite, Base> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_SMALL_MODEL";
     static constexpr const char * model_what = "the tests' small model";
     static void SetUpTestSuite() {
         silence_mtmd_logs();
-        lct::model_suite<Suite, Base>::SetUpTestSuite();
+        fixtures::model_suite<Suite, Base>::SetUpTestSuite();
     }
 };
 
-using lcs::hook_ptr;
+using common::hook_ptr;
 
 struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
 using mtmd_ptr   = std::unique_ptr<mtmd_context, mtmd_deleter>;
@@ -42,7 +42,7 @@ using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
 mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr);
 
 // Text context; n_batch = n_ubatch = 64, so that each decode slice (n_batch of the call) is one ubatch.
-lcs::context_ptr make_lctx(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr);
+common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr);
 
 // Deterministic media: an RGB image or a second of 16 kHz audio, varied by `seed`.
 mtmd_bitmap * make_bitmap(bool audio, uint32_t seed);
@@ -58,18 +58,18 @@ std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chun
 // Everything one run needs: an mtmd context with its encode hook, a text context with its decode
 // hook, each hook chaining a trigger.
 struct setup {
-    lct::node_trigger enc_trig, dec_trig;
+    fixtures::node_trigger enc_trig, dec_trig;
     int8_t            flag = 0;
     hook_ptr          enc_hook;
     hook_ptr          dec_hook;
     mtmd_ptr          mctx;
-    lcs::context_ptr  lctx;
+    common::context_ptr  lctx;
 
     setup(const std::string & mmproj) {
         enc_trig.flag = &flag;
         dec_trig.flag = &flag;
-        enc_hook      = lct::make_hook(&enc_trig);
-        dec_hook      = lct::make_hook(&dec_trig);
+        enc_hook      = fixtures::make_hook(&enc_trig);
+        dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(mmproj, llama_cancel_hook_eval_callback, enc_hook.get());
         llama_context_params cp = llama_context_default_params();
         llama_cancel_hook_bind(dec_hook.get(), &cp);

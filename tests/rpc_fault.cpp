@@ -15,21 +15,21 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "usage: rpc_fault MODEL RPC_SERVER\n");
         return 2;
     }
-    lcs::quiet_logs(false);
-    lcs::backend_set set;
+    common::quiet_logs(false);
+    common::backend_set set;
     set.rpc = true;
-    lcs::load_backends(set);
-    lcs::rpc_server srv(argv[2], 1);
+    common::load_backends(set);
+    common::rpc_server srv(argv[2], 1);
     ggml_backend_dev_t dev = srv.ok() ? srv.add_device() : nullptr;
     if (dev == nullptr) {
         return 3;
     }
-    auto model = lcs::load_model_on(argv[1], {dev}, -1);
-    lcs::context_options opt;
+    auto model = common::load_model_on(argv[1], {dev}, -1);
+    common::context_options opt;
     opt.n_batch = opt.n_ubatch = 256;
     opt.offload_kqv = true;
-    auto ctx = lcs::make_context(model.get(), opt);
-    auto prompt = lcs::make_prompt(model.get(), 256);
+    auto ctx = common::make_context(model.get(), opt);
+    auto prompt = common::make_prompt(model.get(), 256);
     std::thread killer([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         std::fprintf(stderr, "killing the RPC server mid-decode\n");
@@ -40,7 +40,7 @@ int main(int argc, char ** argv) {
     p.flag = &flag;
     for (int i = 0; i < 100; ++i) {
         llama_memory_clear(llama_get_memory(ctx.get()), true);
-        lcs::seq_batch b(prompt, 0, 256, 0);
+        common::seq_batch b(prompt, 0, 256, 0);
         llama_cancel_decode_result r;
         const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
         llama_synchronize(ctx.get());

@@ -21,15 +21,15 @@
 
 namespace {
 
-using lct::env;
-using lct::make_hooked;
-using lct::node_trigger;
+using fixtures::env;
+using fixtures::make_hooked;
+using fixtures::node_trigger;
 
 struct fixture {
     std::string                              backend;
-    lcs::backend_setup                       setup;
-    lcs::model_ptr model;     // on the backend under test
-    lcs::model_ptr cpu_model; // reference, CPU backend
+    common::backend_setup                       setup;
+    common::model_ptr model;     // on the backend under test
+    common::model_ptr cpu_model; // reference, CPU backend
     int32_t        n_gpu_layers = -1;
 };
 fixture * g = nullptr;
@@ -58,19 +58,19 @@ class Backend : public ::testing::Test {
   protected:
     static std::vector<float> decode_plain(llama_model * model, const std::vector<llama_token> & prompt,
                                            uint32_t n_ubatch) {
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_batch  = static_cast<uint32_t>(prompt.size());
         opt.n_ubatch = n_ubatch;
-        auto ctx = lcs::make_context(model, opt);
-        lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+        auto ctx = common::make_context(model, opt);
+        common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
         EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
-        return lcs::last_logits(ctx.get());
+        return common::last_logits(ctx.get());
     }
 };
 
 TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 128;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 3);
+    auto prompt = common::make_prompt(g->model.get(), n, 3);
     const auto plain = decode_plain(g->model.get(), prompt, 64);
     const auto cpu   = decode_plain(g->cpu_model.get(), prompt, 64);
 
@@ -81,11 +81,11 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     p.flag = &flag;
     p.hook = h.hook.get();
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_committed, n);
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
-    const auto got = lcs::last_logits(h.ctx.get());
+    const auto got = common::last_logits(h.ctx.get());
     ASSERT_EQ(got.size(), plain.size());
     EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
         << "checkpoints changed the " << g->backend << " result";
@@ -102,14 +102,14 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
 // still makes llama_decode return 0.
 TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 5);
+    auto prompt = common::make_prompt(g->model.get(), n, 5);
     node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 10;
     auto h = make_hooked(g->model.get(), n, n, &trig);
     llama_cancel_hook_set_flag(h.hook.get(), &flag);
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     EXPECT_TRUE(llama_cancel_hook_stopped(h.hook.get())) << "the hook saw the byte and stopped the graph";
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1) << "and llama_decode kept the half-computed cells";
@@ -117,7 +117,7 @@ TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
 
 TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const int n = 128, u = 32;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 9);
+    auto prompt = common::make_prompt(g->model.get(), n, 9);
     const auto want = decode_plain(g->model.get(), prompt, u);
 
     // Nodes asked per ubatch, counted on an uninterrupted run.
@@ -126,7 +126,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     count.flag = &unused;
     {
         auto h = make_hooked(g->model.get(), u, u, &count);
-        lcs::seq_batch b(prompt, 0, u, 0);
+        common::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     }
     const int per_ubatch = count.calls;
@@ -143,7 +143,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     p.sliced_outputs = true; // the last logits are read by negative index
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_committed, u);
     EXPECT_EQ(per_seq[0], u);
@@ -152,10 +152,10 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
 
     flag = 0;
     trig.at = -1;
-    lcs::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
+    common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), rest.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
-    const auto got = lcs::last_logits(h.ctx.get());
+    const auto got = common::last_logits(h.ctx.get());
     ASSERT_EQ(got.size(), want.size());
     const double d = rel_diff(got, want);
     std::printf("[%s] resumed vs uninterrupted relative difference: %.3g\n", g->backend.c_str(), d);
@@ -168,7 +168,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
 
 TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 11);
+    auto prompt = common::make_prompt(g->model.get(), n, 11);
     // The trigger stores the byte at its first ask without asking: the hook must checkpoint at the
     // very next node instead of waiting for its work budget.
     struct early {
@@ -184,16 +184,16 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     };
     int8_t flag = 0;
     early e{&flag};
-    lcs::hook_ptr hook = lcs::make_hook(early::cb, &e);
-    lcs::context_options opt;
+    common::hook_ptr hook = common::make_hook(early::cb, &e);
+    common::context_options opt;
     opt.n_batch = opt.n_ubatch = n;
     opt.cb_eval      = llama_cancel_hook_eval_callback;
     opt.cb_eval_data = hook.get();
-    auto ctx = lcs::make_context(g->model.get(), opt);
+    auto ctx = common::make_context(g->model.get(), opt);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     p.hook = hook.get();
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(pos_max(ctx.get()), -1);
     EXPECT_LE(e.asks, 40) << "the graph went on for " << e.asks << " asks after the byte was set";
@@ -205,16 +205,16 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
 // token, whatever the device's speed; without that the rest of the batch went in one call.
 TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
     const int n = 40, probe = 16;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 31);
+    auto prompt = common::make_prompt(g->model.get(), n, 31);
     int8_t byte = 0;
     for (const bool stateless : {false, true}) {
-        lct::hooked_context h = make_hooked(g->model.get(), n, n);
+        fixtures::hooked_context h = make_hooked(g->model.get(), n, n);
         if (stateless) {
-            lcs::context_options opt;
+            common::context_options opt;
             opt.n_batch = opt.n_ubatch = n;
             opt.cb_eval      = llama_cancel_eval_callback; // as a host binds the contract name
             opt.cb_eval_data = &byte;
-            h.ctx = lcs::make_context(g->model.get(), opt);
+            h.ctx = common::make_context(g->model.get(), opt);
         }
         ASSERT_NE(h.ctx, nullptr);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -222,7 +222,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
         p.hook        = stateless ? nullptr : h.hook.get();
         p.max_stop_ms = 1e-3f;
         llama_cancel_decode_result r;
-        lcs::seq_batch b(prompt, 0, n, 0);
+        common::seq_batch b(prompt, 0, n, 0);
         ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
         EXPECT_EQ(r.n_committed, n);
         EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
@@ -239,7 +239,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
 // graph, stops the call; sequence 0 goes on and ends as its tokens alone leave it.
 TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     const int n = 32;
-    auto p0 = lcs::make_prompt(g->model.get(), n, 41), p1 = lcs::make_prompt(g->model.get(), n, 42);
+    auto p0 = common::make_prompt(g->model.get(), n, 41), p1 = common::make_prompt(g->model.get(), n, 42);
     std::vector<llama_token> both(p0);
     both.insert(both.end(), p1.begin(), p1.end());
     llama_batch b = llama_batch_init(2 * n, 0, 1);
@@ -282,29 +282,29 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "survivor not bit-identical";
 }
 
-using lcs::stateless_probe;
+using common::stateless_probe;
 
 class Stateless : public Backend {
   protected:
     // A context whose cb_eval is `cb` with `data`, n_batch = n_ubatch = `batch`; attention and KV
     // cache on the device too, as a host offloads them, so that the device's splits are long.
-    static lcs::context_ptr context(llama_model * model, int batch, ggml_backend_sched_eval_callback cb, void * data) {
-        lcs::context_options opt;
+    static common::context_ptr context(llama_model * model, int batch, ggml_backend_sched_eval_callback cb, void * data) {
+        common::context_options opt;
         opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(batch);
         opt.offload_kqv  = !g->setup.devices.empty();
         opt.cb_eval      = cb;
         opt.cb_eval_data = data;
-        return lcs::make_context(model, opt);
+        return common::make_context(model, opt);
     }
 
     // llama_decode of `prompt` from an empty memory, as a host decodes; its duration in ms.
     static double decode(llama_context * ctx, const std::vector<llama_token> & prompt) {
         llama_memory_clear(llama_get_memory(ctx), true);
-        lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
-        const double t0 = lcs::now_ms();
+        common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+        const double t0 = common::now_ms();
         EXPECT_EQ(llama_decode(ctx, b.get()), 0);
         llama_synchronize(ctx);
-        return lcs::now_ms() - t0;
+        return common::now_ms() - t0;
     }
 
     // The smallest batch of `batches` whose plain decode takes at least 8 checkpoint intervals (the
@@ -316,7 +316,7 @@ class Stateless : public Backend {
             batch = b;
             auto ctx = context(model, b, nullptr, nullptr);
             EXPECT_NE(ctx, nullptr);
-            const auto prompt = lcs::make_prompt(model, b, 21);
+            const auto prompt = common::make_prompt(model, b, 21);
             decode(ctx.get(), prompt);
             const double ms = decode(ctx.get(), prompt);
             std::printf("[%s] plain decode of %d tokens: %.1f ms\n", g->backend.c_str(), b, ms);
@@ -334,7 +334,7 @@ class Stateless : public Backend {
         stateless_probe probe;
         auto ctx = context(model, batch, stateless_probe::eval_cb, &probe);
         ASSERT_NE(ctx, nullptr);
-        const auto prompt = lcs::make_prompt(model, batch, 23);
+        const auto prompt = common::make_prompt(model, batch, 23);
         double ms = 0;
         for (int i = 0; i < 3; ++i) {
             probe.rearm(-1);
@@ -370,14 +370,14 @@ class Stateless : public Backend {
 
 TEST_F(Stateless, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 3);
+    auto prompt = common::make_prompt(g->model.get(), n, 3);
     const auto plain = decode_plain(g->model.get(), prompt, n);
     int8_t byte = 0;
     auto ctx = context(g->model.get(), n, llama_cancel_eval_callback, &byte); // as a host binds it
     ASSERT_NE(ctx, nullptr);
     for (int i = 0; i < 2; ++i) {
         decode(ctx.get(), prompt);
-        const auto got = lcs::last_logits(ctx.get());
+        const auto got = common::last_logits(ctx.get());
         ASSERT_EQ(got.size(), plain.size());
         EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
             << "checkpoints changed the " << g->backend << " result (decode " << i << ")";
@@ -396,7 +396,7 @@ TEST_F(Stateless, StopsAGraphOfLargeNodes) {
     if (path.empty()) {
         GTEST_SKIP() << "LLAMA_CANCEL_WIDE_MODEL is set for the vulkan and rpc1 runs";
     }
-    lcs::model_ptr wide = g->setup.load(path, g->n_gpu_layers);
+    common::model_ptr wide = g->setup.load(path, g->n_gpu_layers);
     ASSERT_NE(wide, nullptr) << "cannot load " << path;
     // 2 x 256 x 8192 x 256: the first layer's feed-forward products are over 1 GFLOP each (the
     // last layer computes only the rows that have outputs).
@@ -405,7 +405,7 @@ TEST_F(Stateless, StopsAGraphOfLargeNodes) {
 
 TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 11);
+    auto prompt = common::make_prompt(g->model.get(), n, 11);
     stateless_probe probe;
     auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
     decode(ctx.get(), prompt);
@@ -424,7 +424,7 @@ TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
 // llama_decode reports the stopped graph as success, llama_cancel_decode must not.
 TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(g->model.get(), n, 12);
+    auto prompt = common::make_prompt(g->model.get(), n, 12);
     stateless_probe probe;
     auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
     decode(ctx.get(), prompt);
@@ -435,7 +435,7 @@ TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &probe.byte; // the same byte the callback reads
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED) << r.message;
     // Where the node is computed by the CPU (RPC's local layers), the abort reader stops first (2).
     EXPECT_TRUE(probe.stopped_at > 0 || r.decode_ret == 2) << "neither reader stopped the graph";
@@ -455,8 +455,8 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "set LLAMA_CANCEL_BACKEND (vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan, blas) and LLAMA_CANCEL_SMALL_MODEL\n");
         return 2;
     }
-    lcs::quiet_logs();
-    if (!lcs::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
+    common::quiet_logs();
+    if (!common::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
         return 1;
     }
     std::printf("%s: %s\n", s.backend.c_str(), s.setup.description.c_str());
@@ -465,7 +465,7 @@ int main(int argc, char ** argv) {
     // output on the local CPU.
     s.n_gpu_layers = s.backend == "vulkan" ? -1 : 3;
     s.model        = s.setup.load(model, s.n_gpu_layers);
-    s.cpu_model = lcs::load_model_on(model, {cpu}, 0);
+    s.cpu_model = common::load_model_on(model, {cpu}, 0);
     if (!s.model || !s.cpu_model) {
         std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());
         return 1;

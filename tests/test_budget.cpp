@@ -14,7 +14,7 @@
 
 namespace {
 
-using lct::suite_model;
+using fixtures::suite_model;
 
 constexpr int k_n = 128;
 
@@ -30,19 +30,19 @@ struct slice_recorder {
     }
 };
 
-class Budget : public lct::model_suite<Budget> {
+class Budget : public fixtures::model_suite<Budget> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_BENCH_MODEL";
     static constexpr const char * model_what = "the bench model of scripts/make_model.py";
 
   protected:
-    static lcs::context_ptr context(slice_recorder * rec) {
-        lcs::context_options opt;
+    static common::context_ptr context(slice_recorder * rec) {
+        common::context_options opt;
         opt.n_batch      = k_n;
         opt.n_ubatch     = k_n;
         opt.cb_eval      = rec != nullptr ? slice_recorder::cb : nullptr;
         opt.cb_eval_data = rec;
-        return lcs::make_context(suite_model(), opt);
+        return common::make_context(suite_model(), opt);
     }
 
     // Plain llama_decode of prompt[first...] in the given slices; last logits.
@@ -50,11 +50,11 @@ class Budget : public lct::model_suite<Budget> {
                                     llama_context * ctx, int first = 0) {
         int a = first;
         for (int n : slices) {
-            lcs::seq_batch b(prompt, a, n, a);
+            common::seq_batch b(prompt, a, n, a);
             EXPECT_EQ(llama_decode(ctx, b.get()), 0);
             a += n;
         }
-        return lcs::last_logits(ctx);
+        return common::last_logits(ctx);
     }
 
     static llama_cancel_decode_params params(int8_t * flag, float budget_ms) {
@@ -68,13 +68,13 @@ class Budget : public lct::model_suite<Budget> {
 } // namespace
 
 TEST_F(Budget, SlicesTheBatchAndLeavesWhatPlainDecodesOfThoseSlicesLeave) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 31);
+    auto prompt = common::make_prompt(suite_model(), k_n, 31);
     slice_recorder rec;
     auto ctx = context(&rec);
     int8_t flag = 0;
     const llama_cancel_decode_params p = params(&flag, 5.0f);
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     std::printf("slices:");
     for (int n : rec.slices) {
@@ -100,18 +100,18 @@ TEST_F(Budget, SlicesTheBatchAndLeavesWhatPlainDecodesOfThoseSlicesLeave) {
 }
 
 TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 32);
+    auto prompt = common::make_prompt(suite_model(), k_n, 32);
     slice_recorder rec;
     auto ctx = context(&rec);
     int8_t flag = 0;
-    lct::node_trigger trig;
+    fixtures::node_trigger trig;
     trig.flag = &flag;
     trig.at   = 200; // a few slices in: the bench model's graphs have well over 100 nodes
     llama_cancel_decode_params p = params(&flag, 5.0f);
-    p.abort_callback      = lct::node_trigger::abort_cb;
+    p.abort_callback      = fixtures::node_trigger::abort_cb;
     p.abort_callback_data = &trig;
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED) << r.message;
     ASSERT_GE(rec.slices.size(), 2u);
     int finished = 0;
@@ -125,23 +125,23 @@ TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
     rec.slices.clear();
     flag    = 0;
     trig.at = -1;
-    lcs::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
+    common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     std::vector<int> all = before;
     all.insert(all.end(), rec.slices.begin(), rec.slices.end());
     auto ref = context(nullptr);
     const auto want = plain(prompt, all, ref.get());
-    const auto got  = lcs::last_logits(ctx.get());
+    const auto got  = common::last_logits(ctx.get());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "resumed logits differ";
 }
 
 TEST_F(Budget, UnmeetableBudgetStillDecodesAndSaysSo) {
-    auto prompt = lcs::make_prompt(suite_model(), 32, 33);
+    auto prompt = common::make_prompt(suite_model(), 32, 33);
     auto ctx = context(nullptr);
     const llama_cancel_decode_params p = params(nullptr, 1e-4f);
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, 32, 0);
+    common::seq_batch b(prompt, 0, 32, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_TRUE(r.budget_missed);
     EXPECT_GT(r.longest_node_ms, 1e-4f);
@@ -149,10 +149,10 @@ TEST_F(Budget, UnmeetableBudgetStillDecodesAndSaysSo) {
 }
 
 TEST_F(Budget, NoBudgetMeansOneCallAndNothingMeasured) {
-    auto prompt = lcs::make_prompt(suite_model(), 64, 34);
+    auto prompt = common::make_prompt(suite_model(), 64, 34);
     auto ctx = context(nullptr);
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, 64, 0);
+    common::seq_batch b(prompt, 0, 64, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_decode_calls, 1);
     EXPECT_FALSE(r.budget_missed);
@@ -160,12 +160,12 @@ TEST_F(Budget, NoBudgetMeansOneCallAndNothingMeasured) {
 }
 
 TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
-    auto prompt = lcs::make_prompt(suite_model(), 16, 35);
+    auto prompt = common::make_prompt(suite_model(), 16, 35);
     auto ctx = context(nullptr);
     for (float bad : {-1.0f, std::nanf("")}) {
         const llama_cancel_decode_params p = params(nullptr, bad);
         llama_cancel_decode_result r;
-        lcs::seq_batch b(prompt, 0, 16, 0);
+        common::seq_batch b(prompt, 0, 16, 0);
         EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
         EXPECT_NE(std::string(r.message).find("max_stop_ms"), std::string::npos) << r.message;
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1);
@@ -174,24 +174,24 @@ TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
 
 // With a hook, the budget also shortens the checkpoint interval for the call, and only for it.
 TEST_F(Budget, HookCheckpointsFollowTheBudgetDuringTheCall) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 36);
+    auto prompt = common::make_prompt(suite_model(), k_n, 36);
     auto decode_with = [&](llama_cancel_hook * hook, float budget_ms) {
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_batch  = k_n;
         opt.n_ubatch = k_n;
-        auto ctx = lct::make_bound_context(suite_model(), hook, opt);
+        auto ctx = fixtures::make_bound_context(suite_model(), hook, opt);
         const uint64_t before = llama_cancel_hook_get_stats(hook).checkpoints;
         llama_cancel_decode_params p = params(nullptr, budget_ms);
         p.hook = hook;
         llama_cancel_decode_result r;
-        lcs::seq_batch b(prompt, 0, k_n, 0);
+        common::seq_batch b(prompt, 0, k_n, 0);
         EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
         return llama_cancel_hook_get_stats(hook).checkpoints - before;
     };
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.interval_ms = 50.0f;
-    lcs::hook_ptr plain(llama_cancel_hook_init(&hp));
-    lcs::hook_ptr budgeted(llama_cancel_hook_init(&hp));
+    common::hook_ptr plain(llama_cancel_hook_init(&hp));
+    common::hook_ptr budgeted(llama_cancel_hook_init(&hp));
     decode_with(plain.get(), 0.0f); // both hooks learn the rate once
     decode_with(budgeted.get(), 0.0f);
     const uint64_t without = decode_with(plain.get(), 0.0f);

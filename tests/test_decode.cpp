@@ -16,26 +16,26 @@
 
 namespace {
 
-using lct::gate;
-using lct::node_trigger;
-using lct::suite_model;
+using fixtures::gate;
+using fixtures::node_trigger;
+using fixtures::suite_model;
 
-class Decode : public lct::model_suite<Decode> {
+class Decode : public fixtures::model_suite<Decode> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
     static constexpr const char * model_what = "a model from scripts/make_model.py";
 
   protected:
-    static lcs::context_ptr context(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1) {
-        lcs::context_options opt;
+    static common::context_ptr context(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1) {
+        common::context_options opt;
         opt.n_batch   = n_batch;
         opt.n_ubatch  = n_ubatch;
         opt.n_seq_max = n_seq_max;
-        return lcs::make_context(suite_model(), opt);
+        return common::make_context(suite_model(), opt);
     }
 };
 
-// The abort callback of `counter` (lct::node_trigger: counts calls, stores the byte at call `at`).
+// The abort callback of `counter` (fixtures::node_trigger: counts calls, stores the byte at call `at`).
 llama_cancel_decode_params params_with(int8_t * flag, node_trigger * counter = nullptr) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = flag;
@@ -69,8 +69,8 @@ class DecodeTest : public Decode {
     // Graph nodes the CPU backend computes for one ubatch of `n` tokens (abort-callback calls).
     int nodes_per_ubatch(uint32_t n) {
         auto ctx = context(n, n);
-        auto prompt = lcs::make_prompt(suite_model(), n);
-        lcs::seq_batch b(prompt, 0, n, 0);
+        auto prompt = common::make_prompt(suite_model(), n);
+        common::seq_batch b(prompt, 0, n, 0);
         node_trigger counter;
         int8_t flag = 0;
         auto p = params_with(&flag, &counter);
@@ -81,19 +81,19 @@ class DecodeTest : public Decode {
 
 TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     const int n = 64;
-    auto prompt = lcs::make_prompt(suite_model(), n);
+    auto prompt = common::make_prompt(suite_model(), n);
 
     auto plain = context(n, 16);
-    lcs::seq_batch b1(prompt, 0, n, 0);
+    common::seq_batch b1(prompt, 0, n, 0);
     ASSERT_EQ(llama_decode(plain.get(), b1.get()), 0);
-    const auto want = lcs::last_logits(plain.get());
+    const auto want = common::last_logits(plain.get());
 
     auto ctx = context(n, 16);
     int8_t flag = 0;
     auto p = params_with(&flag);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch b2(prompt, 0, n, 0);
+    common::seq_batch b2(prompt, 0, n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b2.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_OK);
     EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
     EXPECT_EQ(r.decode_ret, 0);
@@ -101,15 +101,15 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     EXPECT_EQ(per_seq[0], n);
     EXPECT_STREQ(r.message, "");
     EXPECT_EQ(pos_max(ctx.get()), n - 1);
-    const auto got = lcs::last_logits(ctx.get());
+    const auto got = common::last_logits(ctx.get());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
 }
 
 TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     auto ctx = context(64, 16);
-    auto prompt = lcs::make_prompt(suite_model(), 48);
-    lcs::seq_batch first(prompt, 0, 16, 0);
+    auto prompt = common::make_prompt(suite_model(), 48);
+    common::seq_batch first(prompt, 0, 16, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
     int8_t flag = 1;
@@ -117,7 +117,7 @@ TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch rest(prompt, 16, 32, 16);
+    common::seq_batch rest(prompt, 16, 32, 16);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 0) << "llama_decode must not be called";
@@ -134,8 +134,8 @@ TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
     ASSERT_GT(nodes, 4);
 
     auto ctx = context(n, n);
-    auto prompt = lcs::make_prompt(suite_model(), 8 + n);
-    lcs::seq_batch first(prompt, 0, 8, 0);
+    auto prompt = common::make_prompt(suite_model(), 8 + n);
+    common::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
     int8_t flag = 0;
@@ -145,7 +145,7 @@ TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch b(prompt, 8, n, 8);
+    common::seq_batch b(prompt, 8, n, 8);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
     EXPECT_EQ(r.n_committed, 0);
@@ -159,7 +159,7 @@ TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
     const int nodes = nodes_per_ubatch(u);
 
     auto ctx = context(n, u);
-    auto prompt = lcs::make_prompt(suite_model(), n);
+    auto prompt = common::make_prompt(suite_model(), n);
     int8_t flag = 0;
     node_trigger counter;
     counter.flag = &flag;
@@ -167,7 +167,7 @@ TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
     EXPECT_EQ(r.n_committed, u);
@@ -181,7 +181,7 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
     const int nodes = nodes_per_ubatch(u);
     auto ctx = context(2 * per, u, 2);
     ASSERT_NE(ctx, nullptr);
-    auto prompt = lcs::make_prompt(suite_model(), per);
+    auto prompt = common::make_prompt(suite_model(), per);
 
     std::vector<llama_token> tokens;
     std::vector<llama_pos> pos;
@@ -225,12 +225,12 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
 TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     const int n = 128, u = 32;
     const int nodes = nodes_per_ubatch(u);
-    auto prompt = lcs::make_prompt(suite_model(), n, 7);
+    auto prompt = common::make_prompt(suite_model(), n, 7);
 
     auto ref = context(n, u);
-    lcs::seq_batch whole(prompt, 0, n, 0);
+    common::seq_batch whole(prompt, 0, n, 0);
     ASSERT_EQ(llama_decode(ref.get(), whole.get()), 0);
-    const auto want = lcs::last_logits(ref.get());
+    const auto want = common::last_logits(ref.get());
 
     auto ctx = context(n, u);
     int8_t flag = 0;
@@ -239,7 +239,7 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     counter.at   = 2 * nodes + 3;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, n, 0);
+    common::seq_batch b(prompt, 0, n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
     ASSERT_EQ(r.n_committed, 2 * u);
     ASSERT_EQ(pos_max(ctx.get()), 2 * u - 1);
@@ -247,22 +247,22 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     flag = 0;
     node_trigger resume_counter;
     auto p2 = params_with(&flag, &resume_counter);
-    lcs::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
+    common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr, 0), LLAMA_CANCEL_OK);
     EXPECT_EQ(resume_counter.calls, 2 * nodes) << "only the two missing ubatches are computed";
     EXPECT_EQ(pos_max(ctx.get()), n - 1);
-    const auto got = lcs::last_logits(ctx.get());
+    const auto got = common::last_logits(ctx.get());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "resumed logits differ";
 }
 
 TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     auto ctx = context(64, 64);
-    auto prompt = lcs::make_prompt(suite_model(), 64);
+    auto prompt = common::make_prompt(suite_model(), 64);
     int8_t flag = 0;
     node_trigger mine;
     auto p = params_with(&flag, &mine);
-    lcs::seq_batch a(prompt, 0, 16, 0);
+    common::seq_batch a(prompt, 0, 16, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
     const int during = mine.calls;
     EXPECT_GT(during, 0) << "the caller's callback runs beside the byte";
@@ -270,17 +270,17 @@ TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     // After the call the caller's callback, not the byte reader, is installed: a set byte does not
     // stop a plain llama_decode, and the caller's callback still counts.
     flag = 1;
-    lcs::seq_batch b(prompt, 16, 16, 16);
+    common::seq_batch b(prompt, 16, 16, 16);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     EXPECT_GT(mine.calls, during);
 
     // With no caller callback, none is left installed either.
     flag = 0;
     auto bare = params_with(&flag);
-    lcs::seq_batch c(prompt, 32, 16, 32);
+    common::seq_batch c(prompt, 32, 16, 32);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), c.get(), &bare, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
     flag = 1;
-    lcs::seq_batch d(prompt, 48, 16, 48);
+    common::seq_batch d(prompt, 48, 16, 48);
     EXPECT_EQ(llama_decode(ctx.get(), d.get()), 0);
 }
 
@@ -297,13 +297,13 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
             return true;
         }
     } trig;
-    lcs::context_options opt;
+    common::context_options opt;
     opt.n_batch = opt.n_ubatch = 32;
     opt.cb_eval      = trigger::cb;
     opt.cb_eval_data = &trig;
-    auto ctx = lcs::make_context(suite_model(), opt);
-    auto prompt = lcs::make_prompt(suite_model(), 32);
-    lcs::seq_batch b(prompt, 0, 32, 0);
+    auto ctx = common::make_context(suite_model(), opt);
+    auto prompt = common::make_prompt(suite_model(), 32);
+    common::seq_batch b(prompt, 0, 32, 0);
     auto p = params_with(&trig.flag);
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
@@ -315,7 +315,7 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
 // is running; every reader call ran on the worker.
 TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     auto ctx = context(256, 256);
-    auto prompt = lcs::make_prompt(suite_model(), 256);
+    auto prompt = common::make_prompt(suite_model(), 256);
     int8_t flag = 0;
     gate g;
     g.flag    = &flag;
@@ -328,7 +328,7 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     std::thread::id worker_id;
     std::thread worker([&] {
         worker_id = std::this_thread::get_id();
-        lcs::seq_batch b(prompt, 0, 256, 0);
+        common::seq_batch b(prompt, 0, 256, 0);
         status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
     });
     const bool started = wait_until([&] { return g.started.load(); });
@@ -346,8 +346,8 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
 TEST_F(DecodeTest, NullContextIsAClearError) {
     int8_t flag = 0;
     auto p = params_with(&flag);
-    auto prompt = lcs::make_prompt(suite_model(), 4);
-    lcs::seq_batch b(prompt, 0, 4, 0);
+    auto prompt = common::make_prompt(suite_model(), 4);
+    common::seq_batch b(prompt, 0, 4, 0);
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
@@ -357,34 +357,34 @@ TEST_F(DecodeTest, NullContextIsAClearError) {
 
 TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
     auto ctx = context(32, 32);
-    auto prompt = lcs::make_prompt(suite_model(), 40);
-    lcs::seq_batch first(prompt, 0, 8, 0);
+    auto prompt = common::make_prompt(suite_model(), 40);
+    common::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
     int8_t flag = 0;
     auto p = params_with(&flag);
     llama_cancel_decode_result r;
-    lcs::seq_batch big(prompt, 0, 40, 8);
+    common::seq_batch big(prompt, 0, 40, 8);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), big.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("more than the context's n_batch 32"), std::string::npos) << r.message;
     EXPECT_EQ(pos_max(ctx.get()), 7);
     // The context still works.
-    lcs::seq_batch next(prompt, 8, 8, 8);
+    common::seq_batch next(prompt, 8, 8, 8);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), next.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK);
     EXPECT_EQ(pos_max(ctx.get()), 15);
 }
 
 TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
     auto ctx = context(32, 32);
-    auto prompt = lcs::make_prompt(suite_model(), 8);
+    auto prompt = common::make_prompt(suite_model(), 8);
     llama_cancel_decode_result r;
 
     prompt[3] = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
-    lcs::seq_batch bad_token(prompt, 0, 8, 0);
+    common::seq_batch bad_token(prompt, 0, 8, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_token.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("outside the vocabulary"), std::string::npos) << r.message;
 
     prompt[3] = 5;
-    lcs::seq_batch bad_seq(prompt, 0, 8, 0, 3);
+    common::seq_batch bad_seq(prompt, 0, 8, 0, 3);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_seq.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("sequence id 3"), std::string::npos) << r.message;
 
@@ -397,25 +397,25 @@ TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
 // A store after llama_cancel_decode returned changes nothing of that decode; the next call sees it.
 TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
     auto ctx = context(64, 32);
-    auto prompt = lcs::make_prompt(suite_model(), 64);
+    auto prompt = common::make_prompt(suite_model(), 64);
     int8_t flag = 0;
     auto p = params_with(&flag);
-    lcs::seq_batch a(prompt, 0, 32, 0);
+    common::seq_batch a(prompt, 0, 32, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
-    const auto logits = lcs::last_logits(ctx.get());
+    const auto logits = common::last_logits(ctx.get());
     __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // too late for that decode
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 32, 32, 32);
+    common::seq_batch b(prompt, 32, 32, 32);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_committed, 0);
     EXPECT_EQ(pos_max(ctx.get()), 31);
-    EXPECT_EQ(lcs::last_logits(ctx.get()), logits) << "a cancelled-on-entry call leaves the outputs too";
+    EXPECT_EQ(common::last_logits(ctx.get()), logits) << "a cancelled-on-entry call leaves the outputs too";
 }
 
 // Two threads store into the byte at the same moment while the graph runs: one clean cancel.
 TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     auto ctx = context(256, 64);
-    auto prompt = lcs::make_prompt(suite_model(), 256);
+    auto prompt = common::make_prompt(suite_model(), 256);
     int8_t flag = 0;
     gate g;
     g.flag    = &flag;
@@ -426,7 +426,7 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     llama_cancel_decode_result r;
     int32_t status = 99;
     std::thread worker([&] {
-        lcs::seq_batch b(prompt, 0, 256, 0);
+        common::seq_batch b(prompt, 0, 256, 0);
         status = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
     });
     const bool started = wait_until([&] { return g.started.load(); });

@@ -1,4 +1,4 @@
-// The loopback delay proxy (tools/delay_proxy.cpp) through lcs::delay_proxy, in front of an echo
+// The loopback delay proxy (tools/delay_proxy.cpp) through common::delay_proxy, in front of an echo
 // server: bytes come back unchanged, no sooner than the delay each way allows, and stop() leaves no
 // process behind. The delay is asserted as a lower bound only: an upper bound would be a timing
 // figure of this machine's load.
@@ -144,8 +144,8 @@ std::string message() {
 TEST(DelayProxy, EchoIsIdenticalAndDelayedBothWays) {
     echo_server echo;
     ASSERT_GT(echo.port(), 0) << "cannot start the echo server";
-    lcs::delay_proxy proxy(lcs::delay_proxy_binary(), "127.0.0.1:" + std::to_string(echo.port()), 2.0);
-    ASSERT_TRUE(proxy.ok()) << "the proxy did not start or does not accept: " << lcs::delay_proxy_binary();
+    common::delay_proxy proxy(common::delay_proxy_binary(), "127.0.0.1:" + std::to_string(echo.port()), 2.0);
+    ASSERT_TRUE(proxy.ok()) << "the proxy did not start or does not accept: " << common::delay_proxy_binary();
     const int fd = connect_to(proxy.endpoint());
     ASSERT_GE(fd, 0) << "cannot connect to the proxy at " << proxy.endpoint();
 
@@ -168,7 +168,7 @@ TEST(DelayProxy, EchoIsIdenticalAndDelayedBothWays) {
 TEST(DelayProxy, StopLeavesNoProcess) {
     echo_server echo;
     ASSERT_GT(echo.port(), 0) << "cannot start the echo server";
-    lcs::delay_proxy proxy(lcs::delay_proxy_binary(), "127.0.0.1:" + std::to_string(echo.port()), 2.0);
+    common::delay_proxy proxy(common::delay_proxy_binary(), "127.0.0.1:" + std::to_string(echo.port()), 2.0);
     ASSERT_TRUE(proxy.ok()) << "the proxy did not start or does not accept";
     const int pid = proxy.pid();
     ASSERT_GT(pid, 0);

@@ -16,7 +16,7 @@
 
 namespace {
 
-class EntryErrors : public lct::model_suite<EntryErrors> {
+class EntryErrors : public fixtures::model_suite<EntryErrors> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
     static constexpr const char * model_what = "a model from scripts/make_model.py";
@@ -32,10 +32,10 @@ std::string make_folder(const char * name) {
 } // namespace
 
 TEST_F(EntryErrors, NegativeNPredictIsRefusedWithMemoryUntouched) {
-    lcs::context_options opt;
+    common::context_options opt;
     opt.n_batch = opt.n_ubatch = 16;
-    auto ctx = lcs::make_context(lct::suite_model(), opt);
-    auto prompt = lcs::make_prompt(lct::suite_model(), 6);
+    auto ctx = common::make_context(fixtures::suite_model(), opt);
+    auto prompt = common::make_prompt(fixtures::suite_model(), 6);
     llama_memory_t mem = llama_get_memory(ctx.get());
 
     // n_predict 0: the prompt alone goes into memory, nothing is generated.
@@ -129,10 +129,10 @@ TEST_F(EntryErrors, MtmdInitOfAFolderOrAMissingFile) {
     const std::string dir = make_folder("an-mmproj-folder.gguf");
     const std::string missing = ::testing::TempDir() + "/no-such-folder-" + std::to_string(getpid()) + "/mmproj.gguf";
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(dir.c_str(), lct::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(dir.c_str(), fixtures::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
     const std::string folder_msg = r.message;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(missing.c_str(), lct::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(missing.c_str(), fixtures::suite_model(), nullptr, 1, false, nullptr, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
     if (llama_cancel_has_mtmd()) {
         EXPECT_EQ(folder_msg, dir + " is a folder, not a GGUF file");

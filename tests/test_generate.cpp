@@ -11,19 +11,19 @@
 
 namespace {
 
-using lct::suite_model;
+using fixtures::suite_model;
 
 // A context of n_batch = n_ubatch = `n_batch` with its own hook, chaining `trig` when given.
-lct::hooked_context make(uint32_t n_batch, lct::node_trigger * trig = nullptr) {
-    return lct::make_hooked(suite_model(), n_batch, n_batch, trig);
+fixtures::hooked_context make(uint32_t n_batch, fixtures::node_trigger * trig = nullptr) {
+    return fixtures::make_hooked(suite_model(), n_batch, n_batch, trig);
 }
 
 // Greedy reference: plain llama_decode of the whole prompt, then token by token.
 std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int n_predict) {
-    lcs::context_options opt;
+    common::context_options opt;
     opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(prompt.size());
-    auto ctx = lcs::make_context(suite_model(), opt);
-    lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+    auto ctx = common::make_context(suite_model(), opt);
+    common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     std::vector<llama_token> out;
     const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
@@ -32,7 +32,7 @@ std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int 
         const llama_token t = static_cast<llama_token>(std::max_element(l, l + n_vocab) - l);
         out.push_back(t);
         std::vector<llama_token> one{t};
-        lcs::seq_batch nb(one, 0, 1, static_cast<llama_pos>(prompt.size()) + i);
+        common::seq_batch nb(one, 0, 1, static_cast<llama_pos>(prompt.size()) + i);
         EXPECT_EQ(llama_decode(ctx.get(), nb.get()), 0);
     }
     return out;
@@ -40,14 +40,14 @@ std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int 
 
 } // namespace
 
-class Generate : public lct::model_suite<Generate> {
+class Generate : public fixtures::model_suite<Generate> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
     static constexpr const char * model_what = "a model from scripts/make_model.py";
 };
 
 TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
-    auto prompt = lcs::make_prompt(suite_model(), 40, 2);
+    auto prompt = common::make_prompt(suite_model(), 40, 2);
     const auto want = reference(prompt, 8);
     auto s = make(16);
     int8_t flag = 0;
@@ -70,7 +70,7 @@ TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
 
 // n_prompt 0 continues from the logits the previous call left: two calls of 4 equal one of 8.
 TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
-    auto prompt = lcs::make_prompt(suite_model(), 24, 5);
+    auto prompt = common::make_prompt(suite_model(), 24, 5);
     const auto want = reference(prompt, 8);
     auto s = make(16);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
@@ -85,18 +85,18 @@ TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
 
 TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     const int u = 16;
-    auto prompt = lcs::make_prompt(suite_model(), 64, 4);
+    auto prompt = common::make_prompt(suite_model(), 64, 4);
     const auto want = reference(prompt, 6);
 
-    lct::node_trigger count;
+    fixtures::node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
         auto c = make(u, &count);
-        lcs::seq_batch b(prompt, 0, u, 0);
+        common::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(c.ctx.get(), b.get()), 0);
     }
-    lct::node_trigger trig;
+    fixtures::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 2 * count.calls + count.calls / 2; // inside the third prefill ubatch
@@ -122,7 +122,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
 }
 
 TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
-    auto prompt = lcs::make_prompt(suite_model(), 8, 6);
+    auto prompt = common::make_prompt(suite_model(), 8, 6);
     struct stopper {
         int      seen = 0;
         int8_t * flag;
@@ -153,7 +153,7 @@ TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
 
 TEST_F(Generate, ClearErrors) {
     auto s = make(16);
-    auto prompt = lcs::make_prompt(suite_model(), 4);
+    auto prompt = common::make_prompt(suite_model(), 4);
     llama_token out[4];
     llama_cancel_generate_result r;
     llama_cancel_generate_params p = llama_cancel_generate_default_params();

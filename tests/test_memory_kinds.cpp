@@ -17,13 +17,13 @@
 
 namespace {
 
-using lct::env;
-using lct::node_trigger;
+using fixtures::env;
+using fixtures::node_trigger;
 
 struct fixture {
     std::string        backend;
-    lcs::backend_setup setup;
-    lcs::model_ptr     model;
+    common::backend_setup setup;
+    common::model_ptr     model;
 };
 fixture * g = nullptr;
 
@@ -33,14 +33,14 @@ constexpr int k_u = 64;  // n_ubatch: four slices
 bool on_cpu() { return g->backend == "cpu"; }
 
 // A context of n_batch k_n, n_ubatch k_u; a hook bound the way hosts bind it when given.
-lcs::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
-    lcs::context_options opt;
+common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
+    common::context_options opt;
     opt.n_ctx       = 1024;
     opt.n_batch     = k_n;
     opt.n_ubatch    = k_u;
     opt.n_seq_max   = n_seq_max;
     opt.offload_kqv = !on_cpu();
-    return lct::make_bound_context(g->model.get(), hook, opt);
+    return fixtures::make_bound_context(g->model.get(), hook, opt);
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
@@ -53,7 +53,7 @@ std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
 void decode_plain(llama_context * ctx, const std::vector<llama_token> & prompt, int first, int n) {
     for (int a = first; a < first + n; a += k_u) {
         const int k = std::min(k_u, first + n - a);
-        lcs::seq_batch b(prompt, a, k, a);
+        common::seq_batch b(prompt, a, k, a);
         ASSERT_EQ(llama_decode(ctx, b.get()), 0) << "reference decode at " << a;
     }
 }
@@ -78,7 +78,7 @@ reference clean(const std::vector<llama_token> & prompt, int n) {
     decode_plain(ctx.get(), prompt, 0, n);
     r.state = seq_state(ctx.get(), 0);
     decode_plain(ctx.get(), prompt, n, k_n - n);
-    r.logits = lcs::last_logits(ctx.get());
+    r.logits = common::last_logits(ctx.get());
     return r;
 }
 
@@ -87,7 +87,7 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
     node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
-    lcs::hook_ptr hook = lcs::make_hook(asks ? node_trigger::eval_cb : nullptr, &count);
+    common::hook_ptr hook = common::make_hook(asks ? node_trigger::eval_cb : nullptr, &count);
     auto ctx = context(asks ? hook.get() : nullptr);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook = asks ? hook.get() : nullptr;
@@ -95,7 +95,7 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
         p.abort_callback      = node_trigger::abort_cb;
         p.abort_callback_data = &count;
     }
-    lcs::seq_batch b(prompt, 0, k_u, 0);
+    common::seq_batch b(prompt, 0, k_u, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
     return count.calls;
 }
@@ -106,12 +106,12 @@ struct third_slice_stop {
     node_trigger trig;
     int8_t            flag = 0;
     bool              hooked;
-    lcs::hook_ptr     hook;
+    common::hook_ptr     hook;
 
     third_slice_stop(int per_slice, bool hooked_) : hooked(hooked_) {
         trig.flag = &flag;
         trig.at   = 2 * per_slice + per_slice / 2;
-        hook      = lcs::make_hook(hooked ? node_trigger::eval_cb : nullptr, &trig);
+        hook      = common::make_hook(hooked ? node_trigger::eval_cb : nullptr, &trig);
     }
     third_slice_stop(const third_slice_stop &) = delete;
     third_slice_stop & operator=(const third_slice_stop &) = delete;
@@ -143,7 +143,7 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
         if (!hooked && !on_cpu()) {
             GTEST_SKIP() << "ggml calls the abort callback on the CPU backend only";
         }
-        auto prompt = lcs::make_prompt(g->model.get(), k_n, seed);
+        auto prompt = common::make_prompt(g->model.get(), k_n, seed);
         const int per_slice = nodes_per_slice(prompt, hooked);
         ASSERT_GT(per_slice, 8);
 
@@ -152,7 +152,7 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
         const llama_cancel_decode_params p = stop.params(sliced);
         llama_cancel_decode_result r;
         int32_t per_seq[1] = {-1};
-        lcs::seq_batch b(prompt, 0, k_n, 0);
+        common::seq_batch b(prompt, 0, k_n, 0);
         ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
         ASSERT_GE(stop.trig.calls, stop.trig.at) << "the stop landed";
         EXPECT_EQ(per_seq[0], r.n_committed);
@@ -167,10 +167,10 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
                           "memory differs from a clean decode of " + std::to_string(r.n_committed) + " tokens");
         stop.flag    = 0;
         stop.trig.at = -1;
-        lcs::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
+        common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
         llama_cancel_decode_result r2;
         ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r2, nullptr, 0), LLAMA_CANCEL_OK) << r2.message;
-        expect_same_logits(lcs::last_logits(ctx.get()), want.logits, "resumed logits differ");
+        expect_same_logits(common::last_logits(ctx.get()), want.logits, "resumed logits differ");
     }
 };
 
@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Outputs, MemoryKinds, ::testing::Values(false, true),
                          [](const auto & info) { return info.param ? "sliced" : "whole"; });
 
 TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
-    auto prompt = lcs::make_prompt(g->model.get(), k_n, 23);
+    auto prompt = common::make_prompt(g->model.get(), k_n, 23);
     auto ctx = context(nullptr);
     decode_plain(ctx.get(), prompt, 0, k_u);
     const auto before = seq_state(ctx.get(), 0);
@@ -190,7 +190,7 @@ TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, k_u, k_n - k_u, k_u);
+    common::seq_batch b(prompt, k_u, k_n - k_u, k_u);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_committed, 0);
     EXPECT_EQ(seq_state(ctx.get(), 0), before) << "the same context's bytes, untouched";
@@ -200,7 +200,7 @@ TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
 // a clean decode of the same finished slices leaves.
 TEST(MemoryKind, TwoSequencesInOneBatch) {
     const int per = k_n / 2;
-    auto prompt = lcs::make_prompt(g->model.get(), per, 24);
+    auto prompt = common::make_prompt(g->model.get(), per, 24);
     std::vector<llama_token> tokens;
     std::vector<llama_pos> pos;
     std::vector<llama_seq_id> seq_ids;
@@ -249,7 +249,7 @@ TEST(MemoryKind, TwoSequencesInOneBatch) {
 
 // The token loop stopped in its prefill resumes to the same tokens as an uninterrupted run.
 TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
-    auto prompt = lcs::make_prompt(g->model.get(), k_n, 25);
+    auto prompt = common::make_prompt(g->model.get(), k_n, 25);
     const int n_predict = 8;
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
     gp.n_predict = n_predict;
@@ -290,8 +290,8 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "set LLAMA_CANCEL_MODEL to a model from scripts/make_model.py\n");
         return 2;
     }
-    lcs::quiet_logs();
-    if (!lcs::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
+    common::quiet_logs();
+    if (!common::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
         return 1;
     }
     s.model = s.setup.load(model, -1);
@@ -302,7 +302,7 @@ int main(int argc, char ** argv) {
     std::printf("%s on %s: recurrent %d, hybrid %d\n", model.c_str(), s.backend.c_str(),
                 llama_model_is_recurrent(s.model.get()), llama_model_is_hybrid(s.model.get()));
     // Byte-exact comparisons need a backend that computes the same bytes twice.
-    const auto prompt = lcs::make_prompt(s.model.get(), k_n, 1);
+    const auto prompt = common::make_prompt(s.model.get(), k_n, 1);
     if (clean(prompt, 2 * k_u).state != clean(prompt, 2 * k_u).state) {
         std::fprintf(stderr, "two clean decodes differ on %s: this backend cannot run this model reliably\n",
                      s.backend.c_str());

@@ -10,7 +10,7 @@
 
 // The suite loads the tiny model as test_generate's does (logs quiet, backends loaded); the tests
 // load it again themselves, from the same path.
-class ModelLoad : public lct::model_suite<ModelLoad> {
+class ModelLoad : public fixtures::model_suite<ModelLoad> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
     static constexpr const char * model_what = "a model from scripts/make_model.py";
@@ -19,7 +19,7 @@ class ModelLoad : public lct::model_suite<ModelLoad> {
 TEST_F(ModelLoad, LoadsAndReportsOk) {
     int8_t flag = 0;
     llama_cancel_load_result r;
-    llama_model * m = llama_cancel_model_load(lct::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
+    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
     ASSERT_NE(m, nullptr) << r.message;
     EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
     llama_model_free(m);
@@ -49,13 +49,13 @@ TEST_F(ModelLoad, CancelDuringLoadReturnsNullWithReason) {
     mp.progress_callback           = first_call::cb;
     mp.progress_callback_user_data = &fc;
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load(lct::suite_model_path().c_str(), mp, &flag, &r), nullptr);
+    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &flag, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_NE(std::string(r.message).find("cancelled"), std::string::npos);
     EXPECT_GE(fc.calls, 1) << "the caller's progress callback is chained";
     // And the same file loads afterwards.
     flag = 0;
-    llama_model * m = llama_cancel_model_load(lct::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
+    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
     EXPECT_NE(m, nullptr);
     llama_model_free(m);
 }
@@ -76,7 +76,7 @@ TEST_F(ModelLoad, BadFilesAreClearErrors) {
     EXPECT_EQ(llama_cancel_model_load(text.c_str(), mp, nullptr, &r), nullptr);
     EXPECT_NE(std::string(r.message).find("not a GGUF file"), std::string::npos) << r.message;
 
-    std::ifstream in(lct::suite_model_path(), std::ios::binary);
+    std::ifstream in(fixtures::suite_model_path(), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const std::string cut = dir + "/truncated.gguf";
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 3);

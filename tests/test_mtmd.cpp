@@ -28,7 +28,7 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     EXPECT_EQ(r.n_chunks_done, n_chunks);
     EXPECT_EQ(r.n_past, want_n_past);
     EXPECT_EQ(pos_max(s.lctx.get()), want_n_past - 1);
-    EXPECT_TRUE(same(lcs::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
+    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
     EXPECT_GT(s.enc_trig.calls, 0) << "the encodes ran through the hook bound to the mtmd context";
     EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), graphs_before(n_chunks));
     EXPECT_EQ(llama_cancel_hook_get_flag(s.enc_hook.get()), nullptr) << "the encode hook's byte is restored";
@@ -38,11 +38,11 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     // attention was restored after the media chunks).
     llama_memory_clear(llama_get_memory(s.lctx.get()), true);
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_TRUE(same(lcs::last_logits(s.lctx.get()), want));
+    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want));
 
     // One hook for both the encode and the decode, as the header allows.
-    lct::node_trigger unused;
-    auto     shared = lct::make_hook(&unused);
+    fixtures::node_trigger unused;
+    auto     shared = fixtures::make_hook(&unused);
     auto     mctx   = make_mtmd(k.mmproj, llama_cancel_hook_eval_callback, shared.get());
     auto     lctx   = make_lctx(llama_cancel_hook_eval_callback, shared.get());
     int8_t   flag   = 0;
@@ -53,7 +53,7 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), shared.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_OK)
         << r.message;
-    EXPECT_TRUE(same(lcs::last_logits(lctx.get()), want)) << "with one shared hook";
+    EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "with one shared hook";
 }
 
 TEST_P(Mtmd, BytePresetCancelsWithMemoryUntouched) {
@@ -192,10 +192,10 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     // A text context without the hook: a plain trigger as cb_eval stores the byte after the last
     // node of the first media chunk's last decode graph, which completes; the byte is then seen
     // between chunks. (With the hook, the hook stops the graph at that node instead.)
-    lct::node_trigger count;
+    fixtures::node_trigger count;
     {
         auto mctx = make_mtmd(k.mmproj);
-        auto lctx = make_lctx(lct::node_trigger::eval_cb, &count);
+        auto lctx = make_lctx(fixtures::node_trigger::eval_cb, &count);
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
         p.n_batch = k.n_batch;
         llama_cancel_mtmd_result r;
@@ -207,13 +207,13 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     ASSERT_LT(g, static_cast<int>(count.graph_ends.size()));
 
     int8_t  flag = 0;
-    lct::node_trigger trig;
+    fixtures::node_trigger trig;
     trig.flag = &flag;
     trig.at   = count.graph_ends[g];
-    lct::node_trigger enc;
-    auto    enc_hook = lct::make_hook(&enc);
+    fixtures::node_trigger enc;
+    auto    enc_hook = fixtures::make_hook(&enc);
     auto    mctx     = make_mtmd(k.mmproj, llama_cancel_hook_eval_callback, enc_hook.get());
-    auto    lctx     = make_lctx(lct::node_trigger::eval_cb, &trig);
+    auto    lctx     = make_lctx(fixtures::node_trigger::eval_cb, &trig);
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
     p.flag    = &flag;
     p.n_batch = k.n_batch;
@@ -234,7 +234,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
               LLAMA_CANCEL_OK)
         << r2.message;
     EXPECT_EQ(r2.n_past, want_n_past);
-    EXPECT_TRUE(same(lcs::last_logits(lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+    EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
 }
 
 TEST_P(Mtmd, CancelTwiceThenResume) {
@@ -277,7 +277,7 @@ TEST_P(Mtmd, LogitsForTheLastTokenOfAMediaChunk) {
     ASSERT_EQ(s.eval(c.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_past, mtmd_helper_get_n_pos(c.get()));
     ASSERT_NE(llama_get_logits_ith(s.lctx.get(), -1), nullptr);
-    EXPECT_FALSE(lcs::last_logits(s.lctx.get()).empty());
+    EXPECT_FALSE(common::last_logits(s.lctx.get()).empty());
 }
 
 TEST_P(Mtmd, ClearErrors) {

@@ -58,11 +58,11 @@ TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
 }
 
 TEST_P(Mtmd, InitFromFileBindsTheHook) {
-    lct::node_trigger trig;
+    fixtures::node_trigger trig;
     int8_t   flag = 0;
-    auto     hook = lct::make_hook(&trig);
+    auto     hook = fixtures::make_hook(&trig);
     llama_cancel_load_result lr;
-    mtmd_ptr mctx(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), hook.get(), 2, false, &flag, &lr));
+    mtmd_ptr mctx(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), hook.get(), 2, false, &flag, &lr));
     ASSERT_NE(mctx, nullptr) << lr.message;
     EXPECT_EQ(lr.status, LLAMA_CANCEL_OK);
     EXPECT_EQ(llama_cancel_hook_get_flag(hook.get()), nullptr);
@@ -85,13 +85,13 @@ TEST_P(Mtmd, InitFromFileBindsTheHook) {
     ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 1, r.n_past, &p, &r),
               LLAMA_CANCEL_OK)
         << r.message;
-    EXPECT_TRUE(same(lcs::last_logits(lctx.get()), want));
+    EXPECT_TRUE(same(common::last_logits(lctx.get()), want));
 }
 
 TEST_P(Mtmd, InitFromFileCancelsAndFailsClearly) {
     llama_cancel_load_result lr;
     int8_t flag = 1;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), nullptr, 2, false, &flag, &lr), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &flag, &lr), nullptr);
     EXPECT_EQ(lr.status, LLAMA_CANCEL_CANCELLED);
 
     // The byte stored while libmtmd loads: from its log callback, on the loading thread, at the
@@ -100,7 +100,7 @@ TEST_P(Mtmd, InitFromFileCancelsAndFailsClearly) {
     mtmd_helper_log_set(
         [](ggml_log_level, const char *, void * f) { __atomic_store_n(static_cast<int8_t *>(f), 1, __ATOMIC_RELAXED); },
         &flag);
-    mtmd_context * m = llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), lct::suite_model(), nullptr, 2, false, &flag, &lr);
+    mtmd_context * m = llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &flag, &lr);
     mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     EXPECT_EQ(flag, 1) << "libmtmd logged while loading";
     EXPECT_EQ(m, nullptr);
@@ -110,37 +110,37 @@ TEST_P(Mtmd, InitFromFileCancelsAndFailsClearly) {
         mtmd_free(m);
     }
 
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(nullptr, lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(nullptr, fixtures::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
     EXPECT_NE(std::string(lr.message).find("NULL"), std::string::npos);
     EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), nullptr, nullptr, 2, false, nullptr, &lr), nullptr);
     EXPECT_NE(std::string(lr.message).find("NULL"), std::string::npos);
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file("/nonexistent/mmproj.gguf", lct::suite_model(), nullptr, 2, false, nullptr, &lr),
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file("/nonexistent/mmproj.gguf", fixtures::suite_model(), nullptr, 2, false, nullptr, &lr),
               nullptr);
     EXPECT_EQ(lr.status, LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(lr.message).find("cannot open"), std::string::npos) << lr.message;
     const std::string text = ::testing::TempDir() + "/not-an-mmproj-" + k.name + ".gguf";
     std::ofstream(text) << "hello, I am not a projector\n";
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(text.c_str(), lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(text.c_str(), fixtures::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
     EXPECT_NE(std::string(lr.message).find("not a GGUF file"), std::string::npos) << lr.message;
     // A text model is not a projector: mtmd refuses it.
-    const std::string model_path = lct::env("LLAMA_CANCEL_SMALL_MODEL");
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(model_path.c_str(), lct::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
+    const std::string model_path = fixtures::env("LLAMA_CANCEL_SMALL_MODEL");
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(model_path.c_str(), fixtures::suite_model(), nullptr, 2, false, nullptr, &lr), nullptr);
     EXPECT_EQ(lr.status, LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(lr.message).find("could not load"), std::string::npos) << lr.message;
 }
 
-// The stateless llama_cancel_eval_callback bound as mtmd's cb_eval (through lcs::stateless_probe,
+// The stateless llama_cancel_eval_callback bound as mtmd's cb_eval (through common::stateless_probe,
 // which forwards every call) on a clip encode of the `small` vision projector: a byte stored while
 // a node a quarter into the graph computes stops the encode at a later checkpoint, before its end;
 // mtmd_encode_chunk still returns 0 (upstream's hazard, the caller's to handle without the wrapper).
 TEST_F(MtmdStateless, StopsAClipEncode) {
-    const std::string model_path = lct::env("LLAMA_CANCEL_SMALL_MODEL");
-    const std::string mmproj     = lct::env("LLAMA_CANCEL_VISION_SMALL_MMPROJ");
+    const std::string model_path = fixtures::env("LLAMA_CANCEL_SMALL_MODEL");
+    const std::string mmproj     = fixtures::env("LLAMA_CANCEL_VISION_SMALL_MMPROJ");
     ASSERT_FALSE(model_path.empty() || mmproj.empty()) << "set LLAMA_CANCEL_SMALL_MODEL and _VISION_SMALL_MMPROJ";
-    ASSERT_NE(lct::suite_model(), nullptr);
+    ASSERT_NE(fixtures::suite_model(), nullptr);
 
-    lcs::stateless_probe probe;
-    auto mctx = make_mtmd(mmproj, lcs::stateless_probe::eval_cb, &probe);
+    common::stateless_probe probe;
+    auto mctx = make_mtmd(mmproj, common::stateless_probe::eval_cb, &probe);
     ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj;
     mtmd_bitmap * image = make_bitmap(false, 5);
     const std::string prompt = mtmd_default_marker();
@@ -160,9 +160,9 @@ TEST_F(MtmdStateless, StopsAClipEncode) {
     double ms = 0;
     for (int i = 0; i < 3; ++i) {
         probe.rearm(-1);
-        const double t0 = lcs::now_ms();
+        const double t0 = common::now_ms();
         ASSERT_EQ(mtmd_encode_chunk(mctx.get(), chunk), 0);
-        ms = lcs::now_ms() - t0;
+        ms = common::now_ms() - t0;
     }
     const auto ref = embeddings(mctx.get(), chunk);
     const int  n_asks = probe.asks;

@@ -12,24 +12,24 @@
 
 namespace {
 
-using lct::suite_model;
+using fixtures::suite_model;
 
 constexpr int k_n = 128; // batch tokens
 constexpr int k_u = 32;  // n_ubatch: four slices
 
-class Outputs : public lct::model_suite<Outputs> {
+class Outputs : public fixtures::model_suite<Outputs> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_TINY_MODEL";
     static constexpr const char * model_what = "a model from scripts/make_model.py";
 
   protected:
     // A context with n_batch k_n and n_ubatch k_u; with `hook`, bound the way a host binds it.
-    static lcs::context_ptr context(llama_cancel_hook * hook, bool embeddings = false) {
-        lcs::context_options opt;
+    static common::context_ptr context(llama_cancel_hook * hook, bool embeddings = false) {
+        common::context_options opt;
         opt.n_batch    = k_n;
         opt.n_ubatch   = k_u;
         opt.embeddings = embeddings;
-        return lct::make_bound_context(suite_model(), hook, opt);
+        return fixtures::make_bound_context(suite_model(), hook, opt);
     }
 
     static int32_t n_vocab() { return llama_vocab_n_tokens(llama_model_get_vocab(suite_model())); }
@@ -40,7 +40,7 @@ std::vector<float> row(const float * p, int32_t n) {
 }
 
 // Logits of batch index `i` after a plain llama_decode of the prompt with outputs at `outputs`.
-std::vector<float> plain_logits(llama_context * ctx, lcs::seq_batch & b, int32_t i, int32_t n_vocab) {
+std::vector<float> plain_logits(llama_context * ctx, common::seq_batch & b, int32_t i, int32_t n_vocab) {
     EXPECT_EQ(llama_decode(ctx, b.get()), 0);
     return row(llama_get_logits_ith(ctx, i), n_vocab);
 }
@@ -49,20 +49,20 @@ std::vector<float> plain_logits(llama_context * ctx, lcs::seq_batch & b, int32_t
 
 // The default keeps llama.cpp's batch indices: a hooked batch with an output is decoded whole.
 TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 11);
+    auto prompt = common::make_prompt(suite_model(), k_n, 11);
     auto ref = context(nullptr);
-    lcs::seq_batch rb(prompt, 0, k_n, 0);
+    common::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
     ASSERT_FALSE(want.empty());
 
-    lcs::hook_ptr hook = lcs::make_hook();
+    common::hook_ptr hook = common::make_hook();
     auto ctx = context(hook.get());
     int8_t flag = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     p.hook = hook.get();
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.output_base, 0);
     EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want) << "llama.cpp's batch index";
@@ -73,29 +73,29 @@ TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
 
 // A stop inside a batch decoded whole with a hook rolls the whole batch back, exactly.
 TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 12);
-    lct::node_trigger trig;
+    auto prompt = common::make_prompt(suite_model(), k_n, 12);
+    fixtures::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     {
         // Nodes asked per ubatch, counted on one uninterrupted ubatch.
-        lcs::hook_ptr counting = lcs::make_hook(lct::node_trigger::eval_cb, &trig);
+        common::hook_ptr counting = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
         auto c = context(counting.get());
-        lcs::seq_batch one(prompt, 0, k_u, 0);
+        common::seq_batch one(prompt, 0, k_u, 0);
         ASSERT_EQ(llama_decode(c.get(), one.get()), 0);
     }
     ASSERT_GT(trig.calls, 4);
     trig.at    = trig.calls + trig.calls / 2; // inside the second ubatch's graph
     trig.calls = 0;
     flag       = 0;
-    lcs::hook_ptr hook = lcs::make_hook(lct::node_trigger::eval_cb, &trig);
+    common::hook_ptr hook = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     p.hook = hook.get();
     llama_cancel_decode_result r;
     int32_t per_seq[1] = {-1};
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_GE(trig.calls, trig.at) << "the trigger fired";
     EXPECT_EQ(r.n_committed, 0);
@@ -107,18 +107,18 @@ TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
 // sliced_outputs: the batch goes one n_ubatch slice per llama_decode; outputs are read by negative
 // index or through the result, and equal a plain decode's.
 TEST_F(Outputs, SlicedOutputsReadThroughResultAndNegativeIndex) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 13);
+    auto prompt = common::make_prompt(suite_model(), k_n, 13);
     auto ref = context(nullptr);
-    lcs::seq_batch rb(prompt, 0, k_n, 0);
+    common::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
 
-    lcs::hook_ptr hook = lcs::make_hook();
+    common::hook_ptr hook = common::make_hook();
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook           = hook.get();
     p.sliced_outputs = true;
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.output_base, k_n - k_u) << "four slices: the last llama_decode started at 96";
     EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want);
@@ -129,20 +129,20 @@ TEST_F(Outputs, SlicedOutputsReadThroughResultAndNegativeIndex) {
 
 // Outputs before the last slice are never dropped: such a batch is decoded whole.
 TEST_F(Outputs, EarlierOutputsAreKeptWithSlicedOutputs) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 14);
+    auto prompt = common::make_prompt(suite_model(), k_n, 14);
     auto ref = context(nullptr);
-    lcs::seq_batch rb(prompt, 0, k_n, 0);
+    common::seq_batch rb(prompt, 0, k_n, 0);
     rb.set_output(10, true);
     const auto want10 = plain_logits(ref.get(), rb, 10, n_vocab());
     const auto want_last = row(llama_get_logits_ith(ref.get(), k_n - 1), n_vocab());
 
-    lcs::hook_ptr hook = lcs::make_hook();
+    common::hook_ptr hook = common::make_hook();
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook           = hook.get();
     p.sliced_outputs = true;
     llama_cancel_decode_result r;
-    lcs::seq_batch b(prompt, 0, k_n, 0);
+    common::seq_batch b(prompt, 0, k_n, 0);
     b.set_output(10, true);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.output_base, 0);
@@ -153,7 +153,7 @@ TEST_F(Outputs, EarlierOutputsAreKeptWithSlicedOutputs) {
 
 // An embeddings context with batch.logits NULL outputs every token: all rows stay readable.
 TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 15);
+    auto prompt = common::make_prompt(suite_model(), k_n, 15);
     const int32_t n_embd = llama_model_n_embd(suite_model());
     auto ref = context(nullptr, true);
     ASSERT_EQ(llama_decode(ref.get(), llama_batch_get_one(prompt.data(), k_n)), 0);
@@ -163,7 +163,7 @@ TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
         ASSERT_FALSE(want.back().empty()) << "row " << i;
     }
     for (bool sliced : {false, true}) {
-        lcs::hook_ptr hook = lcs::make_hook();
+        common::hook_ptr hook = common::make_hook();
         auto ctx = context(hook.get(), true);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.hook           = hook.get();
@@ -180,9 +180,9 @@ TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
 
 // Without a hook (abort callback alone, KV cache) a batch is always decoded whole.
 TEST_F(Outputs, AbortPathKeepsBatchIndexIdiom) {
-    auto prompt = lcs::make_prompt(suite_model(), k_n, 16);
+    auto prompt = common::make_prompt(suite_model(), k_n, 16);
     auto ref = context(nullptr);
-    lcs::seq_batch rb(prompt, 0, k_n, 0);
+    common::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
     for (bool sliced : {false, true}) {
         auto ctx = context(nullptr);
@@ -191,7 +191,7 @@ TEST_F(Outputs, AbortPathKeepsBatchIndexIdiom) {
         p.flag           = &flag;
         p.sliced_outputs = sliced;
         llama_cancel_decode_result r;
-        lcs::seq_batch b(prompt, 0, k_n, 0);
+        common::seq_batch b(prompt, 0, k_n, 0);
         ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
         EXPECT_EQ(r.output_base, 0);
         EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want);

@@ -16,7 +16,7 @@
 
 namespace {
 
-using lct::suite_model;
+using fixtures::suite_model;
 
 constexpr int k_seqs = 4;
 constexpr int k_len  = 32;
@@ -70,13 +70,13 @@ class multi_batch {
     std::vector<int8_t>                    logits_;
 };
 
-lcs::context_ptr context(uint32_t n_ubatch) {
-    lcs::context_options opt;
+common::context_ptr context(uint32_t n_ubatch) {
+    common::context_options opt;
     opt.n_ctx     = 1024;
     opt.n_batch   = k_n;
     opt.n_ubatch  = n_ubatch;
     opt.n_seq_max = k_seqs;
-    return lcs::make_context(suite_model(), opt);
+    return common::make_context(suite_model(), opt);
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
@@ -99,16 +99,16 @@ struct alone {
 };
 alone decode_alone(const std::vector<llama_token> & prompt, llama_seq_id s) {
     auto ctx = context(k_n);
-    lcs::seq_batch b(prompt, 0, k_len, 0, s);
+    common::seq_batch b(prompt, 0, k_len, 0, s);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
-    return {seq_state(ctx.get(), s), lcs::last_logits(ctx.get())};
+    return {seq_state(ctx.get(), s), common::last_logits(ctx.get())};
 }
 
 // A caller's abort callback that stores sequence `seq`'s byte at node `at` of the decode.
 struct seq_stop {
     int8_t            bytes[k_seqs] = {0, 0, 0, 0};
     const int8_t *    flags[k_seqs] = {&bytes[0], &bytes[1], &bytes[2], &bytes[3]};
-    lct::node_trigger trigger;
+    fixtures::node_trigger trigger;
     int8_t            cancelled[k_seqs] = {0, 0, 0, 0};
     int32_t           output[k_seqs]    = {0, 0, 0, 0};
 
@@ -121,7 +121,7 @@ struct seq_stop {
         p.seq_cancelled = cancelled;
         p.seq_output    = output;
         if (seq >= 0) {
-            p.abort_callback      = lct::node_trigger::abort_cb;
+            p.abort_callback      = fixtures::node_trigger::abort_cb;
             p.abort_callback_data = &trigger;
         }
         return p;
@@ -129,7 +129,7 @@ struct seq_stop {
 };
 
 // n_ubatch: the whole batch, or 32
-class SeqCancel : public lct::model_suite<SeqCancel, ::testing::TestWithParam<uint32_t>> {
+class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithParam<uint32_t>> {
   public:
     static constexpr const char * model_env  = "LLAMA_CANCEL_MODEL";
     static constexpr const char * model_what = "a tiny model of scripts/make_model.py";
@@ -137,7 +137,7 @@ class SeqCancel : public lct::model_suite<SeqCancel, ::testing::TestWithParam<ui
   protected:
     void SetUp() override {
         for (int s = 0; s < k_seqs; ++s) {
-            prompts.push_back(lcs::make_prompt(suite_model(), k_len, 100 + s));
+            prompts.push_back(common::make_prompt(suite_model(), k_len, 100 + s));
         }
     }
 
@@ -217,7 +217,7 @@ TEST_P(SeqCancel, TwoSequencesStoppedAtOnce) {
         seq_stop * st;
         static bool cb(void * d) {
             auto * b = static_cast<both *>(d);
-            lct::node_trigger::abort_cb(&b->st->trigger);
+            fixtures::node_trigger::abort_cb(&b->st->trigger);
             if (b->st->bytes[1] != 0) {
                 __atomic_store_n(&b->st->bytes[3], 1, __ATOMIC_RELAXED);
             }

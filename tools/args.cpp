@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-namespace lcargs {
+namespace cli_args {
 
 namespace {
 
@@ -243,4 +243,4 @@ bool threads_override(int * n) {
     return true;
 }
 
-} // namespace lcargs
+} // namespace cli_args

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace lcargs {
+namespace cli_args {
 
 class parser {
   public:
@@ -80,4 +80,4 @@ class parser {
 // it the same way): true with its value in *n when set.
 bool threads_override(int * n);
 
-} // namespace lcargs
+} // namespace cli_args

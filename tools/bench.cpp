@@ -65,7 +65,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         std::string item;
         while (std::getline(ss, item, ',')) {
             long long b = 0;
-            const std::string err = item == "none" ? "" : lcargs::parser::to_int(item.c_str(), INT_MIN, INT_MAX, &b);
+            const std::string err = item == "none" ? "" : cli_args::parser::to_int(item.c_str(), INT_MIN, INT_MAX, &b);
             if (!err.empty()) {
                 return "item '" + item + "' " + err;
             }
@@ -76,7 +76,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         opt.budgets = out;
         return std::string();
     };
-    lcargs::parser p(k_synopsis);
+    cli_args::parser p(k_synopsis);
     p.option("--model", &opt.model, "PATH", "model to benchmark (default: the built-in synthetic model)")
         .option("--json", &opt.json, "PATH", "where the results go (JSON; a plot beside it)")
         .option("--batches", &opt.batches, "LIST", "batch sizes (>= 2)")
@@ -102,11 +102,11 @@ int parse_options(int argc, char ** argv, options & opt) {
     return -1;
 }
 
-using lcs::json_escape;
-using lcs::json_list;
-using lcs::max_of;
-using lcs::now_ms;
-using lcs::percentile;
+using common::json_escape;
+using common::json_list;
+using common::max_of;
+using common::now_ms;
+using common::percentile;
 
 // Counts reader calls and those not on the thread that called llama_decode; reads the byte through
 // the exported reader so the probe measures exactly what hosts register.
@@ -175,7 +175,7 @@ class bench {
         r.batch   = batch;
         r.threads = threads;
         r.runs    = opt_.runs;
-        prompt_   = lcs::make_prompt(model_, batch, opt_.seed);
+        prompt_   = common::make_prompt(model_, batch, opt_.seed);
 
         auto ctx = make_ctx(batch, batch, threads);
         if (!ctx) {
@@ -207,22 +207,22 @@ class bench {
         std::fprintf(stderr, "[%d/%d] batch %3d, threads %d: %s\n", step, n_steps, batch, threads, what);
     }
 
-    lcs::context_ptr make_ctx(int batch, int ubatch, int threads, ggml_backend_sched_eval_callback cb = nullptr,
+    common::context_ptr make_ctx(int batch, int ubatch, int threads, ggml_backend_sched_eval_callback cb = nullptr,
                               void * cb_data = nullptr) {
-        lcs::context_options o;
+        common::context_options o;
         o.n_ctx        = static_cast<uint32_t>(std::max(batch, 256));
         o.n_batch      = batch;
         o.n_ubatch     = ubatch;
         o.n_threads    = threads;
         o.cb_eval      = cb;
         o.cb_eval_data = cb_data;
-        return lcs::make_context(model_, o);
+        return common::make_context(model_, o);
     }
 
     // Decodes the prompt from an empty memory with no abort callback: what hosts run today.
     double decode_plain(llama_context * ctx) {
         llama_memory_clear(llama_get_memory(ctx), true);
-        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         const double t0 = now_ms();
         const int32_t ret = llama_decode(ctx, b.get());
         const double t1 = now_ms();
@@ -236,7 +236,7 @@ class bench {
     // Decodes through llama_cancel_decode (the reader registered) with the byte at `flag`.
     int32_t decode_cancellable(llama_context * ctx, const int8_t * flag, double * t_ret = nullptr) {
         llama_memory_clear(llama_get_memory(ctx), true);
-        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag = flag;
         const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
@@ -295,7 +295,7 @@ class bench {
                 int8_t flag = 0;
                 double t_store = 0, t_ret = 0;
                 const double t0 = now_ms();
-                std::thread writer = lcs::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
                 const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
                 writer.join();
                 if (status == LLAMA_CANCEL_CANCELLED) {
@@ -310,9 +310,9 @@ class bench {
                 int8_t flag = 0;
                 double t_store = 0;
                 llama_memory_clear(llama_get_memory(ctx), true);
-                lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+                common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
                 const double t0 = now_ms();
-                std::thread writer = lcs::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
                 llama_decode(ctx, b.get());
                 const double t_ret = now_ms();
                 writer.join();
@@ -328,14 +328,14 @@ class bench {
         r.rollback_ubatch = batch / 2;
         auto ctx = make_ctx(batch, r.rollback_ubatch, threads);
         int8_t flag = 0;
-        lcs::node_trigger trig;
+        common::node_trigger trig;
         trig.flag = &flag;
         auto decode = [&] {
             llama_memory_clear(llama_get_memory(ctx.get()), true);
-            lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+            common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
             llama_cancel_decode_params p = llama_cancel_decode_default_params();
             p.flag                = &flag;
-            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
             return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
         };
@@ -354,7 +354,7 @@ class bench {
         p.owner = std::this_thread::get_id();
         llama_set_abort_callback(ctx, thread_probe::callback, &p);
         llama_memory_clear(llama_get_memory(ctx), true);
-        lcs::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         llama_decode(ctx, b.get());
         llama_set_abort_callback(ctx, nullptr, nullptr);
         r.probe_calls      = p.calls;
@@ -427,7 +427,7 @@ int run_self(const std::vector<std::string> & args, const std::string & backend)
 
 // Where the generated models live: the user's cache folder, never beside the executable.
 std::string models_dir() {
-    return lcs::models_cache_dir();
+    return common::models_cache_dir();
 }
 
 // Memory-kind rows, each in its own process, on the generated bench model of each architecture
@@ -450,12 +450,12 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
         const std::string model = dir + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
         const std::string tmp   = opt.json + ".memory-" + arch + ".tmp";
         std::remove(tmp.c_str());
-        int rc = lcs::ensure_model(lcs::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
+        int rc = common::ensure_model(common::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
         if (rc == 0) {
             rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
                            tmp}, "");
         }
-        lcs::child_json j = lcs::take_child_json(tmp);
+        common::child_json j = common::take_child_json(tmp);
         if (j.text.empty()) {
             std::printf("| %-7s | skipped: the row failed (exit %d), see the messages above |\n", arch.c_str(), rc);
             j.text = "{\"arch\": \"" + json_escape(arch) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
@@ -483,19 +483,19 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
                 "|------:|------:|---------:|:-----|\n");
     std::vector<std::pair<std::string, std::string>> models = {{opt.model, with_large ? "default" : "model"}};
     const std::string large = models_dir() + "bench-large.gguf";
-    if (with_large && lcs::ensure_model(lcs::script_path("make_model.py"), large, "bench", "llama",
+    if (with_large && common::ensure_model(common::script_path("make_model.py"), large, "bench", "llama",
                                         {"--n-embd", "1024", "--n-ff", "8192", "--n-layer", "2", "--n-head", "16"})) {
         models.push_back({large, "large"});
     }
     for (const auto & [path, label] : models) {
-        lcs::budget_bench_options b;
+        common::budget_bench_options b;
         b.model   = path;
         b.label   = label;
         b.budgets = opt.budgets;
         b.runs    = opt.runs;
         b.seed    = opt.seed;
         bool met  = true;
-        for (std::string & j : lcs::budget_rows(b, &met)) {
+        for (std::string & j : common::budget_rows(b, &met)) {
             out.push_back(std::move(j));
         }
         *ok = *ok && met;
@@ -535,14 +535,14 @@ bool ensure_default_model(options & opt) {
         return true;
     }
     opt.model = models_dir() + "bench.gguf";
-    return lcs::ensure_model(lcs::script_path("make_model.py"), opt.model, "bench");
+    return common::ensure_model(common::script_path("make_model.py"), opt.model, "bench");
 }
 
 // The model, with its description line on stderr; null with a message when it does not load.
-lcs::model_ptr load_bench_model(const options & opt, bench_report & rep) {
-    lcs::quiet_logs();
-    lcs::load_backends();
-    lcs::model_ptr model = lcs::load_model(opt.model);
+common::model_ptr load_bench_model(const options & opt, bench_report & rep) {
+    common::quiet_logs();
+    common::load_backends();
+    common::model_ptr model = common::load_model(opt.model);
     if (!model) {
         std::fprintf(stderr, "error: cannot load model %s\n", opt.model.c_str());
         return model;
@@ -558,7 +558,7 @@ lcs::model_ptr load_bench_model(const options & opt, bench_report & rep) {
 
 // LLAMA_CANCEL_THREADS replaces every context's thread count: said on stderr, kept for the JSON.
 void report_threads_override(bench_report & rep) {
-    rep.threads_overridden = lcargs::threads_override(&rep.threads_override);
+    rep.threads_overridden = cli_args::threads_override(&rep.threads_override);
     if (rep.threads_overridden) {
         std::fprintf(stderr, "note: LLAMA_CANCEL_THREADS is set: every context runs %d thread(s), whatever the "
                              "thread counts printed below say\n", rep.threads_override);
@@ -641,7 +641,7 @@ child_rows backend_rows(const options & opt) {
                                  "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
                                  std::to_string(opt.seed), "--json", tmp},
                                 name);
-        lcs::child_json j = lcs::take_child_json(tmp);
+        common::child_json j = common::take_child_json(tmp);
         if (rc != 0 || j.text.empty()) {
             std::printf("| %-9s | skipped: the setup failed (exit %d), see the messages above |\n", name.c_str(), rc);
             j.text = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " +
@@ -681,7 +681,7 @@ int run_mtmd_row(const options & opt, int n_embd, const char * kind, const std::
     const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
     int rc = 0;
     if (access(mmproj.c_str(), R_OK) != 0) {
-        rc = lcs::run_command({"python3", lcs::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
+        rc = common::run_command({"python3", common::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
                                "small", "--n-embd-text", std::to_string(n_embd)});
     }
     if (rc == 0) {
@@ -705,7 +705,7 @@ child_rows mtmd_rows(const options & opt, const llama_model * model) {
         const std::string tmp = opt.json + ".mtmd-" + kind + ".tmp";
         std::remove(tmp.c_str());
         const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind, tmp);
-        lcs::child_json j = lcs::take_child_json(tmp);
+        common::child_json j = common::take_child_json(tmp);
         if (rc != 0 || j.text.empty()) {
             std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
             j.text = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
@@ -801,8 +801,8 @@ bool write_bench_json(const options & opt, const bench_report & rep) {
 }
 
 void plot(const std::string & json) {
-    const std::string plotter = lcs::script_path("plot_bench.py");
-    if (lcs::run_command({"python3", plotter, json}) != 0) {
+    const std::string plotter = common::script_path("plot_bench.py");
+    if (common::run_command({"python3", plotter, json}) != 0) {
         std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
     }
 }
@@ -820,7 +820,7 @@ int bench_main(int argc, char ** argv) {
         return 1;
     }
     bench_report rep;
-    lcs::model_ptr model = load_bench_model(opt, rep);
+    common::model_ptr model = load_bench_model(opt, rep);
     if (!model) {
         return 1;
     }

@@ -55,21 +55,21 @@ double cpu_ms(clockid_t clock) {
 timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const std::vector<llama_token> & prompt,
           double at_frac, double full_ms) {
     llama_memory_clear(llama_get_memory(ctx), true);
-    lcs::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+    common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = flag;
     p.hook = hook;
     double t_store = 0;
-    const double t0 = lcs::now_ms();
+    const double t0 = common::now_ms();
     std::thread writer;
     if (at_frac > 0) {
-        writer = lcs::store_at(flag, t0 + at_frac * full_ms, &t_store);
+        writer = common::store_at(flag, t0 + at_frac * full_ms, &t_store);
     }
     timed r;
     const double thread0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID), process0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
     r.status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously: wait for what the host would
-    const double t_ret = lcs::now_ms();
+    const double t_ret = common::now_ms();
     r.thread_cpu_ms  = cpu_ms(CLOCK_THREAD_CPUTIME_ID) - thread0;
     r.process_cpu_ms = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process0;
     r.ms = t_ret - t0;
@@ -81,7 +81,7 @@ timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const st
     return r;
 }
 
-using lcs::latencies;
+using common::latencies;
 
 // The three ways of cancelling, each on its own context of the same model: upstream's abort
 // callback alone (llama_cancel_decode without a hook), the hook (llama_cancel_decode with it), and
@@ -91,19 +91,19 @@ enum way { abort_only = 0, with_hook = 1, by_name = 2, n_ways = 3 };
 const char * const k_way_names[n_ways] = {"abort callback", "hook", "stateless"};
 
 struct contenders {
-    lcs::context_ptr     ctx[n_ways];
-    lcs::hook_ptr        hook;
-    lcs::stateless_probe probe;
+    common::context_ptr     ctx[n_ways];
+    common::hook_ptr        hook;
+    common::stateless_probe probe;
     int8_t               flag = 0;
 
     bool make(llama_model * model, const backend_options & o, bool offloaded) {
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_ctx       = static_cast<uint32_t>(std::max(o.batch, 256));
         opt.n_batch     = o.batch;
         opt.n_ubatch    = o.batch;
         opt.n_threads   = o.threads;
         opt.offload_kqv = offloaded; // attention and KV cache on the device too
-        ctx[abort_only] = lcs::make_context(model, opt);
+        ctx[abort_only] = common::make_context(model, opt);
         llama_cancel_hook_params hp = llama_cancel_hook_default_params();
         hp.interval_ms = o.interval_ms;
         hook.reset(llama_cancel_hook_init(&hp));
@@ -111,10 +111,10 @@ struct contenders {
         llama_cancel_hook_bind(hook.get(), &cp);
         opt.cb_eval      = cp.cb_eval;
         opt.cb_eval_data = cp.cb_eval_user_data;
-        ctx[with_hook]   = lcs::make_context(model, opt);
-        opt.cb_eval      = lcs::stateless_probe::eval_cb;
+        ctx[with_hook]   = common::make_context(model, opt);
+        opt.cb_eval      = common::stateless_probe::eval_cb;
         opt.cb_eval_data = &probe;
-        ctx[by_name]     = lcs::make_context(model, opt);
+        ctx[by_name]     = common::make_context(model, opt);
         return ctx[abort_only] && ctx[with_hook] && ctx[by_name];
     }
 
@@ -174,13 +174,13 @@ void measure_overhead(contenders & c, const backend_options & o, const std::vect
         }
     }
     for (int w = 0; w < n_ways; ++w) {
-        r.wall_ms[w]        = lcs::percentile(wall[w], 0.5);
-        r.thread_cpu_ms[w]  = lcs::percentile(thread_cpu[w], 0.5);
-        r.process_cpu_ms[w] = lcs::percentile(process_cpu[w], 0.5);
+        r.wall_ms[w]        = common::percentile(wall[w], 0.5);
+        r.thread_cpu_ms[w]  = common::percentile(thread_cpu[w], 0.5);
+        r.process_cpu_ms[w] = common::percentile(process_cpu[w], 0.5);
     }
     r.decode_ms = r.wall_ms[abort_only];
     for (int w = with_hook; w < n_ways; ++w) {
-        r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
+        r.overhead_pct[w] = (common::percentile(ratios[w], 0.5) - 1.0) * 100.0;
         for (double x : ratios[w]) {
             r.ratio_pct[w].push_back((x - 1.0) * 100.0);
         }
@@ -241,7 +241,7 @@ void print_rows(const backend_options & o, const results & r) {
         if (w != abort_only) {
             const auto & x = r.ratio_pct[w];
             std::snprintf(overhead, sizeof(overhead), "%+.2f%% (%+.1f..%+.1f)", r.overhead_pct[w],
-                          x.empty() ? 0.0 : *std::min_element(x.begin(), x.end()), lcs::max_of(x));
+                          x.empty() ? 0.0 : *std::min_element(x.begin(), x.end()), common::max_of(x));
             std::snprintf(checkpoints, sizeof(checkpoints), "%.1f", r.checkpoints[w]);
         }
         if (w == with_hook) {
@@ -251,7 +251,7 @@ void print_rows(const backend_options & o, const results & r) {
         std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %22s | %11s | %13s "
                     "| %5d/%-3d | %14d | %13.1f | %6.0f%% | %14.1f |\n",
                     o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, l.p50(), l.p95(),
-                    lcs::max_of(l.ms), pct, overhead, checkpoints, interval, l.cancelled, o.runs, l.finished_first,
+                    common::max_of(l.ms), pct, overhead, checkpoints, interval, l.cancelled, o.runs, l.finished_first,
                     r.thread_cpu_ms[w], cpu_share_pct(r, w), r.process_cpu_ms[w]);
     }
     std::fflush(stdout);
@@ -272,7 +272,7 @@ bool write_json(const backend_options & o, const std::string & device, const res
     auto met = [](bool b) { return b ? "true" : "false"; };
     auto latency_met = [&](int w) { return met(r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0); };
     std::ofstream js(o.json);
-    js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << lcs::json_escape(device)
+    js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << common::json_escape(device)
        << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads;
     if (threads_override) {
         js << ", \"threads_override\": " << *threads_override;
@@ -308,7 +308,7 @@ const char k_synopsis[] =
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, backend_options & o) {
-    lcargs::parser p(k_synopsis);
+    cli_args::parser p(k_synopsis);
     p.positional("NAME", &o.name, "the backend setup: vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas or cpu")
         .option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--json", &o.json, "PATH", "where the row's JSON goes")
@@ -350,7 +350,7 @@ std::string setup_name(const std::string & name) {
 // LLAMA_CANCEL_THREADS replaces the contexts' thread count: said on stderr; its value when set.
 std::optional<int> report_threads_override(const backend_options & o) {
     int n = 0;
-    if (!lcargs::threads_override(&n)) {
+    if (!cli_args::threads_override(&n)) {
         return std::nullopt;
     }
     std::fprintf(stderr, "[%s] note: LLAMA_CANCEL_THREADS is set: the contexts run %d thread(s), not --threads %d\n",
@@ -395,17 +395,17 @@ int bench_backend_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
+    common::quiet_logs();
     const std::string setup_as = setup_name(o.name);
     if (setup_as.empty()) {
         return 2;
     }
     const std::optional<int> threads_override = report_threads_override(o);
-    lcs::backend_setup setup;
-    if (!lcs::setup_backend(setup_as, o.rpc_server, o.threads, setup)) {
+    common::backend_setup setup;
+    if (!common::setup_backend(setup_as, o.rpc_server, o.threads, setup)) {
         return 1;
     }
-    lcs::model_ptr model = setup.load(o.model, -1);
+    common::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
         return 1;
@@ -415,7 +415,7 @@ int bench_backend_main(int argc, char ** argv) {
         std::fprintf(stderr, "error: cannot create contexts on %s\n", o.name.c_str());
         return 1;
     }
-    const auto prompt = lcs::make_prompt(model.get(), o.batch, o.seed);
+    const auto prompt = common::make_prompt(model.get(), o.batch, o.seed);
     if (!warm_up(c, o, prompt)) {
         return 1;
     }

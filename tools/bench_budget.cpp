@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-namespace lcs {
+namespace common {
 
 namespace {
 
@@ -63,4 +63,4 @@ std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met)
     return out;
 }
 
-} // namespace lcs
+} // namespace common

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 struct budget_bench_options {
     std::string        model;
@@ -22,4 +22,4 @@ struct budget_bench_options {
 // *met is false when a row's worst stop exceeded its budget + 2 ms.
 std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met);
 
-} // namespace lcs
+} // namespace common

@@ -32,7 +32,7 @@ struct memory_options {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, memory_options & o) {
-    lcargs::parser p("usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--json OUT]\n");
+    cli_args::parser p("usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--json OUT]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--json", &o.json, "OUT", "where the row's JSON goes")
         .option("--runs", &o.runs, "N", "paired runs (>= 3)")
@@ -60,24 +60,24 @@ struct ratio_stats {
 
 ratio_stats pct(std::vector<double> ratios) {
     ratio_stats s;
-    s.median = (lcs::percentile(ratios, 0.5) - 1.0) * 100.0;
-    s.lo     = (lcs::percentile(ratios, 0.0) - 1.0) * 100.0;
-    s.hi     = (lcs::percentile(ratios, 1.0) - 1.0) * 100.0;
+    s.median = (common::percentile(ratios, 0.5) - 1.0) * 100.0;
+    s.lo     = (common::percentile(ratios, 0.0) - 1.0) * 100.0;
+    s.hi     = (common::percentile(ratios, 1.0) - 1.0) * 100.0;
     return s;
 }
 
 class memory_bench {
   public:
     memory_bench(const memory_options & o, llama_model * model) : o_(o), model_(model) {
-        prompt_ = lcs::make_prompt(model, o.prefix + o.batch + o.tokens, 7);
-        lcs::context_options opt;
+        prompt_ = common::make_prompt(model, o.prefix + o.batch + o.tokens, 7);
+        common::context_options opt;
         opt.n_ctx     = 1024;
         opt.n_batch   = static_cast<uint32_t>(o.batch);
         opt.n_ubatch  = static_cast<uint32_t>(o.ubatch);
         opt.n_threads = o.threads;
-        ctx_          = lcs::make_context(model, opt);
+        ctx_          = common::make_context(model, opt);
         if (ctx_) {
-            lcs::seq_batch b(prompt_, 0, o.prefix, 0);
+            common::seq_batch b(prompt_, 0, o.prefix, 0);
             ok_ = llama_decode(ctx_.get(), b.get()) == 0;
             prefix_state_ = seq_state(ctx_.get());
         }
@@ -87,21 +87,21 @@ class memory_bench {
     // ms of one prefill after the prefix: plain (mode 0), ours sliced (1), ours whole (2).
     double prefill(int mode) {
         reset();
-        lcs::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
-        const double t0 = lcs::now_ms();
+        common::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
+        const double t0 = common::now_ms();
         decode(b.get(), mode);
-        return lcs::now_ms() - t0;
+        return common::now_ms() - t0;
     }
 
     // ms per token of o.tokens single-token decodes after the prefix: plain (0) or ours (1).
     double tokens(int mode) {
         reset();
-        const double t0 = lcs::now_ms();
+        const double t0 = common::now_ms();
         for (int i = 0; i < o_.tokens; ++i) {
-            lcs::seq_batch b(prompt_, o_.prefix + i, 1, o_.prefix + i);
+            common::seq_batch b(prompt_, o_.prefix + i, 1, o_.prefix + i);
             decode(b.get(), mode);
         }
-        return (lcs::now_ms() - t0) / o_.tokens;
+        return (common::now_ms() - t0) / o_.tokens;
     }
 
     // Median ms of copying (`copy`) or writing back the partial state of sequence 0 after the prefix.
@@ -111,21 +111,21 @@ class memory_bench {
         *bytes = llama_state_seq_get_data_ext(ctx_.get(), buf.data(), buf.size(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
         std::vector<double> t;
         for (int i = 0; i < 50; ++i) {
-            const double t0 = lcs::now_ms();
+            const double t0 = common::now_ms();
             if (copy) {
                 llama_state_seq_get_data_ext(ctx_.get(), buf.data(), buf.size(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
             } else {
                 llama_state_seq_set_data_ext(ctx_.get(), buf.data(), *bytes, 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
             }
-            t.push_back(lcs::now_ms() - t0);
+            t.push_back(common::now_ms() - t0);
         }
-        return lcs::percentile(t, 0.5);
+        return common::percentile(t, 0.5);
     }
 
     // One sliced prefill stopped at 80% of its graph nodes (a first pass counts them): true when
     // memory then equals a clean decode of the committed tokens, byte for byte.
     bool rollback_exact(int * committed) {
-        lcs::node_trigger count;
+        common::node_trigger count;
         int8_t flag = 0;
         count.flag = &flag;
         reset();
@@ -142,7 +142,7 @@ class memory_bench {
         const std::vector<uint8_t> got = seq_state(ctx_.get());
         reset();
         for (int a = 0; a < r.n_committed; a += o_.ubatch) {
-            lcs::seq_batch b(prompt_, o_.prefix + a, std::min(o_.ubatch, r.n_committed - a), o_.prefix + a);
+            common::seq_batch b(prompt_, o_.prefix + a, std::min(o_.ubatch, r.n_committed - a), o_.prefix + a);
             llama_decode(ctx_.get(), b.get());
         }
         return got == seq_state(ctx_.get());
@@ -166,21 +166,21 @@ class memory_bench {
         llama_cancel_decode(ctx_.get(), b, &p, nullptr, nullptr, 0);
     }
 
-    llama_cancel_decode_result run_with(lcs::node_trigger & trig, int8_t * flag) {
+    llama_cancel_decode_result run_with(common::node_trigger & trig, int8_t * flag) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag                = flag;
         p.sliced_outputs      = true;
-        p.abort_callback      = lcs::node_trigger::abort_cb;
+        p.abort_callback      = common::node_trigger::abort_cb;
         p.abort_callback_data = &trig;
         llama_cancel_decode_result r;
-        lcs::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
+        common::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
         llama_cancel_decode(ctx_.get(), b.get(), &p, &r, nullptr, 0);
         return r;
     }
 
     const memory_options &   o_;
     llama_model *            model_;
-    lcs::context_ptr         ctx_;
+    common::context_ptr         ctx_;
     std::vector<llama_token> prompt_;
     std::vector<uint8_t>     prefix_state_;
     bool                     ok_ = false;
@@ -203,7 +203,7 @@ template <typename Run> std::vector<double> paired(int runs, Run run, int mode, 
         ratios.push_back(b / a);
         plain.push_back(a);
     }
-    *plain_ms = lcs::percentile(plain, 0.5);
+    *plain_ms = common::percentile(plain, 0.5);
     return ratios;
 }
 
@@ -221,9 +221,9 @@ int bench_memory_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
-    lcs::load_backends();
-    lcs::model_ptr model = lcs::load_model(o.model);
+    common::quiet_logs();
+    common::load_backends();
+    common::model_ptr model = common::load_model(o.model);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
         return 1;
@@ -264,7 +264,7 @@ int bench_memory_main(int argc, char ** argv) {
 
     if (!o.json.empty()) {
         std::ofstream js(o.json);
-        js << "{\"arch\": \"" << lcs::json_escape(arch) << "\", \"model\": \"" << lcs::json_escape(o.model)
+        js << "{\"arch\": \"" << common::json_escape(arch) << "\", \"model\": \"" << common::json_escape(o.model)
            << "\", \"memory\": \"" << (recurrent ? "recurrent" : hybrid ? "hybrid" : "kv")
            << "\", \"batch\": " << o.batch << ", \"n_ubatch\": " << o.ubatch << ", \"threads\": " << o.threads
            << ", \"runs\": " << o.runs << ", \"snapshot_bytes\": " << (snapshots ? bytes : 0)

@@ -74,10 +74,10 @@ struct landed {
 };
 template <typename F> landed store_then(double frac, double full, int8_t * flag, F work) {
     double t_store = 0;
-    const double t0 = lcs::now_ms();
-    std::thread writer = frac > 0 ? lcs::store_at(flag, t0 + frac * full, &t_store) : std::thread();
+    const double t0 = common::now_ms();
+    std::thread writer = frac > 0 ? common::store_at(flag, t0 + frac * full, &t_store) : std::thread();
     work();
-    const double t_ret = lcs::now_ms();
+    const double t_ret = common::now_ms();
     if (writer.joinable()) {
         writer.join();
         return {t_ret - t_store, t_store >= t_ret};
@@ -87,12 +87,12 @@ template <typename F> landed store_then(double frac, double full, int8_t * flag,
 
 // The stateless callback by name as mtmd's cb_eval, through a probe that forwards every call and
 // counts checkpoints and stops; everything else as llama_cancel_mtmd_init_from_file makes it.
-mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, int threads, lcs::stateless_probe * probe) {
+mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, int threads, common::stateless_probe * probe) {
     mtmd_context_params mp = mtmd_context_params_default();
     mp.use_gpu           = false;
     mp.print_timings     = false;
     mp.n_threads         = threads;
-    mp.cb_eval           = lcs::stateless_probe::eval_cb;
+    mp.cb_eval           = common::stateless_probe::eval_cb;
     mp.cb_eval_user_data = probe;
     return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
 }
@@ -102,8 +102,8 @@ mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, i
 enum way { plain = 0, with_hook = 1, by_name = 2, n_ways = 3 };
 
 struct encoders {
-    lcs::hook_ptr            hook;
-    lcs::stateless_probe     probe;
+    common::hook_ptr            hook;
+    common::stateless_probe     probe;
     mtmd_ptr                 mctx[n_ways];
     chunks_ptr               chunks[n_ways];
     const mtmd_input_chunk * chunk[n_ways] = {nullptr, nullptr, nullptr};
@@ -157,7 +157,7 @@ struct encoders {
 // A context that decodes the media chunk's embeddings (a plain encode's output) in one batch,
 // with llama_decode (a host polling between calls) or llama_cancel_decode.
 struct embd_decoder {
-    lcs::context_ptr            ctx;
+    common::context_ptr            ctx;
     std::vector<float>          embd;
     std::vector<llama_pos>      pos;
     std::vector<int32_t>        n_seq;
@@ -170,10 +170,10 @@ struct embd_decoder {
         e.encode(plain, 0, 0);
         const float * out = mtmd_get_output_embd(e.mctx[plain].get());
         embd.assign(out, out + static_cast<size_t>(n_tokens) * llama_model_n_embd_inp(model));
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_ctx = opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(std::max(n_tokens, 64));
         opt.n_threads = threads;
-        ctx = lcs::make_context(model, opt);
+        ctx = common::make_context(model, opt);
         pos.resize(n_tokens);
         n_seq.assign(n_tokens, 1);
         seq.assign(n_tokens, 0);
@@ -218,7 +218,7 @@ struct results {
     double         encode_ms = 0.0, decode_ms = 0.0;
     double         overhead_pct[n_ways] = {0, 0, 0}; // encode, against the plain one, byte at 0
     double         checkpoints[n_ways]  = {0, 0, 0}; // per encode
-    lcs::latencies enc[n_ways], dec_without, dec_with;
+    common::latencies enc[n_ways], dec_without, dec_with;
 };
 
 // Encode time and overhead: triples of encodes in rotating order; median ratios to the plain one.
@@ -237,9 +237,9 @@ void measure_encode(encoders & e, int runs, results & r) {
         }
         plain_ms.push_back(t[plain]);
     }
-    r.encode_ms = lcs::percentile(plain_ms, 0.5);
+    r.encode_ms = common::percentile(plain_ms, 0.5);
     for (int w = with_hook; w < n_ways; ++w) {
-        r.overhead_pct[w] = (lcs::percentile(ratios[w], 0.5) - 1.0) * 100.0;
+        r.overhead_pct[w] = (common::percentile(ratios[w], 0.5) - 1.0) * 100.0;
     }
 }
 
@@ -264,9 +264,9 @@ void measure_latency(encoders & e, embd_decoder & d, int runs, uint32_t seed, re
 
 // One table row: a path (encode through the hook or the stateless callback, embedding decode).
 void print_row(const std::string & kind, const char * path, const results & r, double full_ms,
-               const lcs::latencies & without, const lcs::latencies & with, const char * overhead, int runs) {
+               const common::latencies & without, const common::latencies & with, const char * overhead, int runs) {
     std::printf("| %-6s | %-17s | %6d | %9.1f | %14.1f | %8.2f | %8.2f | %8.2f | %9.1f%% | %9s | %5d/%-3d | %6d/%-6d |\n",
-                kind.c_str(), path, r.n_tokens, full_ms, without.p50(), with.p50(), with.p95(), lcs::max_of(with.ms),
+                kind.c_str(), path, r.n_tokens, full_ms, without.p50(), with.p50(), with.p95(), common::max_of(with.ms),
                 with.p50() / full_ms * 100.0, overhead, with.cancelled, runs, with.finished_first,
                 without.finished_first);
 }
@@ -287,7 +287,7 @@ void write_json(const std::string & path, const std::string & kind, const std::s
     auto pct = [&](int w) { return r.enc[w].p50() / r.encode_ms * 100.0; };
     auto latency_met = [&](int w) { return met(!r.enc[w].ms.empty() && pct(w) <= 10.0); };
     std::ofstream js(path);
-    js << "{\"kind\": \"" << kind << "\", \"mmproj\": \"" << lcs::json_escape(mmproj) << "\", \"media_tokens\": "
+    js << "{\"kind\": \"" << kind << "\", \"mmproj\": \"" << common::json_escape(mmproj) << "\", \"media_tokens\": "
        << r.n_tokens << ", \"threads\": " << threads << ", \"runs\": " << runs << ", \"encode_ms\": " << r.encode_ms
        << ", \"encode_hook_overhead_pct\": " << r.overhead_pct[with_hook]
        << ", \"encode_checkpoints_per_encode\": " << r.checkpoints[with_hook]
@@ -317,7 +317,7 @@ const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio --model T
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, mtmd_options & o) {
-    lcargs::parser p(k_synopsis);
+    cli_args::parser p(k_synopsis);
     p.positional("KIND", &o.kind, "vision or audio")
         .option("--model", &o.model, "TEXT.gguf", "the text model (required)")
         .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "the projector (required)")
@@ -356,7 +356,7 @@ double measure_decode(embd_decoder & d, int runs) {
     for (int i = 0; i < std::max(3, runs / 2); ++i) {
         dec.push_back(d.decode(false, 0, 0).ms);
     }
-    return lcs::percentile(dec, 0.5);
+    return common::percentile(dec, 0.5);
 }
 
 } // namespace
@@ -367,10 +367,10 @@ int bench_mtmd_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
+    common::quiet_logs();
     mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
-    lcs::load_backends();
-    lcs::model_ptr model = lcs::load_model(o.model);
+    common::load_backends();
+    common::model_ptr model = common::load_model(o.model);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
         return 1;

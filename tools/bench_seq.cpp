@@ -42,15 +42,15 @@ struct seq_options {
 
 // The model, its context (hooked off the CPU) and the 4 prompts.
 struct bench_setup {
-    lcs::backend_setup                    setup;
-    lcs::model_ptr                        model;
-    lcs::hook_ptr                         hook;
-    lcs::context_ptr                      ctx;
+    common::backend_setup                    setup;
+    common::model_ptr                        model;
+    common::hook_ptr                         hook;
+    common::context_ptr                      ctx;
     std::vector<std::vector<llama_token>> prompts;
     bool                                  cpu = true;
 
     bool make(const seq_options & o) {
-        if (!lcs::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
+        if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
             return false;
         }
         model = setup.load(o.model, -1);
@@ -59,7 +59,7 @@ struct bench_setup {
             return false;
         }
         cpu = setup.devices.empty();
-        lcs::context_options opt;
+        common::context_options opt;
         opt.n_ctx       = 1024;
         opt.n_batch     = 512;
         opt.n_ubatch    = 512;
@@ -67,13 +67,13 @@ struct bench_setup {
         opt.n_seq_max   = k_seqs;
         opt.offload_kqv = !cpu;
         if (!cpu) { // off the CPU the abort callback is not called: the hook sees the bytes
-            hook             = lcs::make_hook();
+            hook             = common::make_hook();
             opt.cb_eval      = llama_cancel_hook_eval_callback;
             opt.cb_eval_data = hook.get();
         }
-        ctx = lcs::make_context(model.get(), opt);
+        ctx = common::make_context(model.get(), opt);
         for (int s = 0; s < k_seqs; ++s) {
-            prompts.push_back(lcs::make_prompt(model.get(), k_len, o.seed + 100 + s));
+            prompts.push_back(common::make_prompt(model.get(), k_len, o.seed + 100 + s));
         }
         return ctx != nullptr;
     }
@@ -88,23 +88,23 @@ struct outcome {
 };
 
 // One decode from empty memory; with `store` another thread stores it at `at_ms` after the start.
-outcome decode(bench_setup & b, lcs::seq_bytes & sb, int8_t * store, double at_ms) {
+outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms) {
     llama_memory_clear(llama_get_memory(b.ctx.get()), true);
-    lcs::multi_seq_batch batch(b.prompts, k_len);
+    common::multi_seq_batch batch(b.prompts, k_len);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook = b.hook.get();
     sb.fill(p);
     llama_cancel_decode_result r;
     double       t_store = 0;
-    const double t0      = lcs::now_ms();
+    const double t0      = common::now_ms();
     std::thread  writer;
     if (store != nullptr) {
-        writer = lcs::store_at(store, t0 + at_ms, &t_store);
+        writer = common::store_at(store, t0 + at_ms, &t_store);
     }
     outcome o;
     o.status = llama_cancel_decode(b.ctx.get(), batch.get(), &p, &r, nullptr, 0);
     llama_synchronize(b.ctx.get()); // GPU-API backends compute asynchronously
-    const double t_ret = lcs::now_ms();
+    const double t_ret = common::now_ms();
     o.ms          = t_ret - t0;
     o.n_cancelled = r.n_seq_cancelled;
     if (writer.joinable()) {
@@ -150,16 +150,16 @@ struct bench_results {
     std::vector<double> single_ms;           // T1 of the runs the byte stopped
     std::vector<double> extra_ms, extra_pct; // T1 - median(T0), filled by finish()
     int                 single_cancelled = 0, single_first = 0, single_missed = 0;
-    lcs::latencies      all;
+    common::latencies      all;
     int                 all_missed = 0; // the store came before the return, yet the call was not cancelled
     logit_check         logits;
-    double plain_p50() const { return lcs::percentile(plain_ms, 0.5); }
+    double plain_p50() const { return common::percentile(plain_ms, 0.5); }
 };
 
-std::vector<std::vector<float>> plain_logits(bench_setup & b, const lcs::seq_bytes & sb) {
+std::vector<std::vector<float>> plain_logits(bench_setup & b, const common::seq_bytes & sb) {
     std::vector<std::vector<float>> out;
     for (int s = 0; s < k_seqs; ++s) {
-        out.push_back(lcs::logits_at(b.ctx.get(), b.model.get(), sb.output[s]));
+        out.push_back(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]));
     }
     return out;
 }
@@ -167,7 +167,7 @@ std::vector<std::vector<float>> plain_logits(bench_setup & b, const lcs::seq_byt
 // (b): one random sequence's byte; the survivors' extra time and their logits.
 void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
                 const std::vector<std::vector<float>> & want) {
-    lcs::seq_bytes sb(k_seqs);
+    common::seq_bytes sb(k_seqs);
     const int    seq  = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
     const double frac = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
     const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50());
@@ -181,14 +181,14 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     r.single_ms.push_back(o.ms);
     for (int s = 0; s < k_seqs; ++s) {
         if (s != seq && o.status == LLAMA_CANCEL_OK) {
-            r.logits.add(lcs::logits_at(b.ctx.get(), b.model.get(), sb.output[s]), want[s], run, s);
+            r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]), want[s], run, s);
         }
     }
 }
 
 // (c): the 4 sequences' bytes at once (one shared byte): store-to-return latency.
 void all_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
-    lcs::seq_bytes sb(k_seqs);
+    common::seq_bytes sb(k_seqs);
     int8_t shared = 0;
     sb.point_all_at(&shared);
     const double  frac    = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
@@ -204,7 +204,7 @@ void all_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
 
 bool run_all(bench_setup & b, const seq_options & opt, bench_results & r) {
     std::mt19937   rng(opt.seed);
-    lcs::seq_bytes sb(k_seqs);
+    common::seq_bytes sb(k_seqs);
     std::vector<double> warm;
     for (int i = 0; i < 2; ++i) { // warm-up; also the first estimate of T0
         const outcome o = decode(b, sb, nullptr, 0);
@@ -250,15 +250,15 @@ std::string logits_text(const bench_results & r, bool cpu) {
 
 void print_row(const seq_options & o, const bench_results & r, bool cpu) {
     const double plain = r.plain_p50();
-    const bool   met   = lcs::max_of(r.extra_ms) <= plain * 1.05;
+    const bool   met   = common::max_of(r.extra_ms) <= plain * 1.05;
     std::printf("| backend | runs | plain ms (p50) | single cancel: survivors' extra ms p50 / max | extra %% of plain "
                 "(= ubatch in flight) p50 / max | cancelled / finished first / missed | extra <= ubatch + 5%% | "
                 "all 4 cancelled: store-to-return ms p50 / p95 / max | finished first | survivor logits |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     std::printf("| %s | %d | %.2f | %.2f / %.2f | %.1f / %.1f | %d / %d / %d | %s | %.2f / %.2f / %.2f | %d | %s |\n",
-                o.backend.c_str(), o.runs, plain, lcs::percentile(r.extra_ms, 0.5), lcs::max_of(r.extra_ms),
-                lcs::percentile(r.extra_pct, 0.5), lcs::max_of(r.extra_pct), r.single_cancelled, r.single_first,
-                r.single_missed, met ? "yes" : "NO", r.all.p50(), r.all.p95(), lcs::max_of(r.all.ms),
+                o.backend.c_str(), o.runs, plain, common::percentile(r.extra_ms, 0.5), common::max_of(r.extra_ms),
+                common::percentile(r.extra_pct, 0.5), common::max_of(r.extra_pct), r.single_cancelled, r.single_first,
+                r.single_missed, met ? "yes" : "NO", r.all.p50(), r.all.p95(), common::max_of(r.all.ms),
                 r.all.finished_first, logits_text(r, cpu).c_str());
 }
 
@@ -271,12 +271,12 @@ bool write_json(const seq_options & o, const std::string & description, const be
                   "\"extra_pct_of_plain\": {\"p50\": %.2f, \"max\": %.2f}, \"cancelled_count\": %d, "
                   "\"finished_first\": %d, \"missed\": %d, \"logits_compared\": %d, \"logits_mismatches\": %d, "
                   "\"logits_max_abs_diff\": %g},\n  \"all\": ",
-                  lcs::json_escape(o.backend).c_str(), lcs::json_escape(description).c_str(), o.runs, r.plain_p50(),
-                  lcs::percentile(r.extra_ms, 0.5), lcs::max_of(r.extra_ms), lcs::percentile(r.extra_pct, 0.5),
-                  lcs::max_of(r.extra_pct), r.single_cancelled, r.single_first, r.single_missed, r.logits.compared,
+                  common::json_escape(o.backend).c_str(), common::json_escape(description).c_str(), o.runs, r.plain_p50(),
+                  common::percentile(r.extra_ms, 0.5), common::max_of(r.extra_ms), common::percentile(r.extra_pct, 0.5),
+                  common::max_of(r.extra_pct), r.single_cancelled, r.single_first, r.single_missed, r.logits.compared,
                   r.logits.mismatches, r.logits.max_abs);
     f << buf << r.all.json() << ",\n  \"all_missed\": " << r.all_missed
-      << ",\n  \"plain_all_ms\": " << lcs::json_list(r.plain_ms) << "\n}\n";
+      << ",\n  \"plain_all_ms\": " << common::json_list(r.plain_ms) << "\n}\n";
     if (!f) {
         std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
     }
@@ -288,7 +288,7 @@ const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, seq_options & o) {
-    lcargs::parser p(k_synopsis);
+    cli_args::parser p(k_synopsis);
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--backend", &o.backend, "NAME", "backend setup")
         .option("--json", &o.json, "FILE", "where the JSON goes")
@@ -324,7 +324,7 @@ int bench_seq_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
+    common::quiet_logs();
     bench_setup b;
     if (!b.make(o)) {
         return 1;

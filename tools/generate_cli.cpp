@@ -59,7 +59,7 @@ struct printer {
 };
 
 std::string default_model() {
-    return lcs::models_cache_dir() + "bench.gguf";
+    return common::models_cache_dir() + "bench.gguf";
 }
 
 struct generate_options {
@@ -69,7 +69,7 @@ struct generate_options {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, generate_options & o) {
-    lcargs::parser p("usage: llama-cancel generate [--model PATH] [--prompt TEXT | --prompt-tokens N]\n"
+    cli_args::parser p("usage: llama-cancel generate [--model PATH] [--prompt TEXT | --prompt-tokens N]\n"
                      "                            [--n-predict N] [--threads N] [--batch N]\n"
                      "                            [--mmproj PATH (--image FILE | --audio FILE)]\n");
     p.option("--model|-m", &o.model, "PATH", "model (default: the built-in synthetic model)")
@@ -110,7 +110,7 @@ void install_sigint() {
 }
 
 // The model, its load cancellable by Ctrl-C; -1 when it loaded, else the exit status.
-int load_model(const std::string & path, lcs::model_ptr & model) {
+int load_model(const std::string & path, common::model_ptr & model) {
     std::fprintf(stderr, "loading %s (Ctrl-C cancels)\n", path.c_str());
     llama_cancel_load_result lr;
     model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), &g_flag, &lr));
@@ -131,7 +131,7 @@ int load_model(const std::string & path, lcs::model_ptr & model) {
 struct media_prompt {
     struct mtmd_free_t { void operator()(mtmd_context * m) const { mtmd_free(m); } };
     struct chunks_free_t { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-    lcs::hook_ptr                                     encode_hook{llama_cancel_hook_init(nullptr)};
+    common::hook_ptr                                     encode_hook{llama_cancel_hook_init(nullptr)};
     std::unique_ptr<mtmd_context, mtmd_free_t>        mctx;
     std::unique_ptr<mtmd_input_chunks, chunks_free_t> chunks;
 
@@ -191,7 +191,7 @@ struct media_prompt {
 // cannot be tokenized.
 bool text_prompt(const generate_options & o, const llama_model * model, std::vector<llama_token> & tokens) {
     if (o.prompt_tokens > 0) {
-        tokens = lcs::make_prompt(model, o.prompt_tokens, 1);
+        tokens = common::make_prompt(model, o.prompt_tokens, 1);
         return true;
     }
     tokens.resize(o.prompt.size() + 8);
@@ -205,13 +205,13 @@ bool text_prompt(const generate_options & o, const llama_model * model, std::vec
     return true;
 }
 
-lcs::context_ptr make_generate_context(const generate_options & o, llama_model * model, size_t n_prompt_pos) {
-    lcs::context_options opt;
+common::context_ptr make_generate_context(const generate_options & o, llama_model * model, size_t n_prompt_pos) {
+    common::context_options opt;
     opt.n_ctx     = static_cast<uint32_t>(n_prompt_pos + o.n_predict + 16);
     opt.n_batch   = static_cast<uint32_t>(o.batch);
     opt.n_ubatch  = static_cast<uint32_t>(std::min(o.batch, 512));
     opt.n_threads = o.threads;
-    return lcs::make_context(model, opt);
+    return common::make_context(model, opt);
 }
 
 // What stopped the generation, how much of it is in memory, and Ctrl-C's stop latency.
@@ -245,12 +245,12 @@ int generate(const generate_options & o, llama_model * model, llama_context * ct
     llama_cancel_generate_result r;
     std::fprintf(stderr, "prefill: %zu %s, then up to %d generated\n", n_prompt_pos,
                  o.mmproj.empty() ? "tokens" : "positions (text and media)", o.n_predict);
-    const double t0 = lcs::now_ms();
+    const double t0 = common::now_ms();
     const int32_t status =
         media.active() ? media.generate(ctx, gp, out, r)
                        : llama_cancel_generate(ctx, tokens.data(), static_cast<int32_t>(tokens.size()), &gp,
                                                out.data(), static_cast<int32_t>(out.size()), &r);
-    return report(status, r, n_prompt_pos, lcs::now_ms() - t0);
+    return report(status, r, n_prompt_pos, common::now_ms() - t0);
 }
 
 } // namespace
@@ -263,14 +263,14 @@ int generate_main(int argc, char ** argv) {
     }
     if (o.model.empty()) {
         o.model = default_model();
-        if (!lcs::ensure_model(lcs::script_path("make_model.py"), o.model, "bench")) {
+        if (!common::ensure_model(common::script_path("make_model.py"), o.model, "bench")) {
             return 1;
         }
     }
     install_sigint();
-    lcs::quiet_logs();
-    lcs::load_backends();
-    lcs::model_ptr model;
+    common::quiet_logs();
+    common::load_backends();
+    common::model_ptr model;
     if ((rc = load_model(o.model, model)) >= 0) {
         return rc;
     }
@@ -288,7 +288,7 @@ int generate_main(int argc, char ** argv) {
         }
         n_prompt_pos = tokens.size();
     }
-    lcs::context_ptr ctx = make_generate_context(o, model.get(), n_prompt_pos);
+    common::context_ptr ctx = make_generate_context(o, model.get(), n_prompt_pos);
     if (!ctx) {
         std::fprintf(stderr, "error: cannot create a context\n");
         return 1;

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace lcs {
+namespace common {
 
 bool child_json::is_true(std::initializer_list<const char *> path) const {
     const nlohmann::json * at = &doc;
@@ -36,4 +36,4 @@ child_json take_child_json(const std::string & path) {
     return out;
 }
 
-} // namespace lcs
+} // namespace common

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-namespace lcs {
+namespace common {
 
 struct child_json {
     std::string    text; // as the child wrote it, trailing blanks trimmed; empty when there is none
@@ -20,4 +20,4 @@ struct child_json {
 // Reads, parses and deletes the file a child row wrote.
 child_json take_child_json(const std::string & path);
 
-} // namespace lcs
+} // namespace common

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 // Sequences one after another, the way servers batch their slots: sequence s holds prompts[s][0,
 // len) at positions 0..len-1 and asks for the output of its last token.
@@ -87,4 +87,4 @@ inline std::vector<float> logits_at(llama_context * ctx, const llama_model * mod
     return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
 }
 
-} // namespace lcs
+} // namespace common

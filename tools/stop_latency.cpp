@@ -6,7 +6,7 @@
 #include <random>
 #include <thread>
 
-namespace lcs {
+namespace common {
 
 namespace {
 
@@ -112,4 +112,4 @@ stop_figures measure_stops(llama_model * model, context_options base, llama_canc
     return f;
 }
 
-} // namespace lcs
+} // namespace common

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 struct stop_config {
     int32_t n_ubatch    = 512;
@@ -29,4 +29,4 @@ struct stop_figures {
 stop_figures measure_stops(llama_model * model, context_options base, llama_cancel_hook * hook,
                            const stop_config & cfg, int n_tokens, int runs, uint32_t seed);
 
-} // namespace lcs
+} // namespace common

@@ -40,7 +40,7 @@ constexpr int k_seq_len = 32;
 
 // The node trigger plus an optional second byte stored at the same node, right after the first.
 struct seq_trigger {
-    lcs::node_trigger t;
+    common::node_trigger t;
     int8_t *          second = nullptr;
 
     void after() const {
@@ -50,13 +50,13 @@ struct seq_trigger {
     }
     static bool abort_cb(void * d) {
         auto * s = static_cast<seq_trigger *>(d);
-        lcs::node_trigger::abort_cb(&s->t);
+        common::node_trigger::abort_cb(&s->t);
         s->after();
         return false;
     }
     static bool eval_cb(ggml_tensor * x, bool ask, void * d) {
         auto *     s = static_cast<seq_trigger *>(d);
-        const bool r = lcs::node_trigger::eval_cb(x, ask, &s->t);
+        const bool r = common::node_trigger::eval_cb(x, ask, &s->t);
         if (!ask) {
             s->after();
         }
@@ -71,8 +71,8 @@ struct seq_stress {
     std::vector<std::vector<llama_token>> prompts;
     seq_trigger                           trig;
     int8_t                                idle = 0; // the trigger's byte while no store is planned
-    lcs::hook_ptr                         hook;
-    lcs::context_ptr                      ctx[2]; // 0: abort callback, 1: eval hook
+    common::hook_ptr                         hook;
+    common::context_ptr                      ctx[2]; // 0: abort callback, 1: eval hook
     std::vector<std::vector<float>>       want[2];
     int                                   ticks[2] = {0, 0};
     long                                  drops = 0, late = 0, errors = 0;
@@ -82,22 +82,22 @@ struct seq_stress {
 
     bool make(bool offloaded) {
         trig.t.flag = &idle;
-        hook        = lcs::make_hook(seq_trigger::eval_cb, &trig);
-        lcs::context_options opt;
+        hook        = common::make_hook(seq_trigger::eval_cb, &trig);
+        common::context_options opt;
         opt.n_ctx       = static_cast<uint32_t>(std::max(o.n, k_seqs * k_seq_len));
         opt.n_batch     = k_seqs * k_seq_len;
         opt.n_ubatch    = static_cast<uint32_t>(o.ubatch);
         opt.n_threads   = 1;
         opt.n_seq_max   = k_seqs;
         opt.offload_kqv = offloaded;
-        ctx[0]           = lcs::make_context(model, opt);
+        ctx[0]           = common::make_context(model, opt);
         opt.cb_eval      = llama_cancel_hook_eval_callback;
         opt.cb_eval_data = hook.get();
-        ctx[1]           = lcs::make_context(model, opt);
+        ctx[1]           = common::make_context(model, opt);
         return ctx[0] && ctx[1];
     }
 
-    int32_t decode(int mode, lcs::seq_bytes & sb, llama_cancel_decode_result & r) {
+    int32_t decode(int mode, common::seq_bytes & sb, llama_cancel_decode_result & r) {
         llama_memory_clear(llama_get_memory(ctx[mode].get()), true);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         if (mode == 0) {
@@ -107,13 +107,13 @@ struct seq_stress {
             p.hook = hook.get();
         }
         sb.fill(p);
-        lcs::multi_seq_batch b(prompts, k_seq_len);
+        common::multi_seq_batch b(prompts, k_seq_len);
         return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, nullptr, 0);
     }
 
     // Uninterrupted decodes: the reference logits, and the trigger calls a whole decode makes.
     bool reference(int mode) {
-        lcs::seq_bytes sb(k_seqs);
+        common::seq_bytes sb(k_seqs);
         llama_cancel_decode_result r;
         trig.t.calls = 0;
         trig.t.at    = -1;
@@ -123,7 +123,7 @@ struct seq_stress {
         }
         ticks[mode] = trig.t.calls;
         for (int s = 0; s < k_seqs; ++s) {
-            want[mode].push_back(lcs::logits_at(ctx[mode].get(), model, sb.output[s]));
+            want[mode].push_back(common::logits_at(ctx[mode].get(), model, sb.output[s]));
         }
         return true;
     }
@@ -134,7 +134,7 @@ struct seq_stress {
     }
 
     // A survivor's memory and last logits; a dropped sequence's empty memory.
-    void check_seq(int c, int mode, const lcs::seq_bytes & sb, int s) {
+    void check_seq(int c, int mode, const common::seq_bytes & sb, int s) {
         const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx[mode].get()), s);
         if (sb.cancelled[s] != 0) {
             if (sb.bytes[s] == 0 || pos_max != -1 || sb.output[s] != -1) {
@@ -143,7 +143,7 @@ struct seq_stress {
             return;
         }
         late += sb.bytes[s] != 0 ? 1 : 0; // stored once its tokens were all computed: kept
-        const auto got = lcs::logits_at(ctx[mode].get(), model, sb.output[s]);
+        const auto got = common::logits_at(ctx[mode].get(), model, sb.output[s]);
         if (pos_max != k_seq_len - 1 || got.size() != want[mode][s].size()) {
             fail(c, "survivor's memory incomplete or no output", s);
             return;
@@ -157,7 +157,7 @@ struct seq_stress {
     }
 
     void cycle(int c, int mode, std::mt19937 & rng) {
-        lcs::seq_bytes sb(k_seqs);
+        common::seq_bytes sb(k_seqs);
         const int a   = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
         const int b   = (a + std::uniform_int_distribution<int>(1, k_seqs - 1)(rng)) % k_seqs;
         trig.t.flag   = &sb.bytes[a];
@@ -197,7 +197,7 @@ struct seq_stress {
             return 1;
         }
         std::mt19937 rng(o.seed);
-        const double t0 = lcs::now_ms();
+        const double t0 = common::now_ms();
         for (int c = 0; c < o.cycles; ++c) {
             // Off the CPU the abort callback is not called (ticks 0): the hook alone.
             const int mode = cpu && ticks[0] > 0 ? c % 2 : 1;
@@ -217,10 +217,10 @@ struct prefill_stress {
     const stress_options &          o;
     llama_model *                   model;
     const std::vector<llama_token> & prompt;
-    lcs::node_trigger               trig;
+    common::node_trigger               trig;
     int8_t                          flag = 0;
-    lcs::hook_ptr                   hook;
-    lcs::context_ptr                plain, hooked;
+    common::hook_ptr                   hook;
+    common::context_ptr                plain, hooked;
     std::vector<float>              want;
     int                             ticks[2] = {0, 0};
     long                            cancels = 0, completions = 0, errors = 0;
@@ -232,17 +232,17 @@ struct prefill_stress {
 
     bool make(bool offloaded) {
         trig.flag = &flag;
-        hook      = lcs::make_hook(lcs::node_trigger::eval_cb, &trig);
-        lcs::context_options opt;
+        hook      = common::make_hook(common::node_trigger::eval_cb, &trig);
+        common::context_options opt;
         opt.n_ctx        = static_cast<uint32_t>(o.n);
         opt.n_batch      = static_cast<uint32_t>(o.n);
         opt.n_ubatch     = static_cast<uint32_t>(o.ubatch);
         opt.n_threads    = 1;
         opt.offload_kqv  = offloaded;
-        plain            = lcs::make_context(model, opt);
+        plain            = common::make_context(model, opt);
         opt.cb_eval      = llama_cancel_hook_eval_callback;
         opt.cb_eval_data = hook.get();
-        hooked           = lcs::make_context(model, opt);
+        hooked           = common::make_context(model, opt);
         return plain && hooked;
     }
 
@@ -253,7 +253,7 @@ struct prefill_stress {
         p.flag           = &flag;
         p.sliced_outputs = true; // logits are read by negative index: stops keep finished slices
         if (mode == 0) {
-            p.abort_callback      = lcs::node_trigger::abort_cb;
+            p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
         } else {
             p.hook = hook.get();
@@ -267,13 +267,13 @@ struct prefill_stress {
             trig.calls = 0;
             trig.at    = -1;
             const llama_cancel_decode_params p = params_for(mode);
-            lcs::seq_batch b(prompt, 0, o.n, 0);
+            common::seq_batch b(prompt, 0, o.n, 0);
             if (llama_cancel_decode(ctx(mode), b.get(), &p, nullptr, nullptr, 0) != LLAMA_CANCEL_OK) {
                 std::fprintf(stderr, "error: reference decode failed\n");
                 return false;
             }
             ticks[mode] = trig.calls;
-            const auto got = lcs::last_logits(ctx(mode));
+            const auto got = common::last_logits(ctx(mode));
             if (mode == 0) {
                 want = got;
             } else if (got != want) {
@@ -297,7 +297,7 @@ struct prefill_stress {
             trig.at    = attempt < 3 ? std::uniform_int_distribution<int>(1, ticks[mode])(rng) : -1;
             const llama_cancel_decode_params p = params_for(mode);
             llama_cancel_decode_result r;
-            lcs::seq_batch b(prompt, committed, o.n - committed, committed);
+            common::seq_batch b(prompt, committed, o.n - committed, committed);
             const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
             const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(lctx), 0);
             if (st == LLAMA_CANCEL_ERROR) {
@@ -316,7 +316,7 @@ struct prefill_stress {
         }
         if (committed == o.n) {
             ++completions;
-            if (lcs::last_logits(lctx) != want) {
+            if (common::last_logits(lctx) != want) {
                 std::fprintf(stderr, "FAIL cycle %d: resumed logits differ from the uninterrupted ones\n", c);
                 ++errors;
             }
@@ -325,14 +325,14 @@ struct prefill_stress {
 
     void run_cycles() {
         std::mt19937 rng(o.seed);
-        const double t0 = lcs::now_ms();
+        const double t0 = common::now_ms();
         for (int c = 0; c < o.cycles; ++c) {
             cycle(c, rng);
             if ((c + 1) % 1000 == 0) {
                 std::fprintf(stderr, "  %d cycles, %ld cancels, %ld errors\n", c + 1, cancels, errors);
             }
         }
-        t_cycles = lcs::now_ms() - t0;
+        t_cycles = common::now_ms() - t0;
     }
 
     // One prefill under the storm, resumed after each stop; memory checked after each call.
@@ -347,7 +347,7 @@ struct prefill_stress {
             p.hook           = k % 2 == 0 ? nullptr : hook.get();
             p.sliced_outputs = true;
             llama_cancel_decode_result r;
-            lcs::seq_batch b(prompt, committed, o.n - committed, committed);
+            common::seq_batch b(prompt, committed, o.n - committed, committed);
             const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
             committed += r.n_committed;
             ++storm_decodes;
@@ -360,7 +360,7 @@ struct prefill_stress {
                 break;
             }
         }
-        if (committed == o.n && lcs::last_logits(lctx) != want) {
+        if (committed == o.n && common::last_logits(lctx) != want) {
             std::fprintf(stderr, "FAIL storm: logits after resumes differ\n");
             ++errors;
         }
@@ -374,16 +374,16 @@ struct prefill_stress {
             // Thousands of set/reset pairs a second: the byte stays set a few microseconds each time.
             while (!stop.load(std::memory_order_relaxed)) {
                 __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
-                const double until = lcs::now_ms() + 0.005;
-                while (lcs::now_ms() < until) {
+                const double until = common::now_ms() + 0.005;
+                while (common::now_ms() < until) {
                 }
                 __atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
                 toggles.fetch_add(1, std::memory_order_relaxed);
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
             }
         });
-        const double end = lcs::now_ms() + o.storm_s * 1000.0;
-        for (int k = 0; lcs::now_ms() < end; ++k) {
+        const double end = common::now_ms() + o.storm_s * 1000.0;
+        for (int k = 0; common::now_ms() < end; ++k) {
             storm_prefill(k);
         }
         stop = true;
@@ -396,7 +396,7 @@ struct prefill_stress {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, stress_options & o) {
-    lcargs::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
+    cli_args::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
                      "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--backend", &o.backend, "NAME", "backend setup")
@@ -431,7 +431,7 @@ int run_seq_stress(const stress_options & o, llama_model * model, const std::vec
 }
 
 int run_prefill_stress(const stress_options & o, llama_model * model, const std::vector<llama_token> & prompt,
-                       const lcs::backend_setup & setup) {
+                       const common::backend_setup & setup) {
     prefill_stress ps(o, model, prompt);
     if (!ps.make(!setup.devices.empty())) {
         std::fprintf(stderr, "error: cannot create contexts\n");
@@ -459,17 +459,17 @@ int stress_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
-    lcs::backend_setup setup;
-    if (!lcs::setup_backend(o.backend, o.rpc_server, 1, setup)) {
+    common::quiet_logs();
+    common::backend_setup setup;
+    if (!common::setup_backend(o.backend, o.rpc_server, 1, setup)) {
         return 1;
     }
-    lcs::model_ptr model = setup.load(o.model, -1);
+    common::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
         return 1;
     }
-    const auto prompt = lcs::make_prompt(model.get(), o.n, o.seed);
+    const auto prompt = common::make_prompt(model.get(), o.n, o.seed);
     if (o.seq_cancel) {
         return run_seq_stress(o, model.get(), prompt, setup.devices.empty());
     }

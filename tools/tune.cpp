@@ -31,7 +31,7 @@ struct tune_options {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, tune_options & o) {
-    lcargs::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
+    cli_args::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
                      "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
                      "       B > 0; --tokens >= 16\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
@@ -54,9 +54,9 @@ int parse_options(int argc, char ** argv, tune_options & o) {
 }
 
 struct tune_row {
-    lcs::stop_config   cfg;
-    lcs::stop_figures  fig;
-    double worst() const { return lcs::max_of(fig.stop_ms); }
+    common::stop_config   cfg;
+    common::stop_figures  fig;
+    double worst() const { return common::max_of(fig.stop_ms); }
     bool   meets(float budget) const { return !fig.stop_ms.empty() && worst() <= budget; }
 };
 
@@ -76,7 +76,7 @@ void print_row(const tune_row & r, float budget) {
     }
     std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %8s | %-5s |\n", r.cfg.n_ubatch,
                 r.cfg.max_stop_ms > 0 ? "library" : "-", r.fig.decode_ms, r.fig.tokens_per_s,
-                lcs::percentile(r.fig.stop_ms, 0.95), r.worst(), static_cast<int>(r.fig.stop_ms.size()),
+                common::percentile(r.fig.stop_ms, 0.95), r.worst(), static_cast<int>(r.fig.stop_ms.size()),
                 r.fig.finished_first, node, r.meets(budget) ? "yes" : "no");
     std::fflush(stdout);
 }
@@ -99,8 +99,8 @@ const tune_row & recommend(const std::vector<tune_row> & rows, float budget) {
 bool write_json(const tune_options & o, const std::vector<tune_row> & rows, const tune_row & rec,
                 const std::string & device) {
     std::ofstream js(o.json);
-    js << "{\n  \"model\": \"" << lcs::json_escape(o.model) << "\", \"backend\": \"" << lcs::json_escape(o.backend)
-       << "\", \"device\": \"" << lcs::json_escape(device) << "\", \"budget_ms\": " << o.budget_ms
+    js << "{\n  \"model\": \"" << common::json_escape(o.model) << "\", \"backend\": \"" << common::json_escape(o.backend)
+       << "\", \"device\": \"" << common::json_escape(device) << "\", \"budget_ms\": " << o.budget_ms
        << ", \"tokens\": " << o.tokens << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs << ",\n";
     js << "  \"recommended\": {\"n_ubatch\": " << rec.cfg.n_ubatch << ", \"max_stop_ms\": " << rec.cfg.max_stop_ms
        << ", \"tokens_per_s\": " << rec.fig.tokens_per_s << ", \"worst_stop_ms\": " << rec.worst()
@@ -110,8 +110,8 @@ bool write_json(const tune_options & o, const std::vector<tune_row> & rows, cons
         js << (i ? ",\n    " : "\n    ") << "{\"n_ubatch\": " << r.cfg.n_ubatch << ", \"max_stop_ms\": "
            << r.cfg.max_stop_ms << ", \"decode_ms\": " << r.fig.decode_ms << ", \"tokens_per_s\": "
            << r.fig.tokens_per_s << ", \"calls\": " << r.fig.calls << ", \"stop_ms\": {\"p50\": "
-           << lcs::percentile(r.fig.stop_ms, 0.5) << ", \"p95\": " << lcs::percentile(r.fig.stop_ms, 0.95)
-           << ", \"max\": " << r.worst() << ", \"all\": " << lcs::json_list(r.fig.stop_ms)
+           << common::percentile(r.fig.stop_ms, 0.5) << ", \"p95\": " << common::percentile(r.fig.stop_ms, 0.95)
+           << ", \"max\": " << r.worst() << ", \"all\": " << common::json_list(r.fig.stop_ms)
            << "}, \"finished_first\": " << r.fig.finished_first << ", \"longest_node_ms\": " << r.fig.longest_node_ms
            << ", \"meets_budget\": " << (r.meets(o.budget_ms) ? "true" : "false") << "}";
     }
@@ -127,24 +127,24 @@ int tune_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    lcs::quiet_logs();
-    lcs::backend_setup setup;
-    if (!lcs::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
+    common::quiet_logs();
+    common::backend_setup setup;
+    if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
         return 1;
     }
-    lcs::model_ptr model = setup.load(o.model, -1);
+    common::model_ptr model = setup.load(o.model, -1);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.backend.c_str());
         return 1;
     }
     // Backends beyond the CPU are stopped through a hook whose checkpoints follow the budget.
-    lcs::hook_ptr hook;
+    common::hook_ptr hook;
     if (!setup.devices.empty()) {
         llama_cancel_hook_params hp = llama_cancel_hook_default_params();
         hp.interval_ms = std::min(hp.interval_ms, 0.5f * o.budget_ms);
         hook.reset(llama_cancel_hook_init(&hp));
     }
-    lcs::context_options base;
+    common::context_options base;
     base.n_threads   = o.threads;
     base.offload_kqv = !setup.devices.empty();
 
@@ -155,11 +155,11 @@ int tune_main(int argc, char ** argv) {
     std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|---------:|:------|\n");
     std::vector<tune_row> rows;
     for (int32_t u : candidates(o.tokens)) {
-        rows.push_back({{u, 0.0f}, lcs::measure_stops(model.get(), base, hook.get(), {u, 0.0f}, o.tokens, o.runs, o.seed)});
+        rows.push_back({{u, 0.0f}, common::measure_stops(model.get(), base, hook.get(), {u, 0.0f}, o.tokens, o.runs, o.seed)});
         print_row(rows.back(), o.budget_ms);
     }
-    const lcs::stop_config lib{o.tokens, o.budget_ms};
-    rows.push_back({lib, lcs::measure_stops(model.get(), base, hook.get(), lib, o.tokens, o.runs, o.seed)});
+    const common::stop_config lib{o.tokens, o.budget_ms};
+    rows.push_back({lib, common::measure_stops(model.get(), base, hook.get(), lib, o.tokens, o.runs, o.seed)});
     print_row(rows.back(), o.budget_ms);
 
     const tune_row & rec = recommend(rows, o.budget_ms);
@@ -171,8 +171,8 @@ int tune_main(int argc, char ** argv) {
         return 1;
     }
     std::printf("saved %s\n", o.json.c_str());
-    const std::string plotter = lcs::script_path("plot_tune.py");
-    if (lcs::run_command({"python3", plotter, o.json}) != 0) {
+    const std::string plotter = common::script_path("plot_tune.py");
+    if (common::run_command({"python3", plotter, o.json}) != 0) {
         std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
     }
     return 0;

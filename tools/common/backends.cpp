@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <utility>
 
-namespace lcs {
+namespace common {
 
 void load_backends(const backend_set & set) {
     static bool loaded = false;
@@ -173,4 +173,4 @@ model_ptr backend_setup::load(const std::string & path, int32_t n_gpu_layers) co
     return devices.empty() ? load_model(path) : load_model_on(path, devices, n_gpu_layers);
 }
 
-} // namespace lcs
+} // namespace common

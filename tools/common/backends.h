@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 // Loads Debian's dynamically built ggml backends, keeping only those asked for (the CPU backend
 // always). BLAS, Vulkan and RPC would otherwise take matmuls away from the CPU backend.
@@ -57,4 +57,4 @@ struct backend_setup {
 bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,
                    backend_setup & out);
 
-} // namespace lcs
+} // namespace common

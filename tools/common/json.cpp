@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-namespace lcs {
+namespace common {
 
 std::string json_escape(const std::string & s) {
     std::string out;
@@ -26,4 +26,4 @@ std::string json_list(const std::vector<double> & v) {
     return out + "]";
 }
 
-} // namespace lcs
+} // namespace common

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 // `s` with '"' and '\\' escaped, to go between quotes (the tools' strings hold no control bytes).
 std::string json_escape(const std::string & s);
@@ -13,4 +13,4 @@ std::string json_escape(const std::string & s);
 // "[a, b, ...]" with four decimals each.
 std::string json_list(const std::vector<double> & v);
 
-} // namespace lcs
+} // namespace common

@@ -8,7 +8,7 @@
 #include <random>
 #include <sys/stat.h>
 
-namespace lcs {
+namespace common {
 
 model_ptr load_model(const std::string & path, int32_t n_gpu_layers) {
     llama_model_params mp = llama_model_default_params();
@@ -97,4 +97,4 @@ bool ensure_model(const std::string & generator, const std::string & path, const
     return true;
 }
 
-} // namespace lcs
+} // namespace common

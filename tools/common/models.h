@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 struct model_deleter { void operator()(llama_model * m) const { llama_model_free(m); } };
 struct context_deleter { void operator()(llama_context * c) const { llama_free(c); } };
@@ -64,4 +64,4 @@ std::vector<float> last_logits(llama_context * ctx);
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
                   const std::string & arch = "llama", const std::vector<std::string> & extra = {});
 
-} // namespace lcs
+} // namespace common

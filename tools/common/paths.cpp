@@ -14,7 +14,7 @@
 #    include <mach-o/dyld.h>
 #endif
 
-namespace lcs {
+namespace common {
 
 std::string env_or_empty(const char * name) {
     const char * v = std::getenv(name);
@@ -108,4 +108,4 @@ std::string delay_proxy_binary() {
     return LLAMA_CANCEL_DELAY_PROXY;
 }
 
-} // namespace lcs
+} // namespace common

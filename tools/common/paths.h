@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace lcs {
+namespace common {
 
 // The environment variable's value; empty when unset (or set to "").
 std::string env_or_empty(const char * name);
@@ -27,4 +27,4 @@ std::string models_cache_dir();
 // The llama-cancel-delay-proxy built with this project (its build-tree path).
 std::string delay_proxy_binary();
 
-} // namespace lcs
+} // namespace common

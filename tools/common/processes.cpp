@@ -22,7 +22,7 @@
 
 extern char ** environ;
 
-namespace lcs {
+namespace common {
 
 namespace {
 
@@ -197,4 +197,4 @@ void delay_proxy::stop() {
     ready_ = false;
 }
 
-} // namespace lcs
+} // namespace common

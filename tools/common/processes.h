@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 // Runs a program (PATH lookup) and waits; its exit code, 128 + signal, 127 when it cannot be
 // started (as a shell says, with the reason on stderr), or -1 when it cannot be waited for.
@@ -60,4 +60,4 @@ class delay_proxy {
     std::string endpoint_;
 };
 
-} // namespace lcs
+} // namespace common

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace lcs {
+namespace common {
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) {
@@ -40,4 +40,4 @@ std::string latencies::json() const {
     return buf + json_list(ms) + "}";
 }
 
-} // namespace lcs
+} // namespace common

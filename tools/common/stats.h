@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace lcs {
+namespace common {
 
 // p in [0, 1], linear interpolation; 0 for an empty list.
 double percentile(std::vector<double> v, double p);
@@ -26,4 +26,4 @@ struct latencies {
     std::string json() const;
 };
 
-} // namespace lcs
+} // namespace common

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-namespace lcs {
+namespace common {
 
 double now_ms() {
     using clock = std::chrono::steady_clock;
@@ -30,4 +30,4 @@ std::thread store_at(int8_t * flag, double at, double * t_store) {
     });
 }
 
-} // namespace lcs
+} // namespace common

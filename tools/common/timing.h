@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-namespace lcs {
+namespace common {
 
 // Steady-clock time in milliseconds (an arbitrary epoch: only differences mean anything).
 double now_ms();
@@ -18,4 +18,4 @@ std::string format_ms(double ms);
 // the store's own time to *t_store. Sleeps until 1 ms before, then spins, for a precise store.
 std::thread store_at(int8_t * flag, double at, double * t_store);
 
-} // namespace lcs
+} // namespace common

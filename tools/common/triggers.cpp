@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace lcs {
+namespace common {
 
 hook_ptr make_hook(ggml_backend_sched_eval_callback chain, void * chain_data) {
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
@@ -84,4 +84,4 @@ void stateless_probe::rearm(int at) {
     store_at = at;
 }
 
-} // namespace lcs
+} // namespace common

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace lcs {
+namespace common {
 
 struct hook_deleter { void operator()(llama_cancel_hook * h) const { llama_cancel_hook_free(h); } };
 using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
@@ -60,4 +60,4 @@ struct stateless_probe {
     void store(bool late);
 };
 
-} // namespace lcs
+} // namespace common
