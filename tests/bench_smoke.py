@@ -12,7 +12,7 @@ exe, model, out = sys.argv[1:4]
 backend_rows = sys.argv[4] if len(sys.argv) > 4 else "rpc"
 subprocess.run([exe, "bench", "--model", model, "--runs", "2", "--batches", "32,64", "--threads", "1",
                 "--backends", backend_rows, "--no-mtmd", "--archs", "mamba,lfm2", "--arch-preset", "tiny", "--budgets", "5",
-                "--json", out],
+                "--seq-backends", "cpu", "--json", out],
                check=True)
 with open(out) as f:
     data = json.load(f)
@@ -60,6 +60,14 @@ for b in budgets:
     assert isinstance(b["tokens_per_s"], (int, float)) and b["calls"] >= 1, b
 assert budgets[1]["calls"] >= 2, "the budget row slices the batch"
 assert isinstance(data["budget_targets_met"], bool)
+seq = data["seq"]
+assert [q["backend"] for q in seq] == ["cpu"], seq
+for q in seq:
+    assert q["single"]["logits_mismatches"] == 0, q
+    assert q["single"]["cancelled_count"] + q["single"]["finished_first"] + q["single"]["missed"] == 2, q
+    assert len(q["all"]["all"]) + q["all"]["finished_first"] == 2, q
+    assert isinstance(q["extra_le_ubatch_plus_5pct"], bool), q
+assert isinstance(data["seq_targets_met"], bool)
 png = out[:-len(".json")] + ".png"
 assert os.path.getsize(png) > 10000, "no plot next to the JSON"
 print("bench smoke: ok")

@@ -43,6 +43,8 @@ struct options {
     std::string              arch_preset = "bench"; // make_model.py preset of those models
     // Stop-time budget rows, ms, on the default model and on a larger one (batch 512).
     std::vector<float>       budgets = {5, 20, 100};
+    // Per-sequence cancel rows (4 sequences x 128 tokens): the CPU and one hook backend.
+    std::vector<std::string> seq_backends = {"cpu", "rpc1"};
     int              runs = 10;
     uint32_t         seed = 42;
 };
@@ -53,6 +55,7 @@ const char k_synopsis[] =
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
     "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
+    "                          [--seq-backends cpu,rpc1|none]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n";
 
@@ -88,7 +91,8 @@ int parse_options(int argc, char ** argv, options & opt) {
         .flag("--no-mtmd", &opt.mtmd, false, "leave out the multimodal rows")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
-        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", "5,20,100");
+        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", "5,20,100")
+        .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -504,6 +508,42 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
     return out;
 }
 
+// Per-sequence cancel rows (bench-seq), one child process per backend.
+std::vector<std::string> seq_rows(const options & opt, bool * ok) {
+    std::vector<std::string> out;
+    *ok = true;
+    if (opt.seq_backends.empty()) {
+        return out;
+    }
+    std::printf("\nper-sequence cancel (4 sequences x 128 tokens in one batch, n_ubatch 512, %d runs): one sequence's "
+                "byte stored at a random 20-80%% point, the survivors' extra time against the batch without a cancel; "
+                "all four stored at once: store to return\n\n", opt.runs);
+    std::fflush(stdout);
+    bool header = true;
+    for (const std::string & name : opt.seq_backends) {
+        const std::string tmp = opt.json + ".seq-" + name + ".tmp";
+        std::remove(tmp.c_str());
+        std::vector<std::string> args = {"bench-seq", "--model", opt.model, "--backend", name, "--runs",
+                                         std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", tmp};
+        if (!header) {
+            args.push_back("--no-header");
+        }
+        const int rc = run_self(args, name);
+        common::child_json j = common::take_child_json(tmp);
+        if (j.text.empty()) {
+            std::printf("| %s | skipped: the row failed (exit %d), see the messages above |\n", name.c_str(), rc);
+            j.text = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
+        } else {
+            header = false;
+        }
+        *ok = *ok && rc == 0 && j.is_true({"extra_le_ubatch_plus_5pct"});
+        out.push_back(j.text);
+    }
+    std::printf("\ntargets (per-sequence): survivors' extra time <= the ubatch in flight + 5%%, logits exact: %s\n",
+                *ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
 // The CPU rows' targets, read off the table.
 struct cpu_targets {
     bool overhead = true, latency = true, thread = true, rollback = true, all_cancelled = true;
@@ -525,8 +565,8 @@ struct bench_report {
     std::vector<row>         rows;
     cpu_targets              cpu;
     child_rows               backends, mtmd;
-    std::vector<std::string> memory, budgets;
-    bool                     memory_ok = true, budget_ok = true;
+    std::vector<std::string> memory, budgets, seq;
+    bool                     memory_ok = true, budget_ok = true, seq_ok = true;
 };
 
 // Without --model, the built-in synthetic model (generated once); false when it cannot be made.
@@ -790,7 +830,9 @@ bool write_bench_json(const options & opt, const bench_report & rep) {
     write_objects(js, "memory_kinds", rep.memory);
     js << ",\n  \"memory_rollback_exact\": " << json_bool(rep.memory_ok) << ",\n  ";
     write_objects(js, "budgets", rep.budgets);
-    js << ",\n  \"budget_targets_met\": " << json_bool(rep.budget_ok) << "\n}\n";
+    js << ",\n  \"budget_targets_met\": " << json_bool(rep.budget_ok) << ",\n  ";
+    write_objects(js, "seq", rep.seq);
+    js << ",\n  \"seq_targets_met\": " << json_bool(rep.seq_ok) << "\n}\n";
     js.close();
     if (!js) {
         std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());
@@ -832,6 +874,7 @@ int bench_main(int argc, char ** argv) {
     rep.mtmd     = mtmd_rows(opt, model.get());
     rep.memory   = memory_rows(opt, models_dir(), &rep.memory_ok);
     rep.budgets  = budget_rows(opt, builtin_model, &rep.budget_ok);
+    rep.seq      = seq_rows(opt, &rep.seq_ok);
 
     if (!write_bench_json(opt, rep)) {
         return 1;
