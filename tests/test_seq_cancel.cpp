@@ -24,50 +24,16 @@ constexpr int k_n    = k_seqs * k_len;
 
 // 4 sequences one after another; sequence s holds prompts[s] at positions 0..k_len-1. With
 // `shared` > 0 the first `shared` tokens of sequences 0 and 1 are one set of tokens in both.
-class multi_batch {
+class multi_batch : public common::owned_batch {
   public:
     multi_batch(const std::vector<std::vector<llama_token>> & prompts, int shared = 0) {
         for (int s = 0; s < k_seqs; ++s) {
             for (int i = (s == 1 ? shared : 0); i < k_len; ++i) {
-                token_.push_back(prompts[s][i]);
-                pos_.push_back(i);
-                seqs_.push_back(s == 0 && i < shared ? std::vector<llama_seq_id>{0, 1} : std::vector<llama_seq_id>{s});
-                logits_.push_back(i == k_len - 1 ? 1 : 0);
+                add(prompts[s][i], i, s == 0 && i < shared ? std::vector<llama_seq_id>{0, 1} : std::vector<llama_seq_id>{s},
+                    i == k_len - 1);
             }
         }
-        for (auto & v : seqs_) {
-            n_seq_.push_back(static_cast<int32_t>(v.size()));
-            ptr_.push_back(v.data());
-        }
     }
-    llama_batch get() {
-        llama_batch b{};
-        b.n_tokens = static_cast<int32_t>(token_.size());
-        b.token    = token_.data();
-        b.pos      = pos_.data();
-        b.n_seq_id = n_seq_.data();
-        b.seq_id   = ptr_.data();
-        b.logits   = logits_.data();
-        return b;
-    }
-    // Batch index of sequence s's last token.
-    int32_t last_of(llama_seq_id s) const {
-        int32_t last = -1;
-        for (size_t i = 0; i < seqs_.size(); ++i) {
-            for (llama_seq_id q : seqs_[i]) {
-                last = q == s ? static_cast<int32_t>(i) : last;
-            }
-        }
-        return last;
-    }
-
-  private:
-    std::vector<llama_token>               token_;
-    std::vector<llama_pos>                 pos_;
-    std::vector<std::vector<llama_seq_id>> seqs_;
-    std::vector<int32_t>                   n_seq_;
-    std::vector<llama_seq_id *>            ptr_;
-    std::vector<int8_t>                    logits_;
 };
 
 common::context_ptr context(uint32_t n_ubatch) {

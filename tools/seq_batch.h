@@ -1,7 +1,8 @@
-// Per-sequence pieces bench-seq and `stress --seq-cancel` share: a batch of several sequences and
-// the per-sequence bytes and outputs of llama_cancel_decode_params. Header-only, tools only.
+// Per-sequence pieces bench-seq and `stress --seq-cancel` share: the per-sequence bytes and outputs
+// of llama_cancel_decode_params (the batch is common::multi_seq_batch). Header-only, tools only.
 #pragma once
 
+#include "common/models.h"
 #include "llama-cancel.h"
 #include "llama.h"
 
@@ -9,44 +10,6 @@
 #include <vector>
 
 namespace common {
-
-// Sequences one after another, the way servers batch their slots: sequence s holds prompts[s][0,
-// len) at positions 0..len-1 and asks for the output of its last token.
-class multi_seq_batch {
-  public:
-    multi_seq_batch(const std::vector<std::vector<llama_token>> & prompts, int32_t len) {
-        for (size_t s = 0; s < prompts.size(); ++s) {
-            for (int32_t i = 0; i < len; ++i) {
-                token_.push_back(prompts[s][i]);
-                pos_.push_back(i);
-                seq_.push_back(static_cast<llama_seq_id>(s));
-                logits_.push_back(i == len - 1 ? 1 : 0);
-            }
-        }
-        n_seq_id_.assign(token_.size(), 1);
-        for (auto & s : seq_) {
-            seq_ptr_.push_back(&s);
-        }
-    }
-    llama_batch get() {
-        llama_batch b{};
-        b.n_tokens = static_cast<int32_t>(token_.size());
-        b.token    = token_.data();
-        b.pos      = pos_.data();
-        b.n_seq_id = n_seq_id_.data();
-        b.seq_id   = seq_ptr_.data();
-        b.logits   = logits_.data();
-        return b;
-    }
-
-  private:
-    std::vector<llama_token>    token_;
-    std::vector<llama_pos>      pos_;
-    std::vector<int32_t>        n_seq_id_;
-    std::vector<llama_seq_id>   seq_;
-    std::vector<llama_seq_id *> seq_ptr_;
-    std::vector<int8_t>         logits_;
-};
 
 // One byte per sequence and the call's per-sequence outputs. Not copyable: params point into it.
 struct seq_bytes {

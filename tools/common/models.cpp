@@ -47,31 +47,53 @@ std::vector<llama_token> make_prompt(const llama_model * model, int32_t n, uint3
     return out;
 }
 
-seq_batch::seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
-                     llama_seq_id seq)
-    : token_(tokens.begin() + first, tokens.begin() + first + n), pos_(n), n_seq_id_(n, 1), seq_(n, seq),
-      seq_ptr_(n), logits_(n, 0) {
-    for (int32_t i = 0; i < n; ++i) {
-        pos_[i] = start_pos + i;
-    }
-    if (n > 0) {
-        logits_[n - 1] = 1;
-    }
+void owned_batch::add(llama_token token, llama_pos pos, std::vector<llama_seq_id> seqs, bool output) {
+    token_.push_back(token);
+    pos_.push_back(pos);
+    n_seq_id_.push_back(static_cast<int32_t>(seqs.size()));
+    seqs_.push_back(std::move(seqs));
+    logits_.push_back(output ? 1 : 0);
 }
 
-llama_batch seq_batch::get() {
-    // Pointers into seq_ are taken here, not in the constructor: a copied or moved batch stays valid.
-    for (size_t i = 0; i < seq_.size(); ++i) {
-        seq_ptr_[i] = &seq_[i];
+llama_batch owned_batch::get() {
+    // Pointers into seqs_ are taken here, not when adding: a copied or moved batch stays valid.
+    seq_ptr_.resize(seqs_.size());
+    for (size_t i = 0; i < seqs_.size(); ++i) {
+        seq_ptr_[i] = seqs_[i].data();
     }
     llama_batch b{};
-    b.n_tokens = static_cast<int32_t>(token_.size());
+    b.n_tokens = size();
     b.token    = token_.data();
     b.pos      = pos_.data();
     b.n_seq_id = n_seq_id_.data();
     b.seq_id   = seq_ptr_.data();
     b.logits   = logits_.data();
     return b;
+}
+
+int32_t owned_batch::last_of(llama_seq_id s) const {
+    int32_t last = -1;
+    for (int32_t i = 0; i < size(); ++i) {
+        for (llama_seq_id q : seqs_[i]) {
+            last = q == s ? i : last;
+        }
+    }
+    return last;
+}
+
+seq_batch::seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
+                     llama_seq_id seq) {
+    for (int32_t i = 0; i < n; ++i) {
+        add(tokens[first + i], start_pos + i, {seq}, i == n - 1);
+    }
+}
+
+multi_seq_batch::multi_seq_batch(const std::vector<std::vector<llama_token>> & prompts, int32_t len) {
+    for (size_t s = 0; s < prompts.size(); ++s) {
+        for (int32_t i = 0; i < len; ++i) {
+            add(prompts[s][i], i, {static_cast<llama_seq_id>(s)}, i == len - 1);
+        }
+    }
 }
 
 std::vector<float> last_logits(llama_context * ctx) {

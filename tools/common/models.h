@@ -38,22 +38,40 @@ context_ptr make_context(llama_model * model, const context_options & opt);
 // Deterministic prompt of `n` ordinary (non-control) tokens.
 std::vector<llama_token> make_prompt(const llama_model * model, int32_t n, uint32_t seed = 1);
 
+// A llama_batch that owns its arrays, built token by token. `get()` is valid while the object lives
+// and no token is added.
+class owned_batch {
+  public:
+    void add(llama_token token, llama_pos pos, std::vector<llama_seq_id> seqs, bool output);
+    llama_batch get();
+    int32_t size() const { return static_cast<int32_t>(token_.size()); }
+    // Asks (or not) for the output of batch index i.
+    void set_output(int32_t i, bool on) { logits_.at(i) = on ? 1 : 0; }
+    // Batch index of sequence s's last token; -1 when it has none.
+    int32_t last_of(llama_seq_id s) const;
+
+  private:
+    std::vector<llama_token>               token_;
+    std::vector<llama_pos>                 pos_;
+    std::vector<std::vector<llama_seq_id>> seqs_;
+    std::vector<int32_t>                   n_seq_id_;
+    std::vector<llama_seq_id *>            seq_ptr_;
+    std::vector<int8_t>                    logits_;
+};
+
 // A batch for one sequence: tokens[first, first + n) at positions start_pos + i, logits for the
-// last token only. Owns its storage; `get()` is valid while the object lives.
-class seq_batch {
+// last token only.
+class seq_batch : public owned_batch {
   public:
     seq_batch(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos start_pos,
               llama_seq_id seq = 0);
-    llama_batch get();
-    // Asks (or not) for the output of batch index i.
-    void set_output(int32_t i, bool on) { logits_.at(i) = on ? 1 : 0; }
-  private:
-    std::vector<llama_token>    token_;
-    std::vector<llama_pos>      pos_;
-    std::vector<int32_t>        n_seq_id_;
-    std::vector<llama_seq_id>   seq_;
-    std::vector<llama_seq_id *> seq_ptr_;
-    std::vector<int8_t>         logits_;
+};
+
+// Sequences one after another, the way servers batch their slots: sequence s holds prompts[s][0,
+// len) at positions 0..len-1 and asks for the output of its last token.
+class multi_seq_batch : public owned_batch {
+  public:
+    multi_seq_batch(const std::vector<std::vector<llama_token>> & prompts, int32_t len);
 };
 
 // Logits of the last output of the last decode, copied.
