@@ -258,6 +258,33 @@ TEST_P(SeqCancel, SharedTokensLoseOnlyTheCancelledSequence) {
     expect_survivors_whole(ctx2.get(), st2, {true, false, false, false});
 }
 
+// With a stop-time budget the batch (whose only output is its last token) goes in budget-sized
+// slices; a sequence dropped in one of them leaves the others whole all the same.
+TEST_P(SeqCancel, UnderAStopTimeBudget) {
+    auto ctx = context(GetParam());
+    multi_batch b(prompts);
+    for (int s = 0; s + 1 < k_seqs; ++s) {
+        b.set_output(b.last_of(s), false);
+    }
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(2, 10);
+    p.max_stop_ms = 1e-3f; // no node meets it: one-token slices after the 16-token probe
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_seq_cancelled, 1);
+    EXPECT_EQ(st.cancelled[2], 1);
+    EXPECT_GT(r.n_decode_calls, k_n / 2) << "budget-sized slices";
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), -1);
+    for (llama_seq_id s : {0, 1, 3}) {
+        EXPECT_EQ(seq_state(ctx.get(), s), decode_alone(prompts[s], s).state) << "memory of sequence " << s;
+    }
+    ASSERT_GE(st.output[3], 0);
+    const auto want = decode_alone(prompts[3], 3).logits;
+    const auto got  = logits_at(ctx.get(), st.output[3]);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+}
+
 TEST_P(SeqCancel, BatchByteStillStopsEverything) {
     auto ctx = context(GetParam());
     multi_batch b(prompts);
