@@ -167,8 +167,6 @@ def plot_memory(ax, memory):
     ax.set_title("Memory kinds: exact rollback's cost")
 
 
-if __name__ == "__main__":
-    main(sys.argv[1])
 
 
 def plot_host_cpu(ax, backends):
@@ -200,3 +198,7 @@ def plot_seq(ax, seqs):
     ax.set_title("Per-sequence cancel: 4 x 128 tokens")
     if seqs:
         ax.legend()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -114,8 +114,8 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
     device_rate & d = rate_of(last_device_);
     d.since_trip++;
     if (round_trip_ms >= 0.0) {
-        // Smoothed: one round trip delayed by the scheduler must not stretch the interval alone.
-        d.round_trip = d.round_trip > 0.0 ? 0.75 * d.round_trip + 0.25 * round_trip_ms : round_trip_ms;
+        d.trips[d.n_trips++ % k_trip_samples] = round_trip_ms;
+        d.round_trip = *std::min_element(d.trips, d.trips + std::min(d.n_trips, k_trip_samples));
         d.since_trip = 0;
     }
     if (range_open_ && range_work_ > 0.0) {

@@ -67,6 +67,7 @@ class checkpoint_policy {
     // The round trip is timed again every this many checkpoints of a device (each timing is one
     // more round trip).
     static constexpr uint32_t k_cost_sample_every = 32;
+    static constexpr uint32_t k_trip_samples      = 8;
     // Views on a device the host sleeps on: the busy tail's share that ends a view at once, and
     // how far past the budget a view may run to find such a place.
     static constexpr double k_spun_share    = 0.1;
@@ -126,7 +127,11 @@ class checkpoint_policy {
         double       sample_work = 0.0; // measured views not yet applied to the rate
         double       sample_ms   = 0.0;
         bool         measured    = false; // the rate was learnt at least once
-        double       round_trip  = 0.0; // ms, smoothed; 0: not measured
+        // The last round trips timed, ms (0: none); the interval follows their minimum: a round
+        // trip is never shorter than the network's, and a busy host only makes some longer.
+        double       trips[k_trip_samples] = {};
+        uint32_t     n_trips     = 0;
+        double       round_trip  = 0.0; // ms, the minimum of trips; 0: not measured
         uint32_t     since_trip  = 0;   // checkpoints since the round trip was last timed
     };
 

@@ -301,6 +301,12 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
         << "the round trip is timed now and then, not at every checkpoint";
     EXPECT_GE(sim.trips, checkpoints / static_cast<int>(checkpoint_policy::k_cost_sample_every));
 
+    // One round trip a busy host delayed does not stretch the interval: the minimum of the last ones.
+    const double t = sim.now + 1.0;
+    policy.place(node(1000), dev_a, t);
+    policy.passed(t + 0.1, 5.0);
+    EXPECT_EQ(policy.round_trip_ms(dev_a), 0.5);
+
     // A stop-time budget's cap wins over what the round trip calls for, and goes with it.
     policy.set_cap(7.0);
     EXPECT_EQ(policy.interval_ms(dev_a), 7.0);
