@@ -121,9 +121,7 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
     if (range_open_ && range_work_ > 0.0) {
         learn(rate_of(range_device_), range_work_, now - range_start_);
         if (range_device_ != nullptr) {
-            const double ms = now - range_start_;
-            longest_view_[1] = std::max(longest_view_[1], std::min(ms, longest_view_[0]));
-            longest_view_[0] = std::max(longest_view_[0], ms);
+            longest_view_ = std::max(longest_view_, now - range_start_);
         }
     }
     reset();
@@ -172,8 +170,8 @@ double checkpoint_policy::budget() const {
 }
 
 double checkpoint_policy::take_longest_view_ms() {
-    const double ms = longest_view_[1] > 0.0 ? longest_view_[1] : longest_view_[0];
-    longest_view_[0] = longest_view_[1] = 0.0;
+    const double ms = longest_view_;
+    longest_view_ = 0.0;
     return ms;
 }
 

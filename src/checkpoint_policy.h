@@ -110,10 +110,10 @@ class checkpoint_policy {
     // Budget of the device most recently asked about.
     double budget() const;
 
-    // The second-longest time between two checkpoints on a device (not the host) since the last
-    // take, ms (the longest when there was one; 0: none): what a stop there may wait for, robust
-    // to one view stretched by something else (a preemption, a driver compiling a shader). A
-    // stop-time budget sizes slices from it where no abort callback times the nodes.
+    // The longest time between two checkpoints on a device (not the host) since the last take, ms
+    // (0: none): what a stop there may wait for. A stop-time budget sizes slices from it where no
+    // abort callback times the nodes. The longest, not a more robust second-longest: a graph's
+    // heaviest node (the output projection) comes once per graph.
     double take_longest_view_ms();
 
   private:
@@ -157,7 +157,7 @@ class checkpoint_policy {
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
-    double       longest_view_[2] = {0.0, 0.0}; // the two longest, longest first
+    double       longest_view_ = 0.0;
 };
 
 } // namespace llama_cancel

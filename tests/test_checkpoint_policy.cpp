@@ -235,9 +235,7 @@ TEST_F(Policy, LongestDeviceViewIsWhatAStopWaitsFor) {
     EXPECT_NEAR(policy.take_longest_view_ms(), k_interval, 0.3 * k_interval) << "views held near the interval";
     sim.split(node(100000), 1000, dev_a, rate);
     sim.split(node(40000000), 1, dev_a, rate); // one node of 40 ms: no checkpoint can split it
-    EXPECT_LT(policy.take_longest_view_ms(), 40.0) << "one long view alone may be a preemption";
-    sim.split(node(40000000), 2, dev_a, rate);
-    EXPECT_GE(policy.take_longest_view_ms(), 40.0) << "two are the nodes";
+    EXPECT_GE(policy.take_longest_view_ms(), 40.0) << "a graph's heaviest node comes once: it counts";
     EXPECT_EQ(policy.take_longest_view_ms(), 0.0) << "a take clears it";
     sim.split(node(40000000), 2, nullptr, rate);
     EXPECT_EQ(policy.take_longest_view_ms(), 0.0) << "host nodes are timed by the abort callback instead";
