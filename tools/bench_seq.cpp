@@ -296,7 +296,7 @@ bool write_json(const seq_options & o, const std::string & description, const be
     return static_cast<bool>(f);
 }
 
-const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1] [--runs 10]\n"
+const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
                           "       [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH] [--no-header]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.

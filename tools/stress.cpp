@@ -396,7 +396,7 @@ struct prefill_stress {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, stress_options & o) {
-    cli_args::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
+    cli_args::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2|rpc1-lan|rpc2-lan]\n"
                      "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--backend", &o.backend, "NAME", "backend setup")

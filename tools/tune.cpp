@@ -31,7 +31,7 @@ struct tune_options {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, tune_options & o) {
-    cli_args::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|blas]\n"
+    cli_args::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|rpc1-lan|blas]\n"
                      "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
                      "       B > 0; --tokens >= 16\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
