@@ -102,13 +102,8 @@ bool check_batch(llama_context * ctx, const llama_batch & batch, llama_cancel_de
     return true;
 }
 
-int32_t seq_count(const llama_batch & batch, int32_t i) {
-    return batch.seq_id == nullptr ? 1 : (batch.n_seq_id != nullptr ? batch.n_seq_id[i] : 1);
-}
-
-llama_seq_id seq_of(const llama_batch & batch, int32_t i, int32_t k) {
-    return batch.seq_id == nullptr ? 0 : batch.seq_id[i][k];
-}
+using llama_cancel::batch_seq_count;
+using llama_cancel::batch_seq_of;
 
 // Positions of the batch tokens: explicit, or as llama_decode assigns them when batch.pos is NULL
 // (each sequence continues after its last position in memory).
@@ -123,7 +118,7 @@ std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vec
         next[s] = pos_max_before[s] + 1;
     }
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
-        pos[i] = next[seq_of(batch, i, 0)]++;
+        pos[i] = next[batch_seq_of(batch, i, 0)]++;
     }
     return pos;
 }
@@ -221,14 +216,14 @@ int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> 
     bool    prefix   = true;
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
         bool committed = true;
-        for (int32_t k = 0; k < seq_count(batch, i) && !all; ++k) {
-            const llama_seq_id s = seq_of(batch, i, k);
+        for (int32_t k = 0; k < batch_seq_count(batch, i) && !all; ++k) {
+            const llama_seq_id s = batch_seq_of(batch, i, k);
             committed = committed && pos[i] > before[s] && pos[i] <= after[s];
         }
         prefix = prefix && committed;
         n_prefix += prefix ? 1 : 0;
-        for (int32_t k = 0; k < seq_count(batch, i) && committed && n_committed_seq != nullptr; ++k) {
-            const llama_seq_id s = seq_of(batch, i, k);
+        for (int32_t k = 0; k < batch_seq_count(batch, i) && committed && n_committed_seq != nullptr; ++k) {
+            const llama_seq_id s = batch_seq_of(batch, i, k);
             if (s < n_seq) {
                 n_committed_seq[s]++;
             }
@@ -375,13 +370,18 @@ bool check_seq_params(const llama_cancel_decode_params & p, llama_cancel_decode_
         fail(result, "%s", "seq_flags, seq_cancelled and seq_output need n_seq_flags > 0 entries");
         return false;
     }
+    return true;
+}
+
+// The per-sequence outputs as a call that drops nothing and reads nothing leaves them: every early
+// return (a byte set on entry, a bad batch) reports that.
+void clear_seq_outputs(const llama_cancel_decode_params & p) {
     if (p.seq_cancelled != nullptr) {
         std::memset(p.seq_cancelled, 0, static_cast<size_t>(p.n_seq_flags));
     }
     for (int32_t s = 0; p.seq_output != nullptr && s < p.n_seq_flags; ++s) {
         p.seq_output[s] = -1;
     }
-    return true;
 }
 
 // Which sequences were dropped, and where each one's last output can be read.
@@ -432,6 +432,9 @@ int32_t decode(
     }
     if (params != nullptr && !check_seq_params(*params, result)) {
         return LLAMA_CANCEL_ERROR;
+    }
+    if (params != nullptr) {
+        clear_seq_outputs(*params);
     }
     if (!check_batch(ctx, batch, result)) {
         return LLAMA_CANCEL_ERROR;

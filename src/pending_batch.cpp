@@ -8,14 +8,6 @@ namespace llama_cancel {
 
 namespace {
 
-int32_t seq_count(const llama_batch & batch, int32_t i) {
-    return batch.seq_id == nullptr ? 1 : (batch.n_seq_id != nullptr ? batch.n_seq_id[i] : 1);
-}
-
-llama_seq_id seq_of(const llama_batch & batch, int32_t i, int32_t k) {
-    return batch.seq_id == nullptr ? 0 : batch.seq_id[i][k];
-}
-
 // Tokens [a, a + n) of `batch`, sharing its arrays.
 llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
     llama_batch s = batch;
@@ -35,18 +27,15 @@ pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_
                              const int8_t * const * seq_flags, int32_t n_seq_flags)
     : batch_(batch), pos_(pos), n_embd_(n_embd), flags_(seq_flags), n_flags_(seq_flags != nullptr ? n_seq_flags : 0) {
     index_.resize(batch.n_tokens);
+    seqs_.resize(batch.n_tokens);
+    whole_.assign(batch.n_tokens, true);
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
         index_[i] = i;
-    }
-    if (per_seq()) {
-        seqs_.resize(batch.n_tokens);
-        for (int32_t i = 0; i < batch.n_tokens; ++i) {
-            for (int32_t k = 0; k < seq_count(batch, i); ++k) {
-                seqs_[i].push_back(seq_of(batch, i, k));
-            }
+        for (int32_t k = 0; k < batch_seq_count(batch, i); ++k) {
+            seqs_[i].push_back(batch_seq_of(batch, i, k));
         }
-        dropped_.assign(n_flags_, false);
     }
+    dropped_.assign(n_flags_, false);
 }
 
 bool pending_batch::dropped(llama_seq_id s) const {
@@ -68,11 +57,12 @@ bool pending_batch::drop_flagged() {
     }
     std::vector<int32_t> kept(index_.begin(), index_.begin() + next_);
     for (int32_t j = next_; j < static_cast<int32_t>(index_.size()); ++j) {
-        auto & seqs = seqs_of(index_[j]);
+        auto & seqs = seqs_[index_[j]];
         const size_t before = seqs.size();
         seqs.erase(std::remove_if(seqs.begin(), seqs.end(),
                                   [&](llama_seq_id s) { return std::find(now.begin(), now.end(), s) != now.end(); }),
                    seqs.end());
+        whole_[index_[j]] = whole_[index_[j]] && seqs.size() == before;
         gaps_ = gaps_ || seqs.size() != before;
         if (!seqs.empty()) {
             kept.push_back(index_[j]);
@@ -101,9 +91,7 @@ bool pending_batch::flagged_in(int32_t n) const {
 std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
     std::vector<llama_seq_id> seqs;
     for (int32_t j = next_; j < next_ + n && j < static_cast<int32_t>(index_.size()); ++j) {
-        const int32_t i = index_[j];
-        for (int32_t k = 0; k < (per_seq() ? static_cast<int32_t>(seqs_[i].size()) : seq_count(batch_, i)); ++k) {
-            const llama_seq_id s = per_seq() ? seqs_[i][k] : seq_of(batch_, i, k);
+        for (const llama_seq_id s : seqs_[index_[j]]) {
             if (std::find(seqs.begin(), seqs.end(), s) == seqs.end()) {
                 seqs.push_back(s);
             }
@@ -115,7 +103,7 @@ std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
 const std::vector<const int8_t *> & pending_batch::flags_in(int32_t n) {
     call_flags_.clear();
     for (llama_seq_id s : seqs_in(n)) {
-        if (per_seq() && s < n_flags_ && flags_[s] != nullptr) {
+        if (s < n_flags_ && flags_[s] != nullptr) {
             call_flags_.push_back(flags_[s]);
         }
     }
@@ -159,7 +147,7 @@ void pending_batch::consume(int32_t n) {
 }
 
 bool pending_batch::all_dropped() const {
-    if (!per_seq() || n_dropped_ == 0) {
+    if (n_dropped_ == 0) {
         return false;
     }
     for (int32_t i = 0; i < batch_.n_tokens; ++i) {
@@ -176,9 +164,7 @@ int32_t pending_batch::last_call_base() const {
     }
     const int32_t n = static_cast<int32_t>(last_call_.size());
     const bool consecutive = last_call_.back() - last_call_.front() == n - 1;
-    const bool whole = !gaps_ || std::all_of(last_call_.begin(), last_call_.end(), [&](int32_t i) {
-        return static_cast<int32_t>(seqs_[i].size()) == seq_count(batch_, i);
-    });
+    const bool whole = std::all_of(last_call_.begin(), last_call_.end(), [&](int32_t i) { return whole_[i]; });
     return consecutive && whole ? last_call_.front() : -1;
 }
 
@@ -194,15 +180,7 @@ int32_t pending_batch::last_output_of(llama_seq_id s, bool embeddings_context) c
     int32_t found = -1;
     for (int32_t k = 0; k < n_call; ++k) {
         const int32_t i = last_call_[k];
-        const bool in_seq = per_seq() ? std::find(seqs_[i].begin(), seqs_[i].end(), s) != seqs_[i].end()
-                                      : [&] {
-                                            for (int32_t q = 0; q < seq_count(batch_, i); ++q) {
-                                                if (seq_of(batch_, i, q) == s) {
-                                                    return true;
-                                                }
-                                            }
-                                            return false;
-                                        }();
+        const bool in_seq = std::find(seqs_[i].begin(), seqs_[i].end(), s) != seqs_[i].end();
         if (in_seq && is_output(i, n_call, k, embeddings_context)) {
             found = k;
         }

@@ -12,6 +12,15 @@
 
 namespace llama_cancel {
 
+// The sequences of batch token i as llama_decode reads them: seq_id[i][0, n_seq_id[i]), or
+// sequence 0 alone when the batch gives none.
+inline int32_t batch_seq_count(const llama_batch & batch, int32_t i) {
+    return batch.seq_id == nullptr ? 1 : (batch.n_seq_id != nullptr ? batch.n_seq_id[i] : 1);
+}
+inline llama_seq_id batch_seq_of(const llama_batch & batch, int32_t i, int32_t k) {
+    return batch.seq_id == nullptr ? 0 : batch.seq_id[i][k];
+}
+
 class pending_batch {
   public:
     // `pos`: every batch token's position (explicit, or as llama_decode would assign it).
@@ -49,7 +58,6 @@ class pending_batch {
 
   private:
     bool is_output(int32_t i, int32_t n_call, int32_t k, bool embeddings_context) const;
-    std::vector<llama_seq_id> & seqs_of(int32_t i) { return seqs_[i]; }
 
     const llama_batch &            batch_;
     const std::vector<llama_pos> & pos_;
@@ -60,6 +68,7 @@ class pending_batch {
     std::vector<int32_t>                   index_;  // batch indices still to decode, in order
     int32_t                                next_ = 0;
     std::vector<std::vector<llama_seq_id>> seqs_;   // per batch token: the sequences still wanted
+    std::vector<bool>                      whole_;  // per batch token: no sequence dropped from it
     std::vector<bool>                      dropped_;
     int32_t                                n_dropped_ = 0;
     bool                                   gaps_     = false;

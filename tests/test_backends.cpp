@@ -327,6 +327,16 @@ class Stateless : public Backend {
         return batch;
     }
 
+    // Counts the asks of one decode of `prompt` through the probe, then arms it to store the byte
+    // while the scheduler groups ask n_asks / 3. Returns n_asks.
+    static int arm_while_grouping(llama_context * ctx, const std::vector<llama_token> & prompt, stateless_probe & probe) {
+        decode(ctx, prompt);
+        const int n_asks = probe.asks;
+        probe.rearm(n_asks / 3);
+        probe.while_grouping = true;
+        return n_asks;
+    }
+
     // Decodes through the probe with the byte at 0 until the thread's policy has measured the device,
     // then stores the byte at a quarter of the graph's asks; the graph must stop at the checkpoint
     // that ends that node's view, before the graph's end.
@@ -408,10 +418,7 @@ TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
     auto prompt = common::make_prompt(g->model.get(), n, 11);
     stateless_probe probe;
     auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
-    decode(ctx.get(), prompt);
-    const int n_asks = probe.asks;
-    probe.rearm(n_asks / 3);
-    probe.while_grouping = true;
+    const int n_asks = arm_while_grouping(ctx.get(), prompt, probe);
     decode(ctx.get(), prompt);
     EXPECT_EQ(probe.stored_at, n_asks / 3);
     EXPECT_EQ(probe.stopped_at, probe.stored_at) << "the node asked with the byte set is a checkpoint that stops";
@@ -427,10 +434,7 @@ TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     auto prompt = common::make_prompt(g->model.get(), n, 12);
     stateless_probe probe;
     auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
-    decode(ctx.get(), prompt);
-    const int n_asks = probe.asks;
-    probe.rearm(n_asks / 3);
-    probe.while_grouping = true;
+    arm_while_grouping(ctx.get(), prompt, probe);
     llama_memory_clear(llama_get_memory(ctx.get()), true);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &probe.byte; // the same byte the callback reads
