@@ -159,7 +159,7 @@ struct row {
     double decode_ms = 0, overhead_pct = 0, overhead_cpu_pct = 0;
     int    pairs = 0;
     std::vector<double> lat, today;
-    int    cancelled = 0, completed_early = 0;
+    int    cancelled = 0, completed_early = 0, completed_late = 0; // late: stored before the return, after the last checkpoint
     double longest_node_ms = 0;
     std::string longest_node_op;
     int    n_nodes = 0;
@@ -305,8 +305,10 @@ class bench {
                 if (status == LLAMA_CANCEL_CANCELLED) {
                     r.cancelled++;
                     r.lat.push_back(t_ret - t_store);
-                } else {
+                } else if (t_store >= t_ret) {
                     r.completed_early++;
+                } else {
+                    r.completed_late++;
                 }
             }
             // Today, without the reader: the host sees the byte only when llama_decode returns.
@@ -482,9 +484,9 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
     std::printf("\nstop-time budget (CPU, 2 threads, %d-token prefill, n_ubatch 512, %d runs; stop at a random "
                 "10-90%% point): throughput against no budget, store-to-return latency\n\n", 512, opt.runs);
     std::printf("| model        | budget | prefill ms | tok/s    | vs none | calls | stop p50 | stop p95 | stop max "
-                "| stops | first | node max | met  |\n");
+                "| stops | first | late | node max | met  |\n");
     std::printf("|:-------------|-------:|-----------:|---------:|--------:|------:|---------:|---------:|---------:"
-                "|------:|------:|---------:|:-----|\n");
+                "|------:|------:|-----:|---------:|:-----|\n");
     std::vector<std::pair<std::string, std::string>> models = {{opt.model, with_large ? "default" : "model"}};
     const std::string large = models_dir() + "bench-large.gguf";
     if (with_large && common::ensure_model(common::script_path("make_model.py"), large, "bench", "llama",
@@ -791,6 +793,7 @@ void write_cpu_row(std::ofstream & js, const row & r) {
        << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
        << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
        << ", \"cancelled\": " << r.cancelled << ", \"completed_before_store\": " << r.completed_early
+       << ", \"completed_after_store\": " << r.completed_late
        << ", \"longest_node_ms\": " << r.longest_node_ms << ", \"longest_node_op\": \""
        << json_escape(r.longest_node_op) << "\", \"n_nodes\": " << r.n_nodes
        << ", \"worst_over_node\": " << (r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)

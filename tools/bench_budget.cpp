@@ -19,21 +19,21 @@ std::string row_json(const budget_bench_options & o, float budget, const stop_fi
     std::snprintf(buf, sizeof(buf),
                   "{\"model\": \"%s\", \"budget_ms\": %g, \"tokens\": %d, \"threads\": %d, \"decode_ms\": %.3f, "
                   "\"tokens_per_s\": %.2f, \"throughput_vs_none_pct\": %.2f, \"calls\": %d, \"finished_first\": %d, "
-                  "\"longest_node_ms\": %.3f, \"within_budget_plus_2ms\": %s, ",
+                  "\"late_store\": %d, \"longest_node_ms\": %.3f, \"within_budget_plus_2ms\": %s, ",
                   json_escape(o.label).c_str(), budget, o.tokens, o.threads, f.decode_ms, f.tokens_per_s,
                   base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, f.calls, f.finished_first,
-                  f.longest_node_ms, met ? "true" : "false");
+                  f.late_store, f.longest_node_ms, met ? "true" : "false");
     return std::string(buf) + "\"stop_ms\": {\"p50\": " + std::to_string(percentile(f.stop_ms, 0.5)) +
            ", \"p95\": " + std::to_string(percentile(f.stop_ms, 0.95)) + ", \"max\": " +
            std::to_string(max_of(f.stop_ms)) + ", \"all\": " + json_list(f.stop_ms) + "}}";
 }
 
 void print_row(const budget_bench_options & o, float budget, const stop_figures & f, double base_tps, bool met) {
-    std::printf("| %-12s | %6s | %9.1f | %8.1f | %+7.1f%% | %5d | %8.2f | %8.2f | %8.2f | %5zu | %5d | %8.2f | %-4s |\n",
+    std::printf("| %-12s | %6s | %9.1f | %8.1f | %+7.1f%% | %5d | %8.2f | %8.2f | %8.2f | %5zu | %5d | %4d | %8.2f | %-4s |\n",
                 o.label.c_str(), budget > 0 ? std::to_string(static_cast<int>(budget)).c_str() : "none",
                 f.decode_ms, f.tokens_per_s, base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0,
                 f.calls, percentile(f.stop_ms, 0.5), percentile(f.stop_ms, 0.95), max_of(f.stop_ms),
-                f.stop_ms.size(), f.finished_first, f.longest_node_ms, budget <= 0 ? "-" : met ? "yes" : "NO");
+                f.stop_ms.size(), f.finished_first, f.late_store, f.longest_node_ms, budget <= 0 ? "-" : met ? "yes" : "NO");
     std::fflush(stdout);
 }
 

@@ -14,6 +14,7 @@ struct one_run {
     int32_t status    = 0;
     double  ms        = 0; // whole decode, or store to return
     bool    stopped   = false;
+    bool    late      = false; // not stopped although the store came before the return
     double  longest   = 0;
     int     calls     = 0;
 };
@@ -65,6 +66,7 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
         writer.join();
     }
     o.stopped = o.status == LLAMA_CANCEL_CANCELLED;
+    o.late    = !o.stopped && at_ms > 0 && t_store < t_ret;
     o.ms      = o.stopped ? t_ret - t_store : t_ret - t0;
     o.longest = max_stop_ms > 0.0f ? r.longest_node_ms : timer.longest;
     o.calls   = r.n_decode_calls;
@@ -104,6 +106,8 @@ stop_figures measure_stops(llama_model * model, context_options base, llama_canc
         const one_run o = prefill(ctx.get(), hook, prompt, cfg.max_stop_ms, frac(rng) * f.decode_ms);
         if (o.stopped) {
             f.stop_ms.push_back(o.ms);
+        } else if (o.late) {
+            f.late_store++;
         } else {
             f.finished_first++;
         }

@@ -19,6 +19,8 @@ struct stop_figures {
     double              tokens_per_s   = 0;
     std::vector<double> stop_ms;            // store to return, runs that stopped
     int                 finished_first = 0; // runs that finished before the store: not latencies
+    int                 late_store     = 0; // stored before the return but after the last checkpoint:
+                                            // the call completed; not latencies either
     double              longest_node_ms = 0; // longest CPU node measured (with a budget), worst run
     int                 calls          = 0;  // llama_decode calls of one uninterrupted prefill
 };

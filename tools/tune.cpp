@@ -74,10 +74,10 @@ void print_row(const tune_row & r, float budget) {
     if (r.fig.longest_node_ms > 0) {
         std::snprintf(node, sizeof(node), "%.2f", r.fig.longest_node_ms);
     }
-    std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %8s | %-5s |\n", r.cfg.n_ubatch,
+    std::printf("| %8d | %9s | %9.1f | %8.1f | %8.2f | %8.2f | %5d | %7d | %4d | %8s | %-5s |\n", r.cfg.n_ubatch,
                 r.cfg.max_stop_ms > 0 ? "library" : "-", r.fig.decode_ms, r.fig.tokens_per_s,
                 common::percentile(r.fig.stop_ms, 0.95), r.worst(), static_cast<int>(r.fig.stop_ms.size()),
-                r.fig.finished_first, node, r.meets(budget) ? "yes" : "no");
+                r.fig.finished_first, r.fig.late_store, node, r.meets(budget) ? "yes" : "no");
     std::fflush(stdout);
 }
 
@@ -112,7 +112,8 @@ bool write_json(const tune_options & o, const std::vector<tune_row> & rows, cons
            << r.fig.tokens_per_s << ", \"calls\": " << r.fig.calls << ", \"stop_ms\": {\"p50\": "
            << common::percentile(r.fig.stop_ms, 0.5) << ", \"p95\": " << common::percentile(r.fig.stop_ms, 0.95)
            << ", \"max\": " << r.worst() << ", \"all\": " << common::json_list(r.fig.stop_ms)
-           << "}, \"finished_first\": " << r.fig.finished_first << ", \"longest_node_ms\": " << r.fig.longest_node_ms
+           << "}, \"finished_first\": " << r.fig.finished_first << ", \"late_store\": " << r.fig.late_store
+           << ", \"longest_node_ms\": " << r.fig.longest_node_ms
            << ", \"meets_budget\": " << (r.meets(o.budget_ms) ? "true" : "false") << "}";
     }
     js << "\n  ]\n}\n";
@@ -152,7 +153,7 @@ int tune_main(int argc, char ** argv) {
                 o.model.c_str(), setup.description.c_str(), o.tokens, o.budget_ms, o.runs);
     std::printf("| n_ubatch | budget    | prefill ms | tok/s    | stop p95 | stop max | stops | finished first "
                 "| node max | meets |\n");
-    std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|---------:|:------|\n");
+    std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|-----:|---------:|:------|\n");
     std::vector<tune_row> rows;
     for (int32_t u : candidates(o.tokens)) {
         rows.push_back({{u, 0.0f}, common::measure_stops(model.get(), base, hook.get(), {u, 0.0f}, o.tokens, o.runs, o.seed)});
