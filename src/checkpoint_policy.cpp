@@ -75,10 +75,15 @@ bool checkpoint_policy::due(bool sleeps) const {
         return false;
     }
     // A stop-time budget's cap is a promise: no view runs past it to let the host sleep.
-    if (!sleeps || cap_ > 0.0 || progress_ >= k_sleep_budgets) {
+    if (!sleeps || cap_ > 0.0) {
         return true;
     }
-    return spun_share(view_nodes_.data(), view_nodes_.size()) <= k_spun_share;
+    // A shorter view is waited for busy from start to end: ending it there would keep the core
+    // spinning at every checkpoint when single nodes outlast the budget (a slow device).
+    if (view_nodes_.size() < k_sleep_min_nodes) {
+        return false;
+    }
+    return progress_ >= k_sleep_budgets || spun_share(view_nodes_.data(), view_nodes_.size()) <= k_spun_share;
 }
 
 bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps) {

@@ -25,15 +25,20 @@
 // the interval whatever it costs (set_cap): the budget wins.
 //
 // Where the host can sleep through part of a synchronize (ggml-vulkan, backend_wait.h), a view
-// whose heavy nodes fall in the busy-waited tail keeps a core spinning. Once the budget is reached
-// on such a device, the checkpoint goes on the first node where the busy tail holds at most
-// k_spun_share of the view's work, and at k_sleep_budgets budgets at the latest.
+// whose heavy nodes fall in the busy-waited tail keeps a core spinning, and a view of fewer than
+// k_sleep_min_nodes nodes is waited for busy whole. Once the budget is reached on such a device,
+// the checkpoint goes on the first node where the view holds at least k_sleep_min_nodes nodes and
+// its busy tail at most k_spun_share of its work, or k_sleep_budgets budgets with as many nodes.
+// Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
+// single nodes outlast the budget (llvmpipe, a slow GPU) views hold ten nodes instead of one, a
+// longer stop for a core that sleeps. A stop-time budget's cap turns it off.
 #pragma once
 
 #include "llama-cancel.h"
 
 #include "ggml.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -68,10 +73,11 @@ class checkpoint_policy {
     // more round trip).
     static constexpr uint32_t k_cost_sample_every = 32;
     static constexpr uint32_t k_trip_samples      = 8;
-    // Views on a device the host sleeps on: the busy tail's share that ends a view at once, and
-    // how far past the budget a view may run to find such a place.
-    static constexpr double k_spun_share    = 0.1;
-    static constexpr double k_sleep_budgets = 2.0;
+    // Views on a device the host sleeps on: the busy tail's share that ends a view at once, how far
+    // past the budget a view may run to find such a place, and the fewest nodes it holds.
+    static constexpr double k_spun_share      = 0.1;
+    static constexpr double k_sleep_budgets   = 2.0;
+    static constexpr size_t k_sleep_min_nodes = 10; // first_spun_node(n) < n below it
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 

@@ -358,17 +358,26 @@ TEST_F(Policy, SleepingDeviceEndsViewsAfterTheHeavyNode) {
     EXPECT_EQ(first_checkpoint(true, 5.0), 17) << "a stop-time budget's cap lets no view run longer";
 }
 
-TEST_F(Policy, SleepingDeviceViewsStopAtTwoBudgets) {
-    checkpoint_policy policy;
-    const double budget = policy.budget(dev_a);
-    ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
-    double now = 1000.0;
-    int i = 0;
-    for (; i < 100; ++i) {
-        now += 1e-5;
-        if (policy.place(heavy, dev_a, now, true)) {
-            break;
+// Nodes that each hold half a budget: the view reaches its budget at its second node, yet ends at
+// its tenth, the first view ggml-vulkan sleeps through; past ten nodes, at two budgets with a heavy
+// tail.
+TEST_F(Policy, SleepingDeviceViewsHoldTenNodes) {
+    auto first_checkpoint = [&](bool sleeps, int n_cheap) {
+        checkpoint_policy policy;
+        const double budget = policy.budget(dev_a);
+        ggml_tensor * cheap = node(static_cast<int64_t>(1e-4 * budget));
+        ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
+        double now = 1000.0;
+        for (int i = 0; i < 100; ++i) {
+            now += 1e-5;
+            if (policy.place(i < n_cheap ? cheap : heavy, dev_a, now, sleeps)) {
+                return i;
+            }
         }
-    }
-    EXPECT_EQ(i, 3) << "no cheap tail comes: the view ends at k_sleep_budgets (4 half-budget nodes)";
+        return -1;
+    };
+    EXPECT_EQ(first_checkpoint(false, 0), 1) << "elsewhere the budget ends the view";
+    EXPECT_EQ(first_checkpoint(true, 0), 9) << "a sleeping device's view holds 10 nodes";
+    EXPECT_EQ(first_checkpoint(true, 14), 17)
+        << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 budgets end the view";
 }
