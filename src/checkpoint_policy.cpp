@@ -78,6 +78,13 @@ bool checkpoint_policy::due(bool sleeps) const {
     if (!sleeps || cap_ > 0.0) {
         return true;
     }
+    double view = 0.0;
+    for (double w : view_nodes_) {
+        view += w;
+    }
+    if (view > k_sleep_graph_share * last_graph_work_) {
+        return true; // a longer view would cost more than the share of the graph (or it is unknown)
+    }
     // A shorter view is waited for busy from start to end: ending it there would keep the core
     // spinning at every checkpoint when single nodes outlast the budget (a slow device).
     if (view_nodes_.size() < k_sleep_min_nodes) {
@@ -105,9 +112,25 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     view_work_  += work;
     if (sleeps) {
         view_nodes_.push_back(work);
+        count_graph(node, work);
     }
     progress_   += work / budget_of(d);
     return due(sleeps);
+}
+
+void checkpoint_policy::count_graph(const ggml_tensor * node, double work) {
+    if (graph_nodes_.size() >= k_graph_nodes) {
+        graph_nodes_.clear(); // no end in sight: start over, the graph's work unknown
+        graph_work_      = 0.0;
+        last_graph_work_ = 0.0;
+    }
+    if (!graph_nodes_.insert(node).second) {
+        last_graph_work_ = graph_work_; // asked before in this graph: a new graph began
+        graph_nodes_.clear();
+        graph_nodes_.insert(node);
+        graph_work_ = 0.0;
+    }
+    graph_work_ += work;
 }
 
 bool checkpoint_policy::wants_round_trip() const {

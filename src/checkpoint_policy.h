@@ -31,7 +31,11 @@
 // its busy tail at most k_spun_share of its work, or k_sleep_budgets budgets with as many nodes.
 // Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
 // single nodes outlast the budget (llvmpipe, a slow GPU) views hold ten nodes instead of one, a
-// longer stop for a core that sleeps. A stop-time budget's cap turns it off.
+// longer stop for a core that sleeps. That is only worth it while a view stays a small share of
+// the graph (k_sleep_graph_share of the last graph's work on such devices: a stop then waits about
+// that share of what it would wait without checkpoints); past it, or before a graph was seen
+// whole, the budget ends the view. A graph's end is seen when a node asked before comes again
+// (llama.cpp and clip build each graph in the same memory). A stop-time budget's cap turns it off.
 #pragma once
 
 #include "llama-cancel.h"
@@ -40,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 namespace llama_cancel {
@@ -78,6 +83,9 @@ class checkpoint_policy {
     static constexpr double k_spun_share      = 0.1;
     static constexpr double k_sleep_budgets   = 2.0;
     static constexpr size_t k_sleep_min_nodes = 10; // first_spun_node(n) < n below it
+    static constexpr double k_sleep_graph_share = 0.1;
+    // Nodes remembered to see a graph end; past it the graph's work is not known.
+    static constexpr size_t k_graph_nodes = 1u << 16;
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 
@@ -147,6 +155,7 @@ class checkpoint_policy {
     const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
     bool          due(bool sleeps) const;
+    void          count_graph(const ggml_tensor * node, double work);
     void          learn(device_rate & d, double work, double ms);
 
     double      interval_;
@@ -161,6 +170,9 @@ class checkpoint_policy {
     double       range_work_   = 0.0;
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
+    std::unordered_set<const ggml_tensor *> graph_nodes_; // sleeping devices' nodes of this graph
+    double       graph_work_      = 0.0; // their work so far
+    double       last_graph_work_ = 0.0; // the last whole graph's; 0: not known
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
     double       longest_view_ = 0.0;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 using llama_cancel::checkpoint_policy;
@@ -335,49 +336,71 @@ TEST(BackendWait, VulkanAlmostReadyFenceRule) {
     EXPECT_EQ(llama_cancel::spun_share(work, 14), 0.0);
 }
 
-// On a device the host sleeps on, a view that reached its budget ends where the busy tail is cheap:
-// one cheap node after the heavy one here, instead of at the heavy node.
-TEST_F(Policy, SleepingDeviceEndsViewsAfterTheHeavyNode) {
-    auto first_checkpoint = [&](bool sleeps, double cap) {
-        checkpoint_policy policy;
-        policy.set_cap(cap);
-        const double budget = policy.budget(dev_a);
-        ggml_tensor * cheap = node(static_cast<int64_t>(1e-4 * budget));
-        ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
+// A graph on a device the host sleeps on, its nodes given in budgets (distinct nodes, as in a real
+// graph): asked once whole, then again from the start. The index of the first checkpoint of each
+// pass (-1: none).
+struct sleeping_graph {
+    std::vector<ggml_tensor *> nodes;
+    std::pair<int, int>        checkpoints(checkpoint_policy & policy, bool sleeps) const {
+        int first[2] = {-1, -1};
         double now = 1000.0;
-        for (int i = 0; i < 100; ++i) {
-            now += 1e-5;
-            if (policy.place(i % 9 == 8 ? heavy : cheap, dev_a, now, sleeps)) {
-                return i;
+        for (int pass = 0; pass < 2; ++pass) {
+            policy.reset(); // a new graph, as llama_cancel_decode does
+            for (size_t i = 0; i < nodes.size(); ++i) {
+                now += 1e-5;
+                if (policy.place(nodes[i], dev_a, now, sleeps)) {
+                    first[pass] = first[pass] < 0 ? static_cast<int>(i) : first[pass];
+                    policy.reset(); // no rate learnt from the simulated clock: the budget stays
+                }
             }
         }
-        return -1;
-    };
-    EXPECT_EQ(first_checkpoint(false, 0.0), 17) << "the second heavy node reaches the budget";
-    EXPECT_EQ(first_checkpoint(true, 0.0), 18) << "one cheap node later the heavy one is slept through";
-    EXPECT_EQ(first_checkpoint(true, 5.0), 17) << "a stop-time budget's cap lets no view run longer";
+        return {first[0], first[1]};
+    }
+};
+
+class SleepingPolicy : public Policy {
+  protected:
+    // `n` nodes; node i holds budgets(i) budgets of a fresh policy.
+    template <typename F> sleeping_graph graph(int n, F budgets) {
+        const double budget = checkpoint_policy().budget(dev_a);
+        sleeping_graph g;
+        for (int i = 0; i < n; ++i) {
+            g.nodes.push_back(node(static_cast<int64_t>(budgets(i) * budget)));
+        }
+        return g;
+    }
+    static int second(const sleeping_graph & g, bool sleeps, double cap = 0.0) {
+        checkpoint_policy policy;
+        policy.set_cap(cap);
+        return g.checkpoints(policy, sleeps).second;
+    }
+};
+
+// A view that reached its budget ends where the busy tail is cheap: one cheap node after the heavy
+// one here, instead of at the heavy node; not where that view is more than a tenth of the graph.
+TEST_F(SleepingPolicy, ViewsEndAfterTheHeavyNode) {
+    auto pattern = [](int i) { return i % 9 == 8 ? 0.5 : 1e-4; };
+    const sleeping_graph large = graph(400, pattern); // 22 budgets: a tenth holds the 2-budget view
+    EXPECT_EQ(second(large, false), 17) << "the second heavy node reaches the budget";
+    EXPECT_EQ(second(large, true), 18) << "one cheap node later the heavy one is slept through";
+    EXPECT_EQ(second(large, true, 5.0), 8)
+        << "a 5 ms stop-time budget's cap halves the budget and lets no view run past it";
+    const sleeping_graph small = graph(20, pattern); // 1 budget: a tenth is less than a view
+    EXPECT_EQ(second(small, true), 17) << "a view past a tenth of the graph ends at the budget";
 }
 
 // Nodes that each hold half a budget: the view reaches its budget at its second node, yet ends at
-// its tenth, the first view ggml-vulkan sleeps through; past ten nodes, at two budgets with a heavy
-// tail.
-TEST_F(Policy, SleepingDeviceViewsHoldTenNodes) {
-    auto first_checkpoint = [&](bool sleeps, int n_cheap) {
-        checkpoint_policy policy;
-        const double budget = policy.budget(dev_a);
-        ggml_tensor * cheap = node(static_cast<int64_t>(1e-4 * budget));
-        ggml_tensor * heavy = node(static_cast<int64_t>(0.5 * budget));
-        double now = 1000.0;
-        for (int i = 0; i < 100; ++i) {
-            now += 1e-5;
-            if (policy.place(i < n_cheap ? cheap : heavy, dev_a, now, sleeps)) {
-                return i;
-            }
-        }
-        return -1;
-    };
-    EXPECT_EQ(first_checkpoint(false, 0), 1) << "elsewhere the budget ends the view";
-    EXPECT_EQ(first_checkpoint(true, 0), 9) << "a sleeping device's view holds 10 nodes";
-    EXPECT_EQ(first_checkpoint(true, 14), 17)
+// its tenth, the first view ggml-vulkan sleeps through, once a graph was seen whole and where ten
+// nodes are at most a tenth of it; past ten nodes, at two budgets with a heavy tail.
+TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
+    const sleeping_graph heavy = graph(400, [](int) { return 0.5; });
+    checkpoint_policy policy;
+    const auto first_two = heavy.checkpoints(policy, true);
+    EXPECT_EQ(first_two.first, 1) << "before a graph was seen whole the budget ends the view";
+    EXPECT_EQ(first_two.second, 9) << "then a sleeping device's view holds 10 nodes";
+    EXPECT_EQ(second(heavy, false), 1) << "elsewhere the budget ends the view";
+    EXPECT_EQ(second(graph(30, [](int) { return 0.5; }), true), 3)
+        << "in a 15-budget graph a view ends past 1.5 budgets, whatever its nodes";
+    EXPECT_EQ(second(graph(400, [](int i) { return i < 14 ? 1e-4 : 0.5; }), true), 17)
         << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 budgets end the view";
 }
