@@ -124,7 +124,7 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, double work) {
         graph_work_      = 0.0;
         last_graph_work_ = 0.0;
     }
-    if (!graph_nodes_.insert(node).second) {
+    if (!graph_nodes_.insert(node)) {
         last_graph_work_ = graph_work_; // asked before in this graph: a new graph began
         graph_nodes_.clear();
         graph_nodes_.insert(node);

@@ -39,12 +39,12 @@
 #pragma once
 
 #include "llama-cancel.h"
+#include "pointer_set.h"
 
 #include "ggml.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <unordered_set>
 #include <vector>
 
 namespace llama_cancel {
@@ -170,7 +170,7 @@ class checkpoint_policy {
     double       range_work_   = 0.0;
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
-    std::unordered_set<const ggml_tensor *> graph_nodes_; // sleeping devices' nodes of this graph
+    pointer_set  graph_nodes_;           // sleeping devices' nodes of this graph
     double       graph_work_      = 0.0; // their work so far
     double       last_graph_work_ = 0.0; // the last whole graph's; 0: not known
     double       last_ask_     = 0.0;

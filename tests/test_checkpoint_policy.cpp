@@ -3,6 +3,7 @@
 // simulated clock.
 #include "backend_wait.h"
 #include "checkpoint_policy.h"
+#include "pointer_set.h"
 #include "slice_budget.h"
 
 #include "ggml.h"
@@ -403,4 +404,22 @@ TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
         << "in a 15-budget graph a view ends past 1.5 budgets, whatever its nodes";
     EXPECT_EQ(second(graph(400, [](int i) { return i < 14 ? 1e-4 : 0.5; }), true), 17)
         << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 budgets end the view";
+}
+
+// The graph-end detector's set: inserts report news, clearing empties it, growth keeps members.
+TEST(PointerSet, InsertClearGrow) {
+    llama_cancel::pointer_set set;
+    std::vector<int> items(5000);
+    for (int & i : items) {
+        EXPECT_TRUE(set.insert(&i));
+    }
+    EXPECT_EQ(set.size(), items.size());
+    for (int & i : items) {
+        EXPECT_FALSE(set.insert(&i)) << "kept through growth";
+    }
+    set.clear();
+    EXPECT_EQ(set.size(), 0u);
+    EXPECT_TRUE(set.insert(&items[7]));
+    EXPECT_FALSE(set.insert(&items[7]));
+    EXPECT_TRUE(set.insert(&items[8]));
 }
