@@ -39,7 +39,7 @@ bool any_set(const std::vector<const int8_t *> & flags) {
 bool chained_abort_callback(void * user_data) {
     const auto * c = static_cast<const chained_abort *>(user_data);
     if (c->budget != nullptr) {
-        c->budget->on_node(llama_cancel::now_ms());
+        c->budget->on_node(llama_cancel::now_ms(), llama_cancel::device_asks());
     }
     return llama_cancel::flag_is_set(c->flag) || any_set(c->seq_flags) ||
            (c->callback != nullptr && c->callback(c->data));

@@ -32,6 +32,14 @@ thread_local checkpoint_policy t_policy;
 // Set when the stateless form stopped a graph on this thread: llama_decode still returns 0 then,
 // and llama_cancel_decode (on the same thread) must not report that as success.
 thread_local bool t_stopped = false;
+// Asks about device nodes on this thread, by either callback (llama_cancel::device_asks).
+thread_local uint64_t t_device_asks = 0;
+
+const void * asked_device(const ggml_tensor * t) {
+    const void * device = device_key(t);
+    t_device_asks += device != nullptr ? 1 : 0;
+    return device;
+}
 
 // A checkpoint passed: the view's rate, and now and then the checkpoint's own round trip.
 void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t) {
@@ -41,6 +49,10 @@ void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t) {
 }
 
 } // namespace
+
+uint64_t llama_cancel::device_asks() {
+    return t_device_asks;
+}
 
 bool llama_cancel::take_stateless_stop() {
     const bool stopped = t_stopped;
@@ -57,7 +69,7 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
     }
     if (ask) {
         return llama_cancel::flag_is_set(byte) ||
-               t_policy.place(t, device_key(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+               t_policy.place(t, asked_device(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
     }
     llama_cancel::wait_computed(t);
     if (llama_cancel::flag_is_set(byte)) {
@@ -183,7 +195,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
             h->chain_asked = false;
             return true;
         }
-        const bool due = h->policy.place(t, device_key(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+        const bool due = h->policy.place(t, asked_device(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
         h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
         h->chain_node  = t;
         return h->chain_asked || due;

@@ -5,6 +5,8 @@
 
 #include "llama-cancel.h"
 
+#include <cstdint>
+
 namespace llama_cancel {
 
 // Hard upper bound on the hook's checkpoint interval, ms (0: none; checkpoint_policy::set_cap);
@@ -25,5 +27,8 @@ double take_stateless_longest_view_ms();
 // True when llama_cancel_eval_callback stopped a graph on the calling thread since the last call;
 // clears that.
 bool take_stateless_stop();
+// How many times either eval callback was asked about a node on a device (not in host memory) on
+// the calling thread: a CPU node timer sees from it that a device split ran in between.
+uint64_t device_asks();
 
 } // namespace llama_cancel

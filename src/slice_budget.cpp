@@ -25,9 +25,12 @@ void slice_budget::begin_call() {
     top_[0] = top_[1] = top_[2] = 0.0;
 }
 
-void slice_budget::on_node(double now_ms) {
-    // The first node's time also holds the graph's build and allocation: not counted.
-    if (last_node_ >= 0.0) {
+void slice_budget::on_node(double now_ms, uint64_t device_asks) {
+    // The first node's time also holds the graph's build and allocation: not counted; nor a gap
+    // that holds a device split (the eval callback times those views).
+    const bool device_between = device_asks != last_device_asks_;
+    last_device_asks_ = device_asks;
+    if (last_node_ >= 0.0 && !device_between) {
         double d = now_ms - last_node_;
         for (double & t : top_) {
             if (d > t) {

@@ -24,8 +24,10 @@ class slice_budget {
     int32_t next() const { return next_; }
 
     void begin_call();
-    // From the abort callback, after each node of the call in flight.
-    void on_node(double now_ms);
+    // From the abort callback, after each node of the call in flight. `device_asks`: the eval
+    // callbacks' count of asks about device nodes (device_asks, eval_callback.h); where it moved
+    // since the previous node, a device split ran between the two and the gap is not a CPU node.
+    void on_node(double now_ms, uint64_t device_asks = 0);
     // Adapts the next slice to the call that decoded `n_tokens`: to its longest nodes as on_node
     // timed them, and to `device_view_ms`, the longest time between two eval-callback checkpoints
     // on a GPU or RPC device (whose nodes the abort callback never sees; 0: none).
@@ -43,6 +45,7 @@ class slice_budget {
     int32_t n_ubatch_;
     int32_t next_;
     double  last_node_   = -1.0;           // time of the previous node's end in this call
+    uint64_t last_device_asks_ = 0;        // device_asks at that node
     double  top_[3]      = {0.0, 0.0, 0.0}; // this call's three longest nodes, longest first
     double  per_token_   = 0.0;            // smoothed ms per slice token of the heavy nodes
     double  longest_all_ = 0.0;

@@ -264,6 +264,26 @@ TEST(SliceBudget, SlicesFollowTheThirdLongestTimedNode) {
     EXPECT_TRUE(b.missed());
 }
 
+// A gap between two CPU nodes that holds a device split is not a node: the budget is not shrunk
+// for it (the device's views are timed apart).
+TEST(SliceBudget, GapsOverDeviceSplitsAreNotNodes) {
+    slice_budget b(20.0f, 512);
+    b.begin_call();
+    double   t    = 0.0;
+    uint64_t asks = 0;
+    for (double d : {0.0, 2.0, 2.0, 2.0}) {
+        t += d;
+        b.on_node(t, asks);
+    }
+    t += 290.0;
+    asks += 40; // a device split of 40 nodes ran
+    b.on_node(t, asks);
+    b.on_node(t + 2.0, asks);
+    b.end_call(16);
+    EXPECT_EQ(b.next(), 112) << "the 290 ms gap is not the slice's heavy node";
+    EXPECT_FLOAT_EQ(b.longest_ms(), 2.0f);
+}
+
 TEST(SliceBudget, DeviceSlicesFollowTheTimeBetweenCheckpoints) {
     slice_budget b(20.0f, 512);
     b.begin_call();

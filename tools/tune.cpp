@@ -152,7 +152,7 @@ int tune_main(int argc, char ** argv) {
     std::printf("tune: %s on %s, %d-token prefill, budget %.1f ms, %d runs per row (stop at a random 10-90%% point)\n\n",
                 o.model.c_str(), setup.description.c_str(), o.tokens, o.budget_ms, o.runs);
     std::printf("| n_ubatch | budget    | prefill ms | tok/s    | stop p95 | stop max | stops | finished first "
-                "| node max | meets |\n");
+                "| late | node max | meets |\n");
     std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|-----:|---------:|:------|\n");
     std::vector<tune_row> rows;
     for (int32_t u : candidates(o.tokens)) {
