@@ -137,7 +137,11 @@ extern "C" {
     // that they fall about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart on slow and fast
     // devices alike, whatever the node sizes; and at once when the byte is already set while the
     // scheduler is still grouping nodes. A stop therefore comes within about that interval, or
-    // within the node in flight when one node takes longer (no node is interrupted).
+    // within the node in flight when one node takes longer (no node is interrupted). On ggml-vulkan,
+    // whose synchronize sleeps only through views of 10 nodes or more, a view may run past its
+    // interval to reach 10 nodes, while it stays within a tenth of the last graph's work there, so
+    // that the host thread sleeps instead of spinning (a stop then takes up to about a tenth of the
+    // graph; no such extension under llama_cancel_decode_params.max_stop_ms).
     // Cost: a clock read per node, and one backend synchronize per checkpoint (about one per
     // interval of compute, and a few more while a device's rate is being learnt). A NULL `flag`
     // never stops and places no checkpoint.
