@@ -30,7 +30,14 @@ void checkpoint_policy::set_interval(double interval_ms) {
 double checkpoint_policy::interval_of(const device_rate & d) const {
     // Only a measured rate is lengthened: with a guessed one, rarer checkpoints would only make
     // the measure slower to come.
-    const double paid = d.measured ? std::max(interval_, d.round_trip / k_cost_share) : interval_;
+    double paid = interval_;
+    if (d.measured) {
+        double stretch = d.round_trip / k_cost_share;
+        if (graph_ms_ > 0.0) {
+            stretch = std::min(stretch, graph_ms_ / k_min_graph_checkpoints);
+        }
+        paid = std::max(interval_, stretch);
+    }
     return cap_ > 0.0 ? std::min(paid, cap_) : paid;
 }
 
@@ -70,7 +77,7 @@ bool checkpoint_policy::pause_was_compute(const device_rate & d, double now) con
     return pause <= k_ask_gap_ms || pause <= k_pause_factor * view_work_ / d.rate;
 }
 
-bool checkpoint_policy::due(bool sleeps) const {
+bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
     if (progress_ < 1.0) {
         return false;
     }
@@ -78,11 +85,7 @@ bool checkpoint_policy::due(bool sleeps) const {
     if (!sleeps || cap_ > 0.0) {
         return true;
     }
-    double view = 0.0;
-    for (double w : view_nodes_) {
-        view += w;
-    }
-    if (view > k_sleep_graph_share * last_graph_work_) {
+    if (view_work_ > k_sleep_graph_share * d.graph_work) {
         return true; // a longer view would cost more than the share of the graph (or it is unknown)
     }
     // A shorter view is waited for busy from start to end: ending it there would keep the core
@@ -112,25 +115,27 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     view_work_  += work;
     if (sleeps) {
         view_nodes_.push_back(work);
-        count_graph(node, work);
     }
+    count_graph(node, d, work);
     progress_   += work / budget_of(d);
-    return due(sleeps);
+    return due(d, sleeps);
 }
 
-void checkpoint_policy::count_graph(const ggml_tensor * node, double work) {
-    if (graph_nodes_.size() >= k_graph_nodes) {
-        graph_nodes_.clear(); // no end in sight: start over, the graph's work unknown
-        graph_work_      = 0.0;
-        last_graph_work_ = 0.0;
-    }
-    if (!graph_nodes_.insert(node)) {
-        last_graph_work_ = graph_work_; // asked before in this graph: a new graph began
+void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
+    const bool full = graph_nodes_.size() >= k_graph_nodes;
+    if (full || !graph_nodes_.insert(node)) {
+        // Asked before in this graph: a new graph began (or no end in sight: its work not known).
+        graph_ms_ = 0.0;
+        for (device_rate & r : devices_) {
+            r.graph_work = full ? 0.0 : (r.graph_acc > 0.0 ? r.graph_acc : r.graph_work);
+            graph_ms_ += r.used && r.rate > 0.0 ? r.graph_acc / r.rate : 0.0;
+            r.graph_acc  = 0.0;
+        }
+        graph_ms_ = full ? 0.0 : graph_ms_;
         graph_nodes_.clear();
         graph_nodes_.insert(node);
-        graph_work_ = 0.0;
     }
-    graph_work_ += work;
+    d.graph_acc += work;
 }
 
 bool checkpoint_policy::wants_round_trip() const {

@@ -21,8 +21,10 @@
 // A checkpoint also has a cost of its own where the backend's synchronize is a network round trip
 // (RPC): the remote device idles while the byte's read goes and comes back. Where the callback can
 // time that round trip (a second read of a computed node, now and then), the interval of that
-// device grows so that checkpoints cost about k_cost_share of the compute. A stop-time budget caps
-// the interval whatever it costs (set_cap): the budget wins.
+// device grows so that checkpoints cost about k_cost_share of the compute, but never past
+// 1/k_min_graph_checkpoints of the last graph's compute (all its devices): a graph shorter than
+// 100 round trips still gets a few checkpoints (a stop within about a quarter of it, for a few
+// round trips more than 1%). A stop-time budget caps the interval whatever it costs (set_cap): the budget wins.
 //
 // Where the host can sleep through part of a synchronize (ggml-vulkan, backend_wait.h), a view
 // whose heavy nodes fall in the busy-waited tail keeps a core spinning, and a view of fewer than
@@ -32,7 +34,7 @@
 // Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
 // single nodes outlast the budget (llvmpipe, a slow GPU) views hold ten nodes instead of one, a
 // longer stop for a core that sleeps. That is only worth it while a view stays a small share of
-// the graph (k_sleep_graph_share of the last graph's work on such devices: a stop then waits about
+// the graph (k_sleep_graph_share of the last graph's work on that device: a stop then waits about
 // that share of what it would wait without checkpoints); past it, or before a graph was seen
 // whole, the budget ends the view. A graph's end is seen when a node asked before comes again
 // (llama.cpp and clip build each graph in the same memory). A stop-time budget's cap turns it off.
@@ -77,6 +79,8 @@ class checkpoint_policy {
     // The round trip is timed again every this many checkpoints of a device (each timing is one
     // more round trip).
     static constexpr uint32_t k_cost_sample_every = 32;
+    // The round trip's stretch leaves a graph at least about this many checkpoints.
+    static constexpr double k_min_graph_checkpoints = 4.0;
     static constexpr uint32_t k_trip_samples      = 8;
     // Views on a device the host sleeps on: the busy tail's share that ends a view at once, how far
     // past the budget a view may run to find such a place, and the fewest nodes it holds.
@@ -84,7 +88,7 @@ class checkpoint_policy {
     static constexpr double k_sleep_budgets   = 2.0;
     static constexpr size_t k_sleep_min_nodes = 10; // first_spun_node(n) < n below it
     static constexpr double k_sleep_graph_share = 0.1;
-    // Nodes remembered to see a graph end; past it the graph's work is not known.
+    // Nodes remembered to see a graph end; past it graphs' work is not known.
     static constexpr size_t k_graph_nodes = 1u << 16;
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
@@ -147,6 +151,8 @@ class checkpoint_policy {
         uint32_t     n_trips     = 0;
         double       round_trip  = 0.0; // ms, the minimum of trips; 0: not measured
         uint32_t     since_trip  = 0;   // checkpoints since the round trip was last timed
+        double       graph_work  = 0.0; // the last whole graph's work there; 0: not known
+        double       graph_acc   = 0.0; // the graph in flight's work there so far
     };
 
     device_rate & rate_of(const void * device);
@@ -154,8 +160,8 @@ class checkpoint_policy {
     double        interval_of(const device_rate & d) const;
     const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
-    bool          due(bool sleeps) const;
-    void          count_graph(const ggml_tensor * node, double work);
+    bool          due(const device_rate & d, bool sleeps) const;
+    void          count_graph(const ggml_tensor * node, device_rate & d, double work);
     void          learn(device_rate & d, double work, double ms);
 
     double      interval_;
@@ -170,9 +176,8 @@ class checkpoint_policy {
     double       range_work_   = 0.0;
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
-    pointer_set  graph_nodes_;           // sleeping devices' nodes of this graph
-    double       graph_work_      = 0.0; // their work so far
-    double       last_graph_work_ = 0.0; // the last whole graph's; 0: not known
+    pointer_set  graph_nodes_;          // the nodes asked in the graph in flight
+    double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
     double       longest_view_ = 0.0;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -27,9 +28,29 @@ const void * const dev_b = &g_dev_b;
 
 // ggml's scheduler around a policy, on a simulated clock: asks nodes back to back, computes the
 // view up to each node the policy answers true (work / rate, plus a synchronize), then calls it
-// at that checkpoint; a split that ends without one is computed with no call.
+// at that checkpoint; a split that ends without one is computed with no call. Node i of a split
+// of a given work is the same tensor in every graph, as llama.cpp builds its graphs in the same
+// memory (the policy sees a graph end when a node comes again).
 struct scheduler_sim {
     checkpoint_policy & policy;
+    ggml_context *      nodes_ctx = nullptr;
+    std::map<std::pair<int64_t, int>, ggml_tensor *> nodes;
+
+    ~scheduler_sim() { ggml_free(nodes_ctx); }
+
+    const ggml_tensor * node_at(int64_t work, int i) {
+        if (nodes_ctx == nullptr) {
+            ggml_init_params ip{};
+            ip.mem_size = 64u << 20;
+            ip.no_alloc = true;
+            nodes_ctx   = ggml_init(ip);
+        }
+        ggml_tensor *& t = nodes[{work, i}];
+        if (t == nullptr) {
+            t = ggml_new_tensor_1d(nodes_ctx, GGML_TYPE_F32, work);
+        }
+        return t;
+    }
     double              now       = 1000.0; // ms
     double              sync_ms   = 0.02;   // cost of one synchronize
     double              ask_ms    = 1e-5;   // the scheduler's asks follow each other within microseconds
@@ -38,12 +59,13 @@ struct scheduler_sim {
     int                 trips      = 0;     // round trips timed
     std::vector<double> checkpoints;        // times of the checkpoints passed
 
-    // One split of `n` copies of `node` on `device`, which computes `rate` FLOPs per ms.
+    // One split of `n` nodes of `node`'s work on `device`, which computes `rate` FLOPs per ms.
     void split(const ggml_tensor * node, int n, const void * device, double rate) {
+        const int64_t work = ggml_nelements(node);
         for (int i = 0; i < n; ++i) {
             now += ask_ms;
-            view_work += static_cast<double>(ggml_nelements(node));
-            const bool checkpoint = policy.place(node, device, now);
+            view_work += static_cast<double>(work);
+            const bool checkpoint = policy.place(node_at(work, i), device, now);
             if (checkpoint || i == n - 1) {
                 now += view_work / rate + sync_ms;
                 view_work = 0.0;
@@ -333,6 +355,21 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     EXPECT_NEAR(policy.budget(dev_a), rate * 7.0, 0.2 * rate * 7.0);
     policy.set_cap(0.0);
     EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
+}
+
+// A graph shorter than 100 round trips keeps about four checkpoints: the round trip's stretch
+// stops at a quarter of the graph.
+TEST_F(Policy, RoundTripStretchLeavesShortGraphsFourCheckpoints) {
+    checkpoint_policy policy;
+    scheduler_sim     sim{policy};
+    const double rate = 1.0e6;
+    sim.sync_ms    = 0.5;
+    sim.round_trip = 0.5; // 100 round trips: 50 ms
+    for (int g = 0; g < 40; ++g) {
+        sim.split(node(100000), 800, dev_a, rate); // 80 ms graphs
+    }
+    EXPECT_NEAR(policy.interval_ms(dev_a), 80.0 / checkpoint_policy::k_min_graph_checkpoints, 1.0);
+    EXPECT_NEAR(sim.spacing(20), 20.0, 0.2 * 20.0) << "four checkpoints an 80 ms graph";
 }
 
 // ggml-vulkan's rule as upstream writes it (ggml_backend_vk_graph_compute): the almost-ready fence
