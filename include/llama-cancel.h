@@ -190,8 +190,9 @@ extern "C" {
         bool     stopped;      // the hook stopped a graph since the last reset
         // Of the device last asked about: the checkpoint interval in force, ms (the hook's interval,
         // lengthened so that checkpoints cost about 1% of the compute where each is a network round
-        // trip, capped by a decode's stop-time budget), and that round trip as measured, ms (0 where
-        // a checkpoint is no round trip: only RPC servers are timed).
+        // trip, but to no more than a quarter of the last graph's compute, and capped by a decode's
+        // stop-time budget), and that round trip as measured, ms (0 where a checkpoint is no round
+        // trip: only RPC servers are timed).
         double   interval_ms;
         double   round_trip_ms;
     };
