@@ -14,7 +14,7 @@ struct one_run {
     int32_t status    = 0;
     double  ms        = 0; // whole decode, or store to return
     bool    stopped   = false;
-    bool    late      = false; // not stopped although the store came before the return
+    store_outcome outcome = store_outcome::finished_first; // with a store
     double  longest   = 0;
     int     calls     = 0;
 };
@@ -66,7 +66,9 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
         writer.join();
     }
     o.stopped = o.status == LLAMA_CANCEL_CANCELLED;
-    o.late    = !o.stopped && at_ms > 0 && t_store < t_ret;
+    if (at_ms > 0) {
+        o.outcome = classify_store(o.stopped, t_store, t_ret);
+    }
     o.ms      = o.stopped ? t_ret - t_store : t_ret - t0;
     o.longest = max_stop_ms > 0.0f ? r.longest_node_ms : timer.longest;
     o.calls   = r.n_decode_calls;
@@ -104,12 +106,10 @@ stop_figures measure_stops(llama_model * model, context_options base, llama_canc
     std::uniform_real_distribution<double> frac(0.1, 0.9);
     for (int i = 0; i < runs; ++i) {
         const one_run o = prefill(ctx.get(), hook, prompt, cfg.max_stop_ms, frac(rng) * f.decode_ms);
-        if (o.stopped) {
-            f.stop_ms.push_back(o.ms);
-        } else if (o.late) {
-            f.late_store++;
-        } else {
-            f.finished_first++;
+        switch (o.outcome) {
+            case store_outcome::stopped:        f.stop_ms.push_back(o.ms); break;
+            case store_outcome::late:           f.late_store++; break;
+            case store_outcome::finished_first: f.finished_first++; break;
         }
         f.longest_node_ms = std::max(f.longest_node_ms, o.longest);
     }

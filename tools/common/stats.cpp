@@ -23,6 +23,13 @@ double max_of(const std::vector<double> & v) {
     return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
 }
 
+store_outcome classify_store(bool stopped, double t_store, double t_ret) {
+    if (stopped) {
+        return store_outcome::stopped;
+    }
+    return t_store >= t_ret ? store_outcome::finished_first : store_outcome::late;
+}
+
 void latencies::add(double latency_ms, bool first, bool stopped) {
     if (first) {
         finished_first++;

@@ -12,6 +12,12 @@ namespace common {
 double percentile(std::vector<double> v, double p);
 double max_of(const std::vector<double> & v);
 
+// How a run whose byte another thread stored ended: the byte stopped it; it returned before the
+// store (finished first); or the store came before the return, after its last checkpoint, and it
+// completed (late). Only a stopped run has a stop latency.
+enum class store_outcome { stopped, finished_first, late };
+store_outcome classify_store(bool stopped, double t_store, double t_ret);
+
 // Store-to-return latencies of one way of cancelling over a benchmark's runs. A run whose work
 // returned before the byte was stored finished first: it is counted apart, never as a latency.
 struct latencies {
