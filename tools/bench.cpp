@@ -302,13 +302,13 @@ class bench {
                 std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
                 const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
                 writer.join();
-                if (status == LLAMA_CANCEL_CANCELLED) {
-                    r.cancelled++;
-                    r.lat.push_back(t_ret - t_store);
-                } else if (t_store >= t_ret) {
-                    r.completed_early++;
-                } else {
-                    r.completed_late++;
+                switch (common::classify_store(status == LLAMA_CANCEL_CANCELLED, t_store, t_ret)) {
+                    case common::store_outcome::stopped:
+                        r.cancelled++;
+                        r.lat.push_back(t_ret - t_store);
+                        break;
+                    case common::store_outcome::finished_first: r.completed_early++; break;
+                    case common::store_outcome::late:           r.completed_late++; break;
                 }
             }
             // Today, without the reader: the host sees the byte only when llama_decode returns.
@@ -558,6 +558,34 @@ struct child_rows {
     bool                     ok = true, stateless_ok = true;
 };
 
+// A child process's row: how it is named in the table and the JSON, and its latency target's key
+// (the stateless callback's is the same with "stateless_" in front).
+struct child_row_label {
+    const char *      key;   // "backend", "kind"
+    std::string       name;
+    int               width; // of the table's first column
+    const char *      latency_target;
+};
+
+// Adds one child's JSON to `out` and folds its hook and stateless targets in; a child that failed
+// (exit `rc`, or no JSON) gets a "skipped" table line, an error entry, and misses both.
+void add_child_row(child_rows & out, common::child_json j, int rc, const child_row_label & l) {
+    if (rc != 0 || j.text.empty()) {
+        std::printf("| %-*s | skipped: the setup failed (exit %d), see the messages above |\n", l.width,
+                    l.name.c_str(), rc);
+        j.text = std::string("{\"") + l.key + "\": \"" + json_escape(l.name) + "\", \"error\": \"setup failed, exit " +
+                 std::to_string(rc) + "\"}";
+        out.ok           = false;
+        out.stateless_ok = false;
+    } else {
+        const std::string stateless = std::string("stateless_") + l.latency_target;
+        out.ok = out.ok && j.is_true({"targets", l.latency_target}) && j.is_true({"targets", "overhead_le_3pct"});
+        out.stateless_ok = out.stateless_ok && j.is_true({"targets", stateless.c_str()}) &&
+                           j.is_true({"targets", "stateless_overhead_le_3pct"});
+    }
+    out.json.push_back(j.text);
+}
+
 // What the JSON file holds beside the options.
 struct bench_report {
     std::string              desc;
@@ -683,20 +711,7 @@ child_rows backend_rows(const options & opt) {
                                  "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
                                  std::to_string(opt.seed), "--json", tmp},
                                 name);
-        common::child_json j = common::take_child_json(tmp);
-        if (rc != 0 || j.text.empty()) {
-            std::printf("| %-9s | skipped: the setup failed (exit %d), see the messages above |\n", name.c_str(), rc);
-            j.text = "{\"backend\": \"" + json_escape(name) + "\", \"error\": \"setup failed, exit " +
-                     std::to_string(rc) + "\"}";
-            out.ok           = false;
-            out.stateless_ok = false;
-        } else {
-            out.ok = out.ok && j.is_true({"targets", "latency_le_10pct_of_abort"}) &&
-                     j.is_true({"targets", "overhead_le_3pct"});
-            out.stateless_ok = out.stateless_ok && j.is_true({"targets", "stateless_latency_le_10pct_of_abort"}) &&
-                               j.is_true({"targets", "stateless_overhead_le_3pct"});
-        }
-        out.json.push_back(j.text);
+        add_child_row(out, common::take_child_json(tmp), rc, {"backend", name, 9, "latency_le_10pct_of_abort"});
     }
     std::printf("\ntargets (backends): p50 <= 10%% of the abort callback's, overhead <= 3%%: hook %s, "
                 "stateless %s\n",
@@ -747,19 +762,7 @@ child_rows mtmd_rows(const options & opt, const llama_model * model) {
         const std::string tmp = opt.json + ".mtmd-" + kind + ".tmp";
         std::remove(tmp.c_str());
         const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind, tmp);
-        common::child_json j = common::take_child_json(tmp);
-        if (rc != 0 || j.text.empty()) {
-            std::printf("| %-6s | skipped: the setup failed (exit %d), see the messages above |\n", kind, rc);
-            j.text = std::string("{\"kind\": \"") + kind + "\", \"error\": \"setup failed\"}";
-            out.ok           = false;
-            out.stateless_ok = false;
-        } else {
-            out.ok = out.ok && j.is_true({"targets", "latency_le_10pct_of_encode"}) &&
-                     j.is_true({"targets", "overhead_le_3pct"});
-            out.stateless_ok = out.stateless_ok && j.is_true({"targets", "stateless_latency_le_10pct_of_encode"}) &&
-                               j.is_true({"targets", "stateless_overhead_le_3pct"});
-        }
-        out.json.push_back(j.text);
+        add_child_row(out, common::take_child_json(tmp), rc, {"kind", kind, 6, "latency_le_10pct_of_encode"});
     }
     std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, overhead <= 3%%: hook %s, "
                 "stateless %s\n",
