@@ -125,13 +125,13 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
     const bool full = graph_nodes_.size() >= k_graph_nodes;
     if (full || !graph_nodes_.insert(node)) {
         // Asked before in this graph: a new graph began (or no end in sight: its work not known).
+        // A device the graph did not use keeps what it knew. Rates are never 0.
         graph_ms_ = 0.0;
         for (device_rate & r : devices_) {
             r.graph_work = full ? 0.0 : (r.graph_acc > 0.0 ? r.graph_acc : r.graph_work);
-            graph_ms_ += r.used && r.rate > 0.0 ? r.graph_acc / r.rate : 0.0;
+            graph_ms_ += full ? 0.0 : r.graph_acc / r.rate;
             r.graph_acc  = 0.0;
         }
-        graph_ms_ = full ? 0.0 : graph_ms_;
         graph_nodes_.clear();
         graph_nodes_.insert(node);
     }
