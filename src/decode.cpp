@@ -222,9 +222,11 @@ int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> 
         }
         prefix = prefix && committed;
         n_prefix += prefix ? 1 : 0;
-        for (int32_t k = 0; k < batch_seq_count(batch, i) && committed && n_committed_seq != nullptr; ++k) {
+        // Per sequence, a token counts where that sequence holds it: a token shared with a dropped
+        // sequence is committed for the ones that keep it.
+        for (int32_t k = 0; k < batch_seq_count(batch, i) && n_committed_seq != nullptr; ++k) {
             const llama_seq_id s = batch_seq_of(batch, i, k);
-            if (s < n_seq) {
+            if (s < n_seq && (all || (pos[i] > before[s] && pos[i] <= after[s]))) {
                 n_committed_seq[s]++;
             }
         }
@@ -288,6 +290,7 @@ struct outcome {
     int32_t ret        = 0;     // the last llama_decode's return
     bool    stopped    = false; // the byte (or the hook) stopped the batch before its end
     int32_t n_calls    = 0;     // llama_decode calls made
+    bool    unsliced   = false; // a drop moved an output before the last slice: the rest went whole
     char    error[200] = {0};   // a snapshot or rollback that failed
 };
 
@@ -296,6 +299,31 @@ struct outcome {
 bool graph_stopped(const llama_cancel_decode_params & p) {
     const bool stateless = llama_cancel::take_stateless_stop(); // always taken: it is per call
     return llama_cancel_hook_stopped(p.hook) || stateless;
+}
+
+// After an aborted llama_decode call over the next `n` pending tokens on a KV cache: a token of
+// several sequences in the aborted ubatch is still held by all but the first (llama.cpp removes the
+// ubatch's positions by each token's first sequence id); those positions go too.
+void remove_partly_held(llama_context * ctx, const llama_cancel::pending_batch & pending, int32_t n) {
+    for (const auto & f : pending.partly_held(n, seq_pos_max(ctx))) {
+        llama_memory_seq_rm(llama_get_memory(ctx), f.first, f.second, -1);
+    }
+}
+
+// After a sequence's byte aborted a llama_decode call over the next `n` pending tokens on a KV
+// cache, where llama.cpp removed the ubatch in flight and kept the finished ones: those stay
+// committed, minus the outputs of sequences that go on (and what follows them in each), removed
+// here to be decoded again in a later call, whose outputs are the ones llama.cpp keeps. False when
+// the finished ubatches cannot be kept exactly (then the call is rolled back to its start).
+bool keep_finished_ubatches(llama_context * ctx, llama_cancel::pending_batch & pending, int32_t n) {
+    std::vector<std::pair<llama_seq_id, llama_pos>> requeue;
+    if (!pending.keep_held(n, seq_pos_max(ctx), llama_get_embeddings(ctx) != nullptr, requeue)) {
+        return false;
+    }
+    for (const auto & r : requeue) {
+        llama_memory_seq_rm(llama_get_memory(ctx), r.first, r.second, -1); // a KV cache removes any suffix
+    }
+    return true;
 }
 
 // Runs the plan's llama_decode calls over the pending tokens; the byte (and the sequences' bytes)
@@ -315,7 +343,12 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
             o.stopped = true;
             break;
         }
-        const int32_t n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, pending.size());
+        int32_t n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, pending.size());
+        // A drop can move an output out of the last slice: the rest then goes in one call.
+        if (n < pending.size() && pending.output_before_end(n, llama_get_embeddings(ctx) != nullptr)) {
+            n = pending.size();
+            o.unsliced = true;
+        }
         // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
         if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state)) {
             std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d",
@@ -336,9 +369,15 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
                                     llama_cancel::take_stateless_longest_view_ms()));
         const bool graph = graph_stopped(p);
         const bool by_seq = (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged_in(n);
+        // A call a sequence's byte aborted on a KV cache keeps its finished ubatches, as a cancel
+        // does: only the ubatch in flight is computed again.
+        if (by_seq && o.ret == 2 && !graph && !plan.with_state && keep_finished_ubatches(ctx, pending, n)) {
+            o.ret = 0;
+            continue;
+        }
         // llama.cpp undoes an aborted KV ubatch exactly by itself; a graph an eval callback stopped
-        // (which returns 0), a recurrent state, and a call a sequence's byte stopped (whose finished
-        // ubatches hold other sequences' tokens) are put back here, to the start of this call.
+        // (which returns 0), a recurrent state, and a sequence's stop whose finished ubatches cannot
+        // be kept are put back here, to the start of this call.
         llama_seq_id failed = -1;
         if ((graph || by_seq || (plan.with_state && o.ret != 0)) && !checkpoint.restore(ctx, &failed)) {
             std::snprintf(o.error, sizeof(o.error),
@@ -349,6 +388,9 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
         if (by_seq) {
             o.ret = 0;
             continue; // a sequence's byte: the next turn drops it and decodes the rest again
+        }
+        if (o.ret == 2 && !graph && !plan.with_state) {
+            remove_partly_held(ctx, pending, n);
         }
         if (graph || o.ret != 0) {
             o.stopped = graph || o.ret == 2;
@@ -468,7 +510,7 @@ int32_t decode(
         result->n_seq_cancelled = pending.n_dropped();
         result->n_decode_calls  = o.n_calls;
         result->longest_node_ms = budget.longest_ms();
-        result->budget_missed   = p.max_stop_ms > 0.0f && (!plan.budgeted || budget.missed());
+        result->budget_missed   = p.max_stop_ms > 0.0f && (!plan.budgeted || budget.missed() || o.unsliced);
         if (o.error[0] != 0) {
             std::snprintf(result->message, sizeof(result->message), "%s", o.error);
         } else if (status == LLAMA_CANCEL_ERROR) {

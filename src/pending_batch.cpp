@@ -146,6 +146,78 @@ void pending_batch::consume(int32_t n) {
     next_ += n;
 }
 
+bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
+                              std::vector<std::pair<llama_seq_id, llama_pos>> & requeue) {
+    requeue.clear();
+    std::vector<bool> held(n);
+    for (int32_t k = 0; k < n; ++k) {
+        const int32_t i = index_[next_ + k];
+        held[k] = pos_[i] <= pos_max[seqs_[i][0]];
+        for (const llama_seq_id s : seqs_[i]) {
+            if ((pos_[i] <= pos_max[s]) != held[k]) {
+                return false; // llama.cpp removes an aborted ubatch's positions by its first sequence id only
+            }
+        }
+        // A held output of a sequence that goes on: from it on, that sequence is decoded again.
+        const bool output = is_output(i, n, k, embeddings_context);
+        for (const llama_seq_id s : seqs_[i]) {
+            const bool going_on = !(s < n_flags_ && flag_is_set(flags_[s]));
+            const bool seen = std::any_of(requeue.begin(), requeue.end(), [&](const auto & r) { return r.first == s; });
+            if (held[k] && output && going_on && !seen) {
+                requeue.emplace_back(s, pos_[i]);
+            }
+        }
+    }
+    const auto again = [&](int32_t i) {
+        return std::any_of(seqs_[i].begin(), seqs_[i].end(), [&](llama_seq_id s) {
+            return std::any_of(requeue.begin(), requeue.end(),
+                               [&](const auto & r) { return r.first == s && pos_[i] >= r.second; });
+        });
+    };
+    std::vector<int32_t> committed, rest;
+    for (int32_t k = 0; k < n; ++k) {
+        const int32_t i = index_[next_ + k];
+        if (again(i) && seqs_[i].size() > 1) {
+            requeue.clear();
+            return false; // removing it from one sequence would leave it in the others
+        }
+        (held[k] && !again(i) ? committed : rest).push_back(i);
+    }
+    std::copy(committed.begin(), committed.end(), index_.begin() + next_);
+    std::copy(rest.begin(), rest.end(), index_.begin() + next_ + static_cast<int32_t>(committed.size()));
+    next_ += static_cast<int32_t>(committed.size());
+    gaps_ = gaps_ || !committed.empty();
+    return true;
+}
+
+std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_held(int32_t n,
+                                                                          const std::vector<llama_pos> & pos_max) const {
+    std::vector<std::pair<llama_seq_id, llama_pos>> from;
+    for (int32_t k = 0; k < n; ++k) {
+        const int32_t i    = index_[next_ + k];
+        const auto &  seqs = seqs_[i];
+        const bool    some = std::any_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) { return pos_[i] <= pos_max[s]; });
+        const bool    all  = std::all_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) { return pos_[i] <= pos_max[s]; });
+        for (const llama_seq_id s : seqs) {
+            const bool seen = std::any_of(from.begin(), from.end(), [&](const auto & f) { return f.first == s; });
+            if (some && !all && pos_[i] <= pos_max[s] && !seen) {
+                from.emplace_back(s, pos_[i]);
+            }
+        }
+    }
+    return from;
+}
+
+bool pending_batch::output_before_end(int32_t n, bool embeddings_context) const {
+    for (int32_t j = next_; j < next_ + n && j + 1 < static_cast<int32_t>(index_.size()); ++j) {
+        const int32_t i = index_[j];
+        if (is_output(i, 0, 0, embeddings_context)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool pending_batch::all_dropped() const {
     if (n_dropped_ == 0) {
         return false;

@@ -63,8 +63,20 @@ struct alone {
     std::vector<uint8_t> state;
     std::vector<float>   logits;
 };
-alone decode_alone(const std::vector<llama_token> & prompt, llama_seq_id s) {
-    auto ctx = context(k_n);
+common::context_ptr unified_context(uint32_t n_ubatch) {
+    common::context_options opt;
+    opt.n_ctx      = 1024;
+    opt.n_batch    = k_n;
+    opt.n_ubatch   = n_ubatch;
+    opt.n_seq_max  = k_seqs;
+    opt.kv_unified = true;
+    return common::make_context(suite_model(), opt);
+}
+
+// (With one KV stream for all sequences when `unified`: the stream count is part of a sequence's
+// state.)
+alone decode_alone(const std::vector<llama_token> & prompt, llama_seq_id s, bool unified = false) {
+    auto ctx = unified ? unified_context(k_n) : context(k_n);
     common::seq_batch b(prompt, 0, k_len, 0, s);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     return {seq_state(ctx.get(), s), common::last_logits(ctx.get())};
@@ -109,7 +121,8 @@ class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithPar
 
     // Each sequence not cancelled ends as its tokens alone leave it (memory byte for byte, last
     // logits bit-identical, read where seq_output says); a cancelled one holds nothing.
-    void expect_survivors_whole(llama_context * ctx, const seq_stop & st, const std::vector<bool> & cancelled) {
+    void expect_survivors_whole(llama_context * ctx, const seq_stop & st, const std::vector<bool> & cancelled,
+                                bool unified = false) {
         for (llama_seq_id s = 0; s < k_seqs; ++s) {
             EXPECT_EQ(st.cancelled[s], cancelled[s] ? 1 : 0) << "sequence " << s;
             if (cancelled[s]) {
@@ -117,7 +130,7 @@ class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithPar
                 EXPECT_EQ(st.output[s], -1);
                 continue;
             }
-            const alone want = decode_alone(prompts[s], s);
+            const alone want = decode_alone(prompts[s], s, unified);
             EXPECT_EQ(seq_state(ctx, s), want.state) << "memory of sequence " << s;
             ASSERT_GE(st.output[s], 0) << "sequence " << s << " has no readable output";
             const auto got = logits_at(ctx, st.output[s]);
@@ -314,6 +327,231 @@ TEST_P(SeqCancel, BadPerSequenceArgumentsAreClearErrors) {
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::strstr(r.message, "n_seq_flags"), nullptr) << r.message;
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1) << "nothing decoded";
+}
+
+namespace {
+
+// Memory and last logits of prompt[0, n) decoded alone as sequence s in a fresh context (with one
+// KV stream for all sequences when `unified`).
+alone decode_prefix_alone(const std::vector<llama_token> & prompt, llama_seq_id s, int32_t n, bool unified = false) {
+    auto ctx = unified ? unified_context(k_n) : context(k_n);
+    common::seq_batch b(prompt, 0, n, 0, s);
+    EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
+    return {seq_state(ctx.get(), s), common::last_logits(ctx.get())};
+}
+
+// Abort-callback calls of an uninterrupted decode of `b`: the node clock of a whole call.
+int nodes_of_decode(llama_context * ctx, common::owned_batch & b) {
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(0, -1); // counts, never stores
+    llama_cancel_decode_result r;
+    EXPECT_EQ(llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    llama_memory_clear(llama_get_memory(ctx), true);
+    return st.trigger.calls;
+}
+
+bool has_recurrent_state() {
+    return llama_model_is_recurrent(suite_model()) || llama_model_is_hybrid(suite_model());
+}
+
+} // namespace
+
+// A KV cache decodes the batch in one llama_decode call of 4 ubatches (one stream per sequence:
+// each ubatch holds a quarter of every sequence). Sequence 2 stopped in the third keeps what the
+// first two committed, as a cancel keeps finished ubatches; the others are not computed again.
+// With recurrent state the call is rolled back to its start (it cannot be undone ubatch by ubatch).
+TEST_P(SeqCancel, AStopInALaterUbatchKeepsTheFinishedOnes) {
+    if (GetParam() != k_len) {
+        GTEST_SKIP() << "the batch is one ubatch: nothing is finished before the stop";
+    }
+    auto ctx = context(GetParam());
+    multi_batch b(prompts);
+    const int total = nodes_of_decode(ctx.get(), b);
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(2, total * 5 / 8); // inside the third of 4 ubatches
+    int32_t committed[k_seqs] = {0};
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_decode_calls, 2);
+    EXPECT_EQ(st.cancelled[2], 1);
+    for (llama_seq_id s : {0, 1, 3}) {
+        EXPECT_EQ(committed[s], k_len) << "sequence " << s;
+    }
+    if (has_recurrent_state()) {
+        EXPECT_EQ(committed[2], 0) << "recurrent state: the call is undone to its start";
+    } else {
+        EXPECT_GT(committed[2], 0) << "the finished ubatches hold sequence 2's first tokens";
+        EXPECT_LT(committed[2], k_len);
+    }
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), committed[2] - 1);
+    if (committed[2] > 0) {
+        EXPECT_EQ(seq_state(ctx.get(), 2), decode_prefix_alone(prompts[2], 2, committed[2]).state)
+            << "sequence 2 holds its committed tokens as a decode of them alone leaves them";
+    }
+    for (llama_seq_id s : {0, 1, 3}) {
+        const alone want = decode_alone(prompts[s], s);
+        EXPECT_EQ(seq_state(ctx.get(), s), want.state) << "memory of sequence " << s;
+        const auto got = logits_at(ctx.get(), st.output[s]);
+        ASSERT_EQ(got.size(), want.logits.size()) << "sequence " << s;
+        EXPECT_EQ(std::memcmp(got.data(), want.logits.data(), got.size() * sizeof(float)), 0) << "sequence " << s;
+    }
+}
+
+// One KV stream for all sequences: ubatch k is sequence k. Sequence 2 stopped in the third leaves
+// sequences 0 and 1 committed with their outputs, which llama.cpp would not keep past the next
+// call: their last tokens are decoded again beside sequence 3, and every output stays readable.
+TEST_P(SeqCancel, OutputsOfFinishedUbatchesStayReadable) {
+    if (GetParam() != k_len) {
+        GTEST_SKIP() << "the batch is one ubatch: nothing is finished before the stop";
+    }
+    auto ctx = unified_context(GetParam());
+    ASSERT_NE(ctx, nullptr);
+    multi_batch b(prompts);
+    const int total = nodes_of_decode(ctx.get(), b);
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(2, total * 5 / 8);
+    int32_t committed[k_seqs] = {0};
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_decode_calls, 2);
+    EXPECT_EQ(committed[2], 0);
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), -1);
+    for (llama_seq_id s : {0, 1, 3}) {
+        EXPECT_EQ(committed[s], k_len) << "sequence " << s;
+        const alone want = decode_prefix_alone(prompts[s], s, k_len, true);
+        EXPECT_EQ(seq_state(ctx.get(), s), want.state) << "memory of sequence " << s;
+        ASSERT_GE(st.output[s], 0) << "sequence " << s << " has no readable output";
+        const auto got = logits_at(ctx.get(), st.output[s]);
+        ASSERT_EQ(got.size(), want.logits.size()) << "sequence " << s;
+        EXPECT_EQ(std::memcmp(got.data(), want.logits.data(), got.size() * sizeof(float)), 0) << "sequence " << s;
+    }
+}
+
+// Slices end where n_ubatch says; once sequence 1 (60 tokens, no output) is dropped, sequence 0's
+// output (batch index 69) would fall into the first of the remaining slices, whose outputs the
+// next call discards: the rest goes in one call instead, and sequence 0's output stays readable.
+TEST_P(SeqCancel, ADropNeverLeavesAnOutputBeforeTheLastSlice) {
+    auto hc = fixtures::make_hooked(suite_model(), 96, GetParam() == k_len ? 32 : 96, nullptr, k_seqs);
+    ASSERT_NE(hc.ctx, nullptr);
+    common::owned_batch b;
+    for (int i = 0; i < 60; ++i) {
+        b.add(prompts[1][i % k_len], i, {1}, false);
+    }
+    for (int i = 0; i < 10; ++i) {
+        b.add(prompts[0][i], i, {0}, i == 9);
+    }
+    for (int i = 0; i < 26; ++i) {
+        b.add(prompts[3][i], i, {3}, false);
+    }
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(1, 10);
+    p.hook           = hc.hook.get();
+    p.sliced_outputs = true;
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(hc.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(st.cancelled[1], 1);
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(hc.ctx.get()), 1), -1);
+    ASSERT_GE(st.output[0], 0) << "sequence 0's output was lost";
+    const alone want = decode_prefix_alone(prompts[0], 0, 10);
+    EXPECT_EQ(seq_state(hc.ctx.get(), 0), want.state);
+    const auto got = logits_at(hc.ctx.get(), st.output[0]);
+    ASSERT_EQ(got.size(), want.logits.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.logits.data(), got.size() * sizeof(float)), 0);
+    EXPECT_EQ(seq_state(hc.ctx.get(), 3), decode_prefix_alone(prompts[3], 3, 26).state);
+}
+
+// Every sequence's byte stored at one node of the first graph: the call is a cancel, and memory
+// holds only what was committed before the stop (nothing, at node 10 of the first ubatch).
+TEST_P(SeqCancel, AllSequencesStoppedMidCall) {
+    auto ctx = context(GetParam());
+    multi_batch b(prompts);
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(0, 10);
+    int8_t all = 0;
+    const int8_t * flags[k_seqs] = {&all, &all, &all, &all}; // one store drops them all at once
+    p.seq_flags     = flags;
+    st.trigger.flag = &all;
+    int32_t committed[k_seqs] = {9, 9, 9, 9};
+    llama_cancel_decode_result r;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_seq_cancelled, k_seqs);
+    EXPECT_EQ(r.n_decode_calls, 1);
+    for (int s = 0; s < k_seqs; ++s) {
+        EXPECT_EQ(st.cancelled[s], 1);
+        EXPECT_EQ(committed[s], 0);
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1) << "sequence " << s;
+    }
+}
+
+// Tokens shared by sequences 0 and 1, one of them stopped in the middle of the call: the shared
+// tokens stay with the other. llama.cpp takes a token in several sequences only with one KV stream
+// for all (kv_unified), where attention spans every sequence's cells, so a sequence's rows are not
+// those of its tokens alone: the reference is the same batch with that sequence's byte set on
+// entry (dropped before anything runs), which the survivors must match byte for byte and bit for bit.
+TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
+    if (llama_model_is_recurrent(suite_model())) {
+        GTEST_SKIP() << "llama.cpp's recurrent memory takes no token in several sequences (llama_decode returns 1)";
+    }
+    const int shared = 8;
+    for (int i = 0; i < shared; ++i) {
+        prompts[1][i] = prompts[0][i];
+    }
+    multi_batch b(prompts, shared);
+    for (llama_seq_id stopped : {0, 1}) {
+        auto ref = unified_context(GetParam());
+        seq_stop want;
+        want.bytes[stopped] = 1;
+        llama_cancel_decode_params pw = want.params(-1, 0);
+        llama_cancel_decode_result r;
+        ASSERT_EQ(llama_cancel_decode(ref.get(), b.get(), &pw, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+
+        auto ctx = unified_context(GetParam());
+        seq_stop st;
+        llama_cancel_decode_params p = st.params(stopped, 10);
+        int32_t committed[k_seqs] = {0};
+        ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+        EXPECT_EQ(r.n_seq_cancelled, 1);
+        EXPECT_EQ(st.cancelled[stopped], 1);
+        EXPECT_EQ(committed[stopped], 0) << "stopped in the first ubatch";
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), stopped), -1);
+        for (llama_seq_id s = 0; s < k_seqs; ++s) {
+            if (s == stopped) {
+                continue;
+            }
+            EXPECT_EQ(committed[s], k_len) << "sequence " << s << ": its batch tokens, shared ones included";
+            EXPECT_EQ(seq_state(ctx.get(), s), seq_state(ref.get(), s)) << "memory of sequence " << s;
+            ASSERT_GE(st.output[s], 0);
+            EXPECT_EQ(logits_at(ctx.get(), st.output[s]), logits_at(ref.get(), want.output[s])) << "sequence " << s;
+        }
+    }
+}
+
+// The batch byte stopping a ubatch that holds tokens of two sequences: llama.cpp removes an aborted
+// ubatch's positions by each token's first sequence id only, which would leave sequence 1 holding
+// shared tokens nothing committed. Memory holds exactly the committed tokens (none here).
+TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
+    if (llama_model_is_recurrent(suite_model())) {
+        GTEST_SKIP() << "llama.cpp's recurrent memory takes no token in several sequences (llama_decode returns 1)";
+    }
+    const int shared = 8;
+    for (int i = 0; i < shared; ++i) {
+        prompts[1][i] = prompts[0][i];
+    }
+    multi_batch b(prompts, shared);
+    auto ctx = unified_context(GetParam());
+    seq_stop st;
+    int8_t batch_byte = 0;
+    llama_cancel_decode_params p = st.params(0, 10);
+    st.trigger.flag = &batch_byte;
+    p.flag = &batch_byte;
+    int32_t committed[k_seqs] = {0};
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_committed, 0);
+    for (llama_seq_id s = 0; s < k_seqs; ++s) {
+        EXPECT_EQ(committed[s], 0) << "sequence " << s;
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1) << "sequence " << s;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ubatch, SeqCancel, ::testing::Values(uint32_t{k_n}, uint32_t{k_len}),

@@ -17,8 +17,11 @@ struct seq_bytes {
     std::vector<const int8_t *> flags;
     std::vector<int8_t>         cancelled;
     std::vector<int32_t>        output;
+    std::vector<int32_t>        committed; // n_committed_seq: each sequence's batch tokens in memory
 
-    explicit seq_bytes(int n) : bytes(n, 0), flags(n), cancelled(n, 0), output(n, -1) { point_each(); }
+    explicit seq_bytes(int n) : bytes(n, 0), flags(n), cancelled(n, 0), output(n, -1), committed(n, 0) {
+        point_each();
+    }
     seq_bytes(const seq_bytes &) = delete;
     seq_bytes & operator=(const seq_bytes &) = delete;
 

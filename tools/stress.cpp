@@ -75,7 +75,7 @@ struct seq_stress {
     common::context_ptr                      ctx[2]; // 0: abort callback, 1: eval hook
     std::vector<std::vector<float>>       want[2];
     int                                   ticks[2] = {0, 0};
-    long                                  drops = 0, late = 0, errors = 0;
+    long                                  drops = 0, kept_tokens = 0, late = 0, errors = 0;
     double                                max_diff = 0.0;
 
     seq_stress(const stress_options & opt, llama_model * m, bool bit_exact) : o(opt), model(m), exact(bit_exact) {}
@@ -108,7 +108,7 @@ struct seq_stress {
         }
         sb.fill(p);
         common::multi_seq_batch b(prompts, k_seq_len);
-        return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, nullptr, 0);
+        return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, sb.committed.data(), k_seqs);
     }
 
     // Uninterrupted decodes: the reference logits, and the trigger calls a whole decode makes.
@@ -133,13 +133,16 @@ struct seq_stress {
         ++errors;
     }
 
-    // A survivor's memory and last logits; a dropped sequence's empty memory.
+    // A survivor's memory and last logits; a dropped sequence's memory holds its committed tokens
+    // (the ubatches finished before its stop), short of its whole prompt.
     void check_seq(int c, int mode, const common::seq_bytes & sb, int s) {
         const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx[mode].get()), s);
         if (sb.cancelled[s] != 0) {
-            if (sb.bytes[s] == 0 || pos_max != -1 || sb.output[s] != -1) {
-                fail(c, "dropped without its byte, or memory / output left", s);
+            if (sb.bytes[s] == 0 || sb.output[s] != -1 || sb.committed[s] >= k_seq_len ||
+                pos_max != sb.committed[s] - 1) {
+                fail(c, "dropped without its byte, with an output, whole, or memory beyond its committed tokens", s);
             }
+            kept_tokens += sb.committed[s];
             return;
         }
         late += sb.bytes[s] != 0 ? 1 : 0; // stored once its tokens were all computed: kept
@@ -203,9 +206,10 @@ struct seq_stress {
             const int mode = cpu && ticks[0] > 0 ? c % 2 : 1;
             cycle(c, mode, rng);
         }
-        std::printf("seq-cancel stress on %s: %d cycles, %ld sequences dropped, %ld stored after their tokens were "
-                    "done (kept), %ld errors; survivors' logits %s (max |diff| %g)\n",
-                    backend.c_str(), o.cycles, drops, late, errors,
+        std::printf("seq-cancel stress on %s: %d cycles, %ld sequences dropped (%ld of their tokens committed before "
+                    "the stop), %ld stored after their tokens were done (kept), %ld errors; survivors' logits %s "
+                    "(max |diff| %g)\n",
+                    backend.c_str(), o.cycles, drops, kept_tokens, late, errors,
                     exact ? "bit-identical to the uninterrupted decode's" : "compared", max_diff);
         return errors == 0 ? 0 : 1;
     }

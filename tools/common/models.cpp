@@ -30,6 +30,7 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.op_offload      = false;
     cp.offload_kqv     = opt.offload_kqv;
     cp.embeddings      = opt.embeddings;
+    cp.kv_unified      = opt.kv_unified;
     cp.no_perf         = true;
     cp.cb_eval           = opt.cb_eval;
     cp.cb_eval_user_data = opt.cb_eval_data;

@@ -29,6 +29,7 @@ struct context_options {
     uint32_t n_seq_max = 1;
     bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
     bool     embeddings  = false;
+    bool     kv_unified  = false; // one KV stream for all sequences: ubatches are batch slices
     ggml_backend_sched_eval_callback cb_eval      = nullptr;
     void *                           cb_eval_data = nullptr;
 };
