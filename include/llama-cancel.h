@@ -105,7 +105,8 @@ extern "C" {
     LLAMA_CANCEL_API const char * llama_cancel_field_name(const char * name, int32_t i);
 
     // True when the library was built with libmtmd: the multimodal functions below work. Without it
-    // they exist all the same and return LLAMA_CANCEL_ERROR, "built without libmtmd".
+    // they exist all the same and return LLAMA_CANCEL_ERROR, "built without libmtmd". Any thread,
+    // any time.
     LLAMA_CANCEL_API bool llama_cancel_has_mtmd(void);
 
     //
@@ -197,20 +198,28 @@ extern "C" {
         double   round_trip_ms;
     };
 
-    // Defaults: no byte, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS, no chained callback.
+    // Defaults: no byte, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS, no chained callback. Returned by
+    // value; any thread.
     LLAMA_CANCEL_API struct llama_cancel_hook_params llama_cancel_hook_default_params(void);
 
-    // Creates a hook; `params` NULL means the defaults. The caller owns it and frees it with
-    // llama_cancel_hook_free after every context and mtmd context it is bound to. NULL if out of memory.
+    // Creates a hook; `params` NULL means the defaults (`params` is copied; its flag pointer is kept
+    // and read during graphs, see llama_cancel_hook_set_flag). The caller owns the hook. NULL if out
+    // of memory. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_hook * llama_cancel_hook_init(const struct llama_cancel_hook_params * params);
+    // Frees the hook; NULL does nothing. Call it after every context and mtmd context it is bound to
+    // was freed (their schedulers keep its address as cb_eval_user_data), on any thread, once no
+    // graph runs with it.
     LLAMA_CANCEL_API void llama_cancel_hook_free(struct llama_cancel_hook * hook);
 
     // Installs the hook as params->cb_eval before llama_init_from_model, chaining any cb_eval
-    // already there. One hook per context: the scheduler calls it on the decoding thread.
+    // already there (the hook keeps that pointer and its user data). One hook per context: the
+    // scheduler calls it on the decoding thread. `params` is changed in place, on the caller's
+    // thread, before the context exists; a NULL hook or params does nothing.
     LLAMA_CANCEL_API void llama_cancel_hook_bind(struct llama_cancel_hook * hook, struct llama_context_params * params);
 
     // The ggml_backend_sched_eval_callback itself, with the hook as user data (for mtmd_context_params
-    // and other schedulers: set cb_eval to it and cb_eval_user_data to the hook).
+    // and other schedulers: set cb_eval to it and cb_eval_user_data to the hook). The scheduler calls
+    // it on the thread that computes the graph; a NULL hook never stops and places no checkpoint.
     LLAMA_CANCEL_API bool llama_cancel_hook_eval_callback(struct ggml_tensor * t, bool ask, void * hook);
 
     // The byte the hook reads. llama_cancel_decode sets it to its own for the call and restores it.
@@ -218,11 +227,17 @@ extern "C" {
     LLAMA_CANCEL_API void           llama_cancel_hook_set_flag(struct llama_cancel_hook * hook, const int8_t * flag);
     LLAMA_CANCEL_API const int8_t * llama_cancel_hook_get_flag(const struct llama_cancel_hook * hook);
 
+    // The hook's state below is not synchronized: call these on the thread that decodes or encodes
+    // with the hook (the scheduler calls the hook there), or while no graph runs with it.
+
     // True when the hook stopped a graph since the last reset: that graph's results are garbage.
+    // False for a NULL hook.
     LLAMA_CANCEL_API bool llama_cancel_hook_stopped(const struct llama_cancel_hook * hook);
-    // Clears the stopped state before the next graph (llama_cancel_decode does it per ubatch).
+    // Clears the stopped state and the work counted toward the next checkpoint before the next graph
+    // (llama_cancel_decode does it before each llama_decode call); learnt rates are kept. NULL does
+    // nothing.
     LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
-    // Counters for benchmarks and diagnostics; zeros for a NULL hook.
+    // Counters for benchmarks and diagnostics, returned by value; zeros for a NULL hook.
     LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
 
     //
@@ -312,7 +327,9 @@ extern "C" {
         int32_t n_seq_cancelled; // sequences dropped by their byte (params->seq_flags)
     };
 
-    // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index, no budget.
+    // Defaults: no byte, no caller abort callback, no hook, outputs readable by batch index
+    // (sliced_outputs false), no stop-time budget (max_stop_ms 0), no per-sequence bytes or outputs
+    // (seq_* NULL, n_seq_flags 0). Returned by value; any thread.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
 
     // Decodes `batch` on `ctx` while honouring the byte at params->flag: through the abort callback
@@ -395,7 +412,8 @@ extern "C" {
         char      message[256];          // readable reason for LLAMA_CANCEL_ERROR
     };
 
-    // Defaults: no byte, n_predict 32, sequence 0, greedy, no hook, no callback.
+    // Defaults: no byte, n_predict 32, sequence 0, greedy, no hook, no callback, no stop-time budget
+    // (max_stop_ms 0). Returned by value; any thread.
     LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
 
     // Decodes `prompt` (n_prompt may be 0: continue from the logits the last decode left, e.g. after
@@ -415,7 +433,7 @@ extern "C" {
             int32_t                                     n_out_max,
             struct llama_cancel_generate_result       * result);
 
-    // Static, readable name of a stop reason; never NULL.
+    // Static, readable name of a stop reason; never NULL. Any thread.
     LLAMA_CANCEL_API const char * llama_cancel_stop_reason_str(int32_t reason);
 
     //
@@ -440,7 +458,8 @@ extern "C" {
             const int8_t                    * flag,
             struct llama_cancel_load_result * result);
 
-    // Returns a static, readable name for a status ("ok", "cancelled", "error"); never NULL.
+    // Returns a static, readable name for a status ("ok", "cancelled", "error"); never NULL. Any
+    // thread.
     LLAMA_CANCEL_API const char * llama_cancel_status_str(int32_t status);
 
     //
@@ -494,7 +513,8 @@ extern "C" {
         char      message[256];  // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
     };
 
-    // Defaults: no byte, no decode hook, sequence 0, the context's n_batch, logits_last true.
+    // Defaults: no byte, no decode hook, sequence 0, the context's n_batch, logits_last true, no
+    // stop-time budget (max_stop_ms 0). Returned by value; any thread.
     LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
 
     // Evaluates chunks[first_chunk..] (text, image and audio, as mtmd_tokenize made them) into
