@@ -296,19 +296,27 @@ extern "C" {
         // Per-sequence cancel: seq_flags[s] is the caller-owned byte of sequence s (NULL: none),
         // for s < n_seq_flags; NULL seq_flags: none. When the byte of a sequence that has tokens in
         // the batch is set during the call, the llama_decode call in flight stops (it may hold other
-        // sequences' tokens), is rolled back to its start exactly as a cancel is, that sequence's
-        // remaining tokens are dropped (for a token in several sequences, only that sequence id),
-        // and the call goes on with the other sequences. A byte set on entry drops its sequence
-        // before anything runs; a byte of a sequence without tokens in the batch changes nothing.
-        // Seen on the CPU by the abort callback and on other backends through params->hook (the
-        // stateless eval callback knows only one byte), and between llama_decode calls.
+        // sequences' tokens) and is rolled back as a cancel is: to its finished ubatches on a KV
+        // cache decoded whole, to its start with a hook or recurrent state (see sliced_outputs).
+        // That sequence keeps what is committed (n_committed_seq[s]) and its remaining tokens are
+        // dropped (for a token in several sequences, only that sequence id); the call goes on with
+        // the other sequences. Their outputs among the finished ubatches are decoded again (with
+        // what follows them), so that every survivor's last output is in the last llama_decode call.
+        // A byte set on entry drops its sequence before anything runs; a byte of a sequence without
+        // tokens in the batch changes nothing. Seen on the CPU by the abort callback and on other
+        // backends through params->hook (the stateless eval callback knows only one byte), and
+        // between llama_decode calls.
         const int8_t * const * seq_flags;
         int32_t                n_seq_flags;
-        // Optional outputs, n_seq_flags entries each, indexed by sequence id: 1 when the call
-        // dropped that sequence; and the index to pass to llama_get_logits_ith /
+        // Optional outputs, n_seq_flags entries each, indexed by sequence id. seq_cancelled[s]: 0 on
+        // entry, 1 once the call dropped sequence s, stored (atomically, release order) at the moment
+        // it is dropped: from then on the call no longer touches that sequence's memory, so another
+        // thread polling the entry may answer that request before the call returns (read its memory
+        // only after the call). seq_output[s]: the index to pass to llama_get_logits_ith /
         // llama_get_embeddings_ith for the sequence's last output in the batch after LLAMA_CANCEL_OK
-        // (-1: none, or dropped). Once a sequence is dropped its remaining tokens leave gaps in the
-        // batch: read outputs then through seq_output or by negative index.
+        // (-1: none, or dropped). Once a sequence is dropped the last call's tokens may not be
+        // consecutive batch tokens: read outputs then through seq_output or by negative index
+        // (llama_cancel_get_logits_ith returns NULL when result->output_base is -1).
         int8_t *               seq_cancelled;
         int32_t *              seq_output;
     };
@@ -318,7 +326,8 @@ extern "C" {
         int32_t decode_ret;  // what llama_decode returned (0 when it was not called)
         int32_t n_committed; // leading batch tokens now in memory: resume from batch index n_committed
         int32_t output_base; // after LLAMA_CANCEL_OK, batch index of the last llama_decode call's first
-                             // token: output i is llama.cpp's index i - output_base (0 unless sliced)
+                             // token: output i is llama.cpp's index i - output_base (0 unless sliced;
+                             // -1 when a dropped sequence left the last call's tokens not consecutive)
         char    message[256]; // readable reason for LLAMA_CANCEL_ERROR, empty otherwise
         int32_t n_decode_calls;  // llama_decode calls made
         float   longest_node_ms; // with a budget: what a stop could wait for, ms: the longest CPU
@@ -350,7 +359,8 @@ extern "C" {
     //   copies each touched sequence's recurrent state (llama_state_seq_get_data_ext,
     //   LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) before each llama_decode call to put it back on a stop;
     //   should that fail, LLAMA_CANCEL_ERROR says which sequence was cleared (empty and usable).
-    // - Outputs after LLAMA_CANCEL_OK: see sliced_outputs; llama_cancel_get_logits_ith always works.
+    // - Outputs after LLAMA_CANCEL_OK: see sliced_outputs; llama_cancel_get_logits_ith reads them by
+    //   batch index while the last call's tokens are consecutive batch tokens (see seq_output).
     // On return the context's abort callback is params->abort_callback again. `params` NULL means
     // the defaults. `result` and `n_committed_seq` may be NULL; n_committed_seq, when given, holds
     // `n_seq` counters indexed by sequence id, each set to that sequence's committed batch tokens.

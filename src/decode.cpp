@@ -326,6 +326,16 @@ bool keep_finished_ubatches(llama_context * ctx, llama_cancel::pending_batch & p
     return true;
 }
 
+// A dropped sequence's seq_cancelled entry is stored at once, not when the call returns: its memory
+// is final from here on, and a host thread watching the entry can answer that request now.
+void announce_drops(const llama_cancel_decode_params & p, const llama_cancel::pending_batch & pending) {
+    for (int32_t s = 0; p.seq_cancelled != nullptr && s < p.n_seq_flags; ++s) {
+        if (pending.dropped(s)) {
+            __atomic_store_n(&p.seq_cancelled[s], int8_t{1}, __ATOMIC_RELEASE);
+        }
+    }
+}
+
 // Runs the plan's llama_decode calls over the pending tokens; the byte (and the sequences' bytes)
 // are also checked between them. A call stopped by a sequence's byte alone is undone and the
 // decode goes on without that sequence.
@@ -335,7 +345,9 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
     outcome o;
     llama_cancel::memory_checkpoint checkpoint;
     for (;;) {
-        pending.drop_flagged();
+        if (pending.drop_flagged()) {
+            announce_drops(p, pending);
+        }
         if (pending.size() == 0) {
             break;
         }
@@ -418,11 +430,13 @@ bool check_seq_params(const llama_cancel_decode_params & p, llama_cancel_decode_
 // The per-sequence outputs as a call that drops nothing and reads nothing leaves them: every early
 // return (a byte set on entry, a bad batch) reports that.
 void clear_seq_outputs(const llama_cancel_decode_params & p) {
-    if (p.seq_cancelled != nullptr) {
-        std::memset(p.seq_cancelled, 0, static_cast<size_t>(p.n_seq_flags));
-    }
-    for (int32_t s = 0; p.seq_output != nullptr && s < p.n_seq_flags; ++s) {
-        p.seq_output[s] = -1;
+    for (int32_t s = 0; s < p.n_seq_flags; ++s) {
+        if (p.seq_cancelled != nullptr) {
+            __atomic_store_n(&p.seq_cancelled[s], int8_t{0}, __ATOMIC_RELEASE); // another thread may watch it
+        }
+        if (p.seq_output != nullptr) {
+            p.seq_output[s] = -1;
+        }
     }
 }
 
@@ -432,7 +446,7 @@ void report_seqs(llama_context * ctx, const llama_cancel_decode_params & p, cons
     const bool embeddings = llama_get_embeddings(ctx) != nullptr;
     for (int32_t s = 0; s < p.n_seq_flags; ++s) {
         if (p.seq_cancelled != nullptr) {
-            p.seq_cancelled[s] = pending.dropped(s) ? 1 : 0;
+            __atomic_store_n(&p.seq_cancelled[s], static_cast<int8_t>(pending.dropped(s) ? 1 : 0), __ATOMIC_RELEASE);
         }
         if (p.seq_output != nullptr && status == LLAMA_CANCEL_OK && !pending.dropped(s)) {
             p.seq_output[s] = pending.last_output_of(s, embeddings);

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -552,6 +553,31 @@ TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
         EXPECT_EQ(committed[s], 0) << "sequence " << s;
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1) << "sequence " << s;
     }
+}
+
+// seq_cancelled[s] is stored when the sequence is dropped, during the call: the caller's abort
+// callback, run at every node of the call that decodes the others, already sees it.
+TEST_P(SeqCancel, TheCancelledEntryIsStoredWhenTheSequenceIsDropped) {
+    auto ctx = context(GetParam());
+    multi_batch b(prompts);
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(2, 10);
+    struct watch {
+        seq_stop * st;
+        int8_t     seen = 0;
+        static bool cb(void * d) {
+            auto * w = static_cast<watch *>(d);
+            fixtures::node_trigger::abort_cb(&w->st->trigger);
+            w->seen = std::max(w->seen, __atomic_load_n(&w->st->cancelled[2], __ATOMIC_ACQUIRE));
+            return false;
+        }
+    } w{&st};
+    p.abort_callback      = watch::cb;
+    p.abort_callback_data = &w;
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_decode_calls, 2);
+    EXPECT_EQ(w.seen, 1) << "seq_cancelled[2] was not set while the other sequences were decoded";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ubatch, SeqCancel, ::testing::Values(uint32_t{k_n}, uint32_t{k_len}),
