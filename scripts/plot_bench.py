@@ -186,18 +186,23 @@ def plot_host_cpu(ax, backends):
 
 
 def plot_seq(ax, seqs):
-    """Per-sequence cancel (issue #13): the survivors' extra time and the stop, per backend."""
+    """Per-sequence cancel (issue #13): the survivors' extra time and the stops, per backend and n_ubatch."""
+    seqs = [q for q in seqs if "single" in q]
     x = range(len(seqs))
-    ax.bar([i - 0.2 for i in x], [q["single"]["extra_ms"]["p50"] for q in seqs], width=0.4, color="#92c5de",
-           label="survivors' extra time, p50")
-    ax.bar([i + 0.2 for i in x], [q["all"]["p50"] for q in seqs], width=0.4, color="#f4a582",
-           label="stop (all sequences), p50")
+    bars = [("survivors' extra time", lambda q: q["single"]["extra_ms"]["p50"], "#92c5de"),
+            ("cancelled sequence's stop", lambda q: q.get("seq_stop", {}).get("p50") or 0, "#0571b0"),
+            ("one sequence alone: stop", lambda q: q.get("solo", {}).get("p50") or 0, "#ca0020"),
+            ("all sequences: stop", lambda q: q["all"]["p50"] or 0, "#f4a582")]
+    w = 0.8 / len(bars)
+    for k, (label, get, color) in enumerate(bars):
+        ax.bar([i - 0.4 + w * (k + 0.5) for i in x], [get(q) for q in seqs], width=w, color=color,
+               label=label + ", p50")
     ax.set_xticks(list(x))
-    ax.set_xticklabels([q["backend"] for q in seqs])
+    ax.set_xticklabels(["%s\nn_ubatch %s" % (q["backend"], q.get("n_ubatch", 512)) for q in seqs])
     ax.set_ylabel("ms")
     ax.set_title("Per-sequence cancel: 4 x 128 tokens")
     if seqs:
-        ax.legend()
+        ax.legend(fontsize="small")
 
 
 if __name__ == "__main__":

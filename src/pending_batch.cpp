@@ -222,9 +222,12 @@ bool pending_batch::all_dropped() const {
     if (n_dropped_ == 0) {
         return false;
     }
+    // Every sequence of the batch, including tokens committed before its drop.
     for (int32_t i = 0; i < batch_.n_tokens; ++i) {
-        if (!seqs_[i].empty()) {
-            return false;
+        for (int32_t k = 0; k < batch_seq_count(batch_, i); ++k) {
+            if (!dropped(batch_seq_of(batch_, i, k))) {
+                return false;
+            }
         }
     }
     return true;

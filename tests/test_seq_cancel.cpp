@@ -580,6 +580,33 @@ TEST_P(SeqCancel, TheCancelledEntryIsStoredWhenTheSequenceIsDropped) {
     EXPECT_EQ(w.seen, 1) << "seq_cancelled[2] was not set while the other sequences were decoded";
 }
 
+// Every sequence's byte stored in the third of 4 ubatches: still a cancel, with the finished
+// ubatches kept on a KV cache (each sequence holds its committed tokens).
+TEST_P(SeqCancel, AllSequencesStoppedInALaterUbatch) {
+    if (GetParam() != k_len) {
+        GTEST_SKIP() << "the batch is one ubatch: nothing is finished before the stop";
+    }
+    auto ctx = context(GetParam());
+    multi_batch b(prompts);
+    const int total = nodes_of_decode(ctx.get(), b);
+    seq_stop st;
+    llama_cancel_decode_params p = st.params(0, total * 5 / 8);
+    int8_t all = 0;
+    const int8_t * flags[k_seqs] = {&all, &all, &all, &all};
+    p.seq_flags     = flags;
+    st.trigger.flag = &all;
+    int32_t committed[k_seqs] = {0};
+    llama_cancel_decode_result r;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_seq_cancelled, k_seqs);
+    for (llama_seq_id s = 0; s < k_seqs; ++s) {
+        EXPECT_EQ(st.cancelled[s], 1);
+        EXPECT_LT(committed[s], k_len);
+        EXPECT_EQ(committed[s] > 0, !has_recurrent_state()) << "sequence " << s;
+        EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), committed[s] - 1) << "sequence " << s;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ubatch, SeqCancel, ::testing::Values(uint32_t{k_n}, uint32_t{k_len}),
                          [](const ::testing::TestParamInfo<uint32_t> & i) {
                              return i.param == k_n ? std::string("whole") : std::string("ubatch32");

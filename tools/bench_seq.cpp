@@ -1,13 +1,18 @@
 // `llama-cancel bench-seq`: what a per-sequence cancel (llama_cancel_decode_params.seq_flags) costs
-// the other sequences of a shared batch, and how fast a batch whose every sequence is cancelled
-// returns. One context (n_seq_max 4, n_batch = n_ubatch = 512) decodes 4 sequences x 128 tokens,
-// one after another, each asking for its last token's output, the way a server batches its slots.
+// the other sequences of a shared batch, how fast the cancelled one stops, and how fast a batch
+// whose every sequence is cancelled returns. One context (n_seq_max 4, n_batch 512, n_ubatch 512 or
+// --n-ubatch) decodes 4 sequences x 128 tokens, one after another, each asking for its last
+// token's output, the way a server batches its slots.
 //
 // Per run: (a) plain: the batch with seq_flags set, no byte stored: T0. (b) single: one random
-// sequence's byte stored at a random 20-80% of T0's median; the call is rolled back and the other
-// three are decoded again: the survivors' extra time is T1 - median(T0). As n_ubatch holds the whole
-// batch, the ubatch in flight is the whole plain decode: the target is extra <= plain + 5%.
-// (c) all: the 4 sequences' bytes stored at once at such a point: store-to-return latency.
+// sequence's byte stored at a random 20-80% of T0's median; its stop latency is the time from the
+// store until seq_cancelled[s] is set (the library stores it when it drops the sequence; polled
+// every ~20 us), and the survivors' extra time is T1 - median(T0). The target: extra <= the ubatch
+// in flight (median(T0) x n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the
+// 4 sequences' bytes stored at once: store-to-return latency. (d) solo: the single-sequence figure
+// side by side: one sequence of 512 tokens in its own context (same n_ubatch), the batch byte
+// stored at such a point, store-to-return latency; the cancelled sequence's stop is "within" it
+// when its p95 is at most the solo maximum.
 // Runs whose decode returned before the store are counted apart ("finished first"), never as 0 ms.
 #include "commands.h"
 #include "args.h"
@@ -16,6 +21,8 @@
 #include "support.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +30,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -37,18 +45,37 @@ struct seq_options {
     std::string rpc_server = LLAMA_CANCEL_RPC_SERVER;
     int         runs    = 10;
     int         threads = 2;
+    int         n_ubatch = 512;
     uint32_t    seed    = 42;
     bool        header  = true;
 };
 
-// The model, its context (hooked off the CPU) and the 4 prompts.
+// The model, its contexts (hooked off the CPU: the shared batch's and the solo sequence's) and the
+// prompts.
 struct bench_setup {
     common::backend_setup                    setup;
     common::model_ptr                        model;
-    common::hook_ptr                         hook;
-    common::context_ptr                      ctx;
+    common::hook_ptr                         hook, solo_hook;
+    common::context_ptr                      ctx, solo_ctx;
     std::vector<std::vector<llama_token>> prompts;
+    std::vector<llama_token>              solo_prompt;
     bool                                  cpu = true;
+
+    common::context_ptr context(const seq_options & o, uint32_t n_seq_max, common::hook_ptr & h) {
+        common::context_options opt;
+        opt.n_ctx       = 1024;
+        opt.n_batch     = 512;
+        opt.n_ubatch    = static_cast<uint32_t>(o.n_ubatch);
+        opt.n_threads   = o.threads;
+        opt.n_seq_max   = n_seq_max;
+        opt.offload_kqv = !cpu;
+        if (!cpu) { // off the CPU the abort callback is not called: the hook sees the bytes
+            h                = common::make_hook();
+            opt.cb_eval      = llama_cancel_hook_eval_callback;
+            opt.cb_eval_data = h.get();
+        }
+        return common::make_context(model.get(), opt);
+    }
 
     bool make(const seq_options & o) {
         if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
@@ -59,24 +86,14 @@ struct bench_setup {
             std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.backend.c_str());
             return false;
         }
-        cpu = setup.devices.empty();
-        common::context_options opt;
-        opt.n_ctx       = 1024;
-        opt.n_batch     = 512;
-        opt.n_ubatch    = 512;
-        opt.n_threads   = o.threads;
-        opt.n_seq_max   = k_seqs;
-        opt.offload_kqv = !cpu;
-        if (!cpu) { // off the CPU the abort callback is not called: the hook sees the bytes
-            hook             = common::make_hook();
-            opt.cb_eval      = llama_cancel_hook_eval_callback;
-            opt.cb_eval_data = hook.get();
-        }
-        ctx = common::make_context(model.get(), opt);
+        cpu      = setup.devices.empty();
+        ctx      = context(o, k_seqs, hook);
+        solo_ctx = context(o, 1, solo_hook);
         for (int s = 0; s < k_seqs; ++s) {
             prompts.push_back(common::make_prompt(model.get(), k_len, o.seed + 100 + s));
         }
-        return ctx != nullptr;
+        solo_prompt = common::make_prompt(model.get(), k_seqs * k_len, o.seed + 200);
+        return ctx != nullptr && solo_ctx != nullptr;
     }
 };
 
@@ -84,39 +101,84 @@ struct outcome {
     int32_t status         = LLAMA_CANCEL_OK;
     double  ms             = 0.0; // whole decode
     double  after_store_ms = 0.0; // from the store to the return
+    double  seen_ms        = -1.0; // from the store to the watched seq_cancelled entry set (-1: not set)
     bool    finished_first = false;
     int32_t n_cancelled    = 0;
 };
 
-// One decode from empty memory; with `store` another thread stores it at `at_ms` after the start.
-outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms) {
-    llama_memory_clear(llama_get_memory(b.ctx.get()), true);
-    common::multi_seq_batch batch(b.prompts, k_len);
-    llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.hook = b.hook.get();
-    sb.fill(p);
+// Stores `flag` at time `at` (the last millisecond spun, as common::store_at does), then polls
+// `watched` (when given) until it is set or the decode is `done`: when the library dropped the
+// sequence, to ~20 us plus a scheduler wake-up.
+std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, const std::atomic<bool> * done,
+                            double * t_store, double * t_seen) {
+    return std::thread([=] {
+        while (common::now_ms() < at - 1.0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        while (common::now_ms() < at) {
+        }
+        *t_store = common::now_ms();
+        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+        while (watched != nullptr) {
+            if (__atomic_load_n(watched, __ATOMIC_ACQUIRE) != 0) {
+                *t_seen = common::now_ms();
+                return;
+            }
+            if (done->load(std::memory_order_acquire)) {
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+    });
+}
+
+// One decode of `batch` on `ctx` from empty memory; with `store` another thread stores it at
+// `at_ms` after the start and watches `watched`.
+outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_batch & batch,
+                  llama_cancel_decode_params p, int8_t * store, double at_ms, const int8_t * watched) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    p.hook = hook;
     llama_cancel_decode_result r;
-    double       t_store = 0;
-    const double t0      = common::now_ms();
-    std::thread  writer;
+    double            t_store = 0, t_seen = -1;
+    std::atomic<bool> done{false};
+    const double      t0 = common::now_ms();
+    std::thread       writer;
     if (store != nullptr) {
-        writer = common::store_at(store, t0 + at_ms, &t_store);
+        writer = store_and_watch(store, t0 + at_ms, watched, &done, &t_store, &t_seen);
     }
     outcome o;
-    o.status = llama_cancel_decode(b.ctx.get(), batch.get(), &p, &r, nullptr, 0);
-    llama_synchronize(b.ctx.get()); // GPU-API backends compute asynchronously
+    o.status = llama_cancel_decode(ctx, batch.get(), &p, &r, nullptr, 0);
+    llama_synchronize(ctx); // GPU-API backends compute asynchronously
     const double t_ret = common::now_ms();
+    done.store(true, std::memory_order_release);
     o.ms          = t_ret - t0;
     o.n_cancelled = r.n_seq_cancelled;
     if (writer.joinable()) {
         writer.join();
         o.after_store_ms = t_ret - t_store;
+        o.seen_ms        = t_seen >= 0 ? t_seen - t_store : -1.0;
         o.finished_first = t_store >= t_ret;
     }
     if (o.status == LLAMA_CANCEL_ERROR) {
         std::fprintf(stderr, "error: decode failed: %s\n", r.message);
     }
     return o;
+}
+
+// The shared batch with the sequences' bytes of `sb`.
+outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms, const int8_t * watched = nullptr) {
+    common::multi_seq_batch batch(b.prompts, k_len);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    sb.fill(p);
+    return decode_on(b.ctx.get(), b.hook.get(), batch, p, store, at_ms, watched);
+}
+
+// The solo sequence, its batch byte stored at `at_ms` when `store` is given.
+outcome decode_solo(bench_setup & b, int8_t * store, double at_ms) {
+    common::seq_batch batch(b.solo_prompt, 0, static_cast<int32_t>(b.solo_prompt.size()), 0);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = store;
+    return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, store, at_ms, nullptr);
 }
 
 // Survivors' last logits against the plain run's: mismatching sequences (bit for bit) and the
@@ -151,8 +213,12 @@ struct bench_results {
     std::vector<double> single_ms;           // T1 of the runs the byte stopped
     std::vector<double> extra_ms, extra_pct; // T1 - median(T0), filled by finish()
     int                 single_cancelled = 0, single_first = 0, single_missed = 0;
+    common::latencies   seq_stop; // (b): store to the cancelled sequence dropped
     common::latencies      all;
     int                 all_missed = 0; // the store came before the return, yet the call was not cancelled
+    std::vector<double> solo_plain_ms;
+    common::latencies   solo;          // (d): store to return, one sequence, the batch byte
+    int                 solo_missed = 0;
     logit_check         logits;
     double plain_p50() const { return common::percentile(plain_ms, 0.5); }
 };
@@ -171,15 +237,17 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     common::seq_bytes sb(k_seqs);
     const int    seq  = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
     const double frac = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
-    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50());
-    std::fprintf(stderr, "  run %d single: sequence %d at %.0f%%: %.1f ms, status %d, %d dropped%s\n", run, seq,
-                 100 * frac, o.ms, o.status, o.n_cancelled, o.finished_first ? ", finished first" : "");
+    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50(), &sb.cancelled[seq]);
+    std::fprintf(stderr, "  run %d single: sequence %d at %.0f%%: %.1f ms, status %d, %d dropped, %.2f ms to the drop%s\n",
+                 run, seq, 100 * frac, o.ms, o.status, o.n_cancelled, o.seen_ms,
+                 o.finished_first ? ", finished first" : "");
     if (o.finished_first || sb.cancelled[seq] == 0) {
         (o.finished_first ? r.single_first : r.single_missed)++;
         return;
     }
     r.single_cancelled++;
     r.single_ms.push_back(o.ms);
+    r.seq_stop.add(o.seen_ms, false, true);
     for (int s = 0; s < k_seqs; ++s) {
         if (s != seq && o.status == LLAMA_CANCEL_OK) {
             r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]), want[s], run, s);
@@ -201,6 +269,26 @@ void all_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
     if (o.finished_first || stopped) {
         r.all.add(o.after_store_ms, o.finished_first, stopped);
     }
+}
+
+// (d): the solo sequence decoded plainly, then with its byte stored at a random 20-80% point.
+bool solo_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
+    const outcome plain = decode_solo(b, nullptr, 0);
+    if (plain.status != LLAMA_CANCEL_OK) {
+        return false;
+    }
+    r.solo_plain_ms.push_back(plain.ms);
+    int8_t        byte    = 0;
+    const double  frac    = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
+    const outcome o       = decode_solo(b, &byte, frac * common::percentile(r.solo_plain_ms, 0.5));
+    const bool    stopped = o.status == LLAMA_CANCEL_CANCELLED;
+    std::fprintf(stderr, "  solo: plain %.1f ms; at %.0f%%: status %d, %.2f ms after the store%s\n", plain.ms, 100 * frac,
+                 o.status, o.after_store_ms, o.finished_first ? ", finished first" : "");
+    r.solo_missed += !o.finished_first && !stopped ? 1 : 0;
+    if (o.finished_first || stopped) {
+        r.solo.add(o.after_store_ms, o.finished_first, stopped);
+    }
+    return true;
 }
 
 bool run_all(bench_setup & b, const seq_options & opt, bench_results & r) {
@@ -225,6 +313,9 @@ bool run_all(bench_setup & b, const seq_options & opt, bench_results & r) {
         std::fprintf(stderr, "  run %d plain: %.1f ms\n", run, o.ms);
         single_run(b, r, rng, run, want);
         all_run(b, r, rng);
+        if (!solo_run(b, r, rng)) {
+            return false;
+        }
     }
     return true;
 }
@@ -238,39 +329,54 @@ void finish(bench_results & r) {
     }
 }
 
-// Bit for bit on the CPU; elsewhere (other kernels may reorder sums) the largest difference.
+// Bit for bit on the CPU, with the largest difference; elsewhere (other kernels may reorder sums)
+// the largest difference.
 std::string logits_text(const bench_results & r, bool cpu) {
     char buf[96];
     if (cpu) {
-        std::snprintf(buf, sizeof(buf), "%d of %d differ", r.logits.mismatches, r.logits.compared);
+        std::snprintf(buf, sizeof(buf), "%d of %d differ (max abs diff %g)", r.logits.mismatches, r.logits.compared,
+                      r.logits.max_abs);
     } else {
         std::snprintf(buf, sizeof(buf), "max abs diff %g (%d compared)", r.logits.max_abs, r.logits.compared);
     }
     return buf;
 }
 
-// Issue #13's target for the survivors: extra time <= the ubatch in flight (here the whole plain
-// decode) + 5%.
-bool extra_met(const bench_results & r) {
-    return common::max_of(r.extra_ms) <= r.plain_p50() * 1.05;
+// The ubatch in flight at a stop: n_ubatch of the batch's 512 tokens, in equal ubatches.
+double ubatch_ms(const seq_options & o, const bench_results & r) {
+    return r.plain_p50() * std::min(o.n_ubatch, k_seqs * k_len) / (k_seqs * k_len);
+}
+
+// Issue #13's targets. The survivors: extra time <= the ubatch in flight + 5% of the plain decode.
+bool extra_met(const seq_options & o, const bench_results & r) {
+    return common::max_of(r.extra_ms) <= ubatch_ms(o, r) + 0.05 * r.plain_p50();
+}
+// The cancelled sequence: its stop within the single-sequence figures (p95 <= the solo maximum).
+bool stop_within(const bench_results & r) {
+    return !r.seq_stop.ms.empty() && !r.solo.ms.empty() && r.seq_stop.p95() <= common::max_of(r.solo.ms);
 }
 
 void print_header() {
-    std::printf("| backend | runs | plain ms (p50) | single cancel: survivors' extra ms p50 / max | extra %% of plain "
-                "(= ubatch in flight) p50 / max | cancelled / finished first / missed | extra <= ubatch + 5%% | "
-                "all 4 cancelled: store-to-return ms p50 / p95 / max | finished first | survivor logits |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("| backend | n_ubatch | runs | plain ms (p50) | single cancel: survivors' extra ms p50 / max | extra %% "
+                "of plain p50 / max | ubatch in flight ms | cancelled / finished first / missed | extra <= ubatch + 5%% | "
+                "cancelled sequence: store-to-drop ms p50 / p95 / max | one sequence alone: store-to-return ms p50 / "
+                "p95 / max (finished first) | within | all 4 cancelled: store-to-return ms p50 / p95 / max | finished "
+                "first | survivor logits |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 void print_row(const seq_options & o, const bench_results & r, bool cpu) {
     if (o.header) {
         print_header();
     }
-    std::printf("| %s | %d | %.2f | %.2f / %.2f | %.1f / %.1f | %d / %d / %d | %s | %.2f / %.2f / %.2f | %d | %s |\n",
-                o.backend.c_str(), o.runs, r.plain_p50(), common::percentile(r.extra_ms, 0.5), common::max_of(r.extra_ms),
-                common::percentile(r.extra_pct, 0.5), common::max_of(r.extra_pct), r.single_cancelled, r.single_first,
-                r.single_missed, extra_met(r) ? "yes" : "NO", r.all.p50(), r.all.p95(), common::max_of(r.all.ms),
-                r.all.finished_first, logits_text(r, cpu).c_str());
+    std::printf("| %s | %d | %d | %.2f | %.2f / %.2f | %.1f / %.1f | %.1f | %d / %d / %d | %s | %.2f / %.2f / %.2f | "
+                "%.2f / %.2f / %.2f (%d) | %s | %.2f / %.2f / %.2f | %d | %s |\n",
+                o.backend.c_str(), o.n_ubatch, o.runs, r.plain_p50(), common::percentile(r.extra_ms, 0.5),
+                common::max_of(r.extra_ms), common::percentile(r.extra_pct, 0.5), common::max_of(r.extra_pct),
+                ubatch_ms(o, r), r.single_cancelled, r.single_first, r.single_missed, extra_met(o, r) ? "yes" : "NO",
+                r.seq_stop.p50(), r.seq_stop.p95(), common::max_of(r.seq_stop.ms), r.solo.p50(), r.solo.p95(),
+                common::max_of(r.solo.ms), r.solo.finished_first, stop_within(r) ? "yes" : "NO", r.all.p50(),
+                r.all.p95(), common::max_of(r.all.ms), r.all.finished_first, logits_text(r, cpu).c_str());
     std::fflush(stdout);
 }
 
@@ -287,8 +393,12 @@ bool write_json(const seq_options & o, const std::string & description, const be
                   common::percentile(r.extra_ms, 0.5), common::max_of(r.extra_ms), common::percentile(r.extra_pct, 0.5),
                   common::max_of(r.extra_pct), r.single_cancelled, r.single_first, r.single_missed, r.logits.compared,
                   r.logits.mismatches, r.logits.max_abs);
-    f << buf << r.all.json() << ",\n  \"all_missed\": " << r.all_missed
-      << ",\n  \"extra_le_ubatch_plus_5pct\": " << (extra_met(r) ? "true" : "false")
+    f << buf << r.all.json() << ",\n  \"all_missed\": " << r.all_missed << ",\n  \"n_ubatch\": " << o.n_ubatch
+      << ",\n  \"ubatch_ms\": " << ubatch_ms(o, r) << ",\n  \"seq_stop\": " << r.seq_stop.json()
+      << ",\n  \"solo\": " << r.solo.json() << ",\n  \"solo_missed\": " << r.solo_missed
+      << ",\n  \"solo_plain_ms\": " << common::percentile(r.solo_plain_ms, 0.5)
+      << ",\n  \"stop_within_single\": " << (stop_within(r) ? "true" : "false")
+      << ",\n  \"extra_le_ubatch_plus_5pct\": " << (extra_met(o, r) ? "true" : "false")
       << ",\n  \"plain_all_ms\": " << common::json_list(r.plain_ms) << "\n}\n";
     if (!f) {
         std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
@@ -297,7 +407,7 @@ bool write_json(const seq_options & o, const std::string & description, const be
 }
 
 const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
-                          "       [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH] [--no-header]\n";
+                          "       [--n-ubatch 512] [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH] [--no-header]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, seq_options & o) {
@@ -308,23 +418,34 @@ int parse_options(int argc, char ** argv, seq_options & o) {
         .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
         .option("--runs", &o.runs, "N", "runs (>= 1)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
+        .option("--n-ubatch", &o.n_ubatch, "N", "tokens per ubatch, 1..512 (512: the batch is one ubatch)")
         .option("--seed", &o.seed, "N", "random seed")
         .flag("--no-header", &o.header, false, "print the table row alone (the benchmark prints the header)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
     }
-    if (o.model.empty() || o.runs < 1 || o.threads < 1) {
+    if (o.model.empty() || o.runs < 1 || o.threads < 1 || o.n_ubatch < 1 || o.n_ubatch > k_seqs * k_len) {
         std::fprintf(stderr, "%s", k_synopsis);
         return 2;
     }
     return -1;
 }
 
-// Survivors' logits that differ on the CPU fail the run.
-bool report_logits(const bench_results & r, bool cpu) {
-    if (cpu && r.logits.mismatches > 0) {
+// The survivors' logits on the CPU: bit-identical to the plain run's when the batch is one ubatch
+// (the call done again is one ubatch too); with smaller ubatches the survivors' rest goes in
+// ubatches of other shapes, whose attention spans other cache lengths, so the sums round
+// differently: within k_logit_tolerance (measured 4.8e-4 on the bench model at n_ubatch 128).
+constexpr double k_logit_tolerance = 5e-3;
+
+bool report_logits(const seq_options & o, const bench_results & r, bool cpu) {
+    const bool whole = o.n_ubatch >= k_seqs * k_len;
+    if (cpu && whole && r.logits.mismatches > 0) {
         std::fprintf(stderr, "FAIL: %d survivors' logits differ from the plain run's\n", r.logits.mismatches);
+        return false;
+    }
+    if (cpu && r.logits.max_abs > k_logit_tolerance) {
+        std::fprintf(stderr, "FAIL: survivors' logits differ by %g, more than %g\n", r.logits.max_abs, k_logit_tolerance);
         return false;
     }
     return true;
@@ -350,7 +471,7 @@ int bench_seq_main(int argc, char ** argv) {
     }
     finish(r);
     print_row(o, r, b.cpu);
-    const bool logits_ok = report_logits(r, b.cpu);
+    const bool logits_ok = report_logits(o, r, b.cpu);
     const bool ok        = o.json.empty() || write_json(o, b.setup.description, r);
     return ok && logits_ok ? 0 : 1;
 }
