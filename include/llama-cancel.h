@@ -66,7 +66,7 @@
 // The version of this header. MINOR grows with each release that adds to the API, PATCH with fixes;
 // while MAJOR is 0, a MINOR change may also change a struct's layout (the sizes below tell).
 #define LLAMA_CANCEL_VERSION_MAJOR 0
-#define LLAMA_CANCEL_VERSION_MINOR 3
+#define LLAMA_CANCEL_VERSION_MINOR 4
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
@@ -79,7 +79,7 @@ extern "C" {
     // Version and ABI: what a host that copied the layouts checks before the first call
     //
 
-    // The version of the library actually loaded, encoded as LLAMA_CANCEL_VERSION (0.3.0 = 300).
+    // The version of the library actually loaded, encoded as LLAMA_CANCEL_VERSION (0.4.0 = 400).
     // A host written against header X.Y.Z needs MAJOR X and MINOR >= Y (while X is 0: MINOR Y).
     // Any thread, any time; no side effect.
     LLAMA_CANCEL_API int32_t llama_cancel_version(void);
@@ -514,6 +514,12 @@ extern "C" {
         // media decoded with non-causal attention keeps its n_batch slices, and encodes follow the
         // encode hook's interval.
         float                      max_stop_ms;
+        // Per-sequence bytes, as in llama_cancel_decode_params (NULL: none): the byte of seq_id
+        // (seq_flags[seq_id], when seq_id < n_seq_flags and it is not NULL) stops this evaluation
+        // as `flag` does, inside encodes and decodes and between chunks. A host keeping one byte per
+        // sequence passes the same array here and to llama_cancel_decode.
+        const int8_t * const *     seq_flags;
+        int32_t                    n_seq_flags;
     };
 
     struct llama_cancel_mtmd_result {
@@ -524,7 +530,7 @@ extern "C" {
     };
 
     // Defaults: no byte, no decode hook, sequence 0, the context's n_batch, logits_last true, no
-    // stop-time budget (max_stop_ms 0). Returned by value; any thread.
+    // stop-time budget (max_stop_ms 0), no per-sequence bytes. Returned by value; any thread.
     LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
 
     // Evaluates chunks[first_chunk..] (text, image and audio, as mtmd_tokenize made them) into

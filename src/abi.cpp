@@ -62,7 +62,8 @@ const field_entry load_result[] = {
 const field_entry mtmd_params[] = {
     LC_FIELD(llama_cancel_mtmd_params, flag), LC_FIELD(llama_cancel_mtmd_params, decode_hook),
     LC_FIELD(llama_cancel_mtmd_params, seq_id), LC_FIELD(llama_cancel_mtmd_params, n_batch),
-    LC_FIELD(llama_cancel_mtmd_params, logits_last), LC_FIELD(llama_cancel_mtmd_params, max_stop_ms), LC_END,
+    LC_FIELD(llama_cancel_mtmd_params, logits_last), LC_FIELD(llama_cancel_mtmd_params, max_stop_ms),
+    LC_FIELD(llama_cancel_mtmd_params, seq_flags), LC_FIELD(llama_cancel_mtmd_params, n_seq_flags), LC_END,
 };
 const field_entry mtmd_result[] = {
     LC_FIELD(llama_cancel_mtmd_result, status), LC_FIELD(llama_cancel_mtmd_result, n_chunks_done),

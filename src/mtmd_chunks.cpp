@@ -9,6 +9,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
+#include "eval_callback.h"
 #include "flag.h"
 #include "memory_checkpoint.h"
 #include "status.h"
@@ -89,13 +90,23 @@ struct eval_state {
     const llama_cancel_mtmd_params & p;
     int32_t                          n_batch;
     slice_batch &                    batch;
+    const int8_t *                   seq_flag; // the byte of p.seq_id among p.seq_flags, or NULL
+
+    bool stop_set() const { return llama_cancel::flag_is_set(p.flag) || llama_cancel::flag_is_set(seq_flag); }
 };
+
+// The byte of the evaluated sequence among the per-sequence bytes, or NULL.
+const int8_t * seq_flag_of(const llama_cancel_mtmd_params & p) {
+    return p.seq_flags != nullptr && p.seq_id < p.n_seq_flags ? p.seq_flags[p.seq_id] : nullptr;
+}
 
 // Text and embedding decodes: the chunk's last output is read by negative index (llama_get_logits_ith(-1)).
 // A stop-time budget slices causal decodes only: non-causal attention must see the slice whole.
 llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p, bool causal = true) {
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
     dp.flag           = p.flag;
+    dp.seq_flags      = p.seq_flags; // the sequence's own byte drops it: the decode is then cancelled
+    dp.n_seq_flags    = p.n_seq_flags;
     dp.hook           = p.decode_hook;
     dp.sliced_outputs = true;
     dp.max_stop_ms    = causal ? p.max_stop_ms : 0.0f;
@@ -136,15 +147,23 @@ struct causal_guard {
     }
 };
 
-// Puts the hook's own byte back after the encode.
+// The encode hook reads the call's byte and the sequence's; its own byte is put back after.
 struct hook_flag_guard {
     llama_cancel_hook * hook;
     const int8_t *      saved;
-    hook_flag_guard(llama_cancel_hook * h, const int8_t * flag) : hook(h), saved(llama_cancel_hook_get_flag(h)) {
+    const int8_t *      seq_flag;
+    hook_flag_guard(llama_cancel_hook * h, const int8_t * flag, const int8_t * seq)
+        : hook(h), saved(llama_cancel_hook_get_flag(h)), seq_flag(seq) {
         llama_cancel_hook_set_flag(hook, flag);
+        llama_cancel::hook_watch_seq_flags(hook, &seq_flag, seq_flag != nullptr ? 1 : 0);
         llama_cancel_hook_reset(hook);
     }
-    ~hook_flag_guard() { llama_cancel_hook_set_flag(hook, saved); }
+    ~hook_flag_guard() {
+        llama_cancel::hook_watch_seq_flags(hook, nullptr, 0);
+        llama_cancel_hook_set_flag(hook, saved);
+    }
+    hook_flag_guard(const hook_flag_guard &) = delete;
+    hook_flag_guard & operator=(const hook_flag_guard &) = delete;
 };
 
 chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
@@ -156,11 +175,11 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
     int32_t ret     = 0;
     bool    stopped = false;
     {
-        hook_flag_guard guard(s.encode_hook, s.p.flag);
+        hook_flag_guard guard(s.encode_hook, s.p.flag, s.seq_flag);
         ret     = mtmd_encode_chunk(s.mctx, chunk);
         stopped = llama_cancel_hook_stopped(s.encode_hook);
     }
-    if (stopped || llama_cancel::flag_is_set(s.p.flag)) {
+    if (stopped || s.stop_set()) {
         chunk_outcome o;
         o.status = LLAMA_CANCEL_CANCELLED;
         return o;
@@ -198,13 +217,11 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
     return {};
 }
 
-int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
-                    const mtmd_input_chunks * chunks, size_t first_chunk, llama_pos n_past,
-                    const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
-    if (r != nullptr) {
-        r->n_chunks_done = first_chunk;
-        r->n_past        = n_past;
-    }
+// The arguments llama.cpp and mtmd would otherwise assert on or reject without saying why; the
+// n_batch to use in `n_batch`. LLAMA_CANCEL_OK when all are fine.
+int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_chunks * chunks, size_t first_chunk,
+                   llama_pos n_past, const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r,
+                   int32_t * n_batch) {
     if (mctx == nullptr) {
         return fail(r, "mctx is NULL");
     }
@@ -225,10 +242,13 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     if (p.seq_id < 0 || static_cast<uint32_t>(p.seq_id) >= n_seq_max) {
         return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, n_seq_max);
     }
+    if (p.n_seq_flags < 0 || (p.seq_flags != nullptr && p.n_seq_flags == 0)) {
+        return fail(r, "n_seq_flags is %d; seq_flags needs n_seq_flags > 0 entries", p.n_seq_flags);
+    }
     const int32_t ctx_n_batch = static_cast<int32_t>(llama_n_batch(lctx));
-    const int32_t n_batch     = p.n_batch > 0 ? p.n_batch : ctx_n_batch;
-    if (n_batch > ctx_n_batch) {
-        return fail(r, "n_batch %d is more than the context's n_batch %d", n_batch, ctx_n_batch);
+    *n_batch = p.n_batch > 0 ? p.n_batch : ctx_n_batch;
+    if (*n_batch > ctx_n_batch) {
+        return fail(r, "n_batch %d is more than the context's n_batch %d", *n_batch, ctx_n_batch);
     }
     for (size_t i = first_chunk; i < n_chunks; ++i) {
         const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks, i);
@@ -244,16 +264,31 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
             return fail(r, "M-RoPE projectors not supported yet (chunk %zu needs M-RoPE positions)", i);
         }
     }
+    return LLAMA_CANCEL_OK;
+}
+
+int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
+                    const mtmd_input_chunks * chunks, size_t first_chunk, llama_pos n_past,
+                    const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
+    if (r != nullptr) {
+        r->n_chunks_done = first_chunk;
+        r->n_past        = n_past;
+    }
+    int32_t n_batch = 0;
+    if (check_args(mctx, lctx, chunks, first_chunk, n_past, p, r, &n_batch) != LLAMA_CANCEL_OK) {
+        return LLAMA_CANCEL_ERROR;
+    }
+    const size_t n_chunks = mtmd_input_chunks_size(chunks);
 
     slice_batch batch(n_batch, p.seq_id);
-    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch};
+    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch, seq_flag_of(p)};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
     // recurrent state on models that have one).
     llama_cancel::memory_checkpoint checkpoint;
     const bool with_state = llama_cancel::memory_checkpoint::needs_state(lctx);
     for (size_t i = first_chunk; i < n_chunks; ++i) {
-        if (llama_cancel::flag_is_set(p.flag)) {
+        if (s.stop_set()) {
             if (r != nullptr) {
                 r->status = LLAMA_CANCEL_CANCELLED;
             }
@@ -270,6 +305,8 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
                                                                                : eval_media(s, chunk, pos, output_last);
         } catch (const std::exception & e) {
             o = chunk_fail("internal error: %s", e.what()); // rolled back below like any failed chunk
+        } catch (...) {
+            o = chunk_fail("%s", "internal error: unknown exception");
         }
         if (o.status != LLAMA_CANCEL_OK) {
             // Chunk granularity: whatever this chunk wrote goes, so that memory ends at a boundary.

@@ -97,6 +97,43 @@ TEST_P(Mtmd, CancelInsideEncodeDecodesNothingOfThatChunk) {
     resume_and_check(s, r);
 }
 
+// The evaluated sequence's own byte among per-sequence bytes stops the evaluation as the call's
+// byte does (inside an encode here, and on entry); another sequence's byte changes nothing.
+TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
+    setup c(k.mmproj);
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(c.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
+    const int per_encode = c.enc_trig.calls / 2;
+
+    int8_t seq0 = 0, seq1 = 1; // sequence 1's byte is set: it is not the one evaluated
+    const int8_t * seq_flags[2] = {&seq0, &seq1};
+    const auto eval = [&](setup & s, size_t first, llama_pos n_past) {
+        llama_cancel_mtmd_params p = s.params(k.n_batch);
+        p.flag        = nullptr;
+        p.seq_flags   = seq_flags;
+        p.n_seq_flags = 2;
+        return llama_cancel_mtmd_eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), first,
+                                             n_past, &p, &r);
+    };
+    {
+        setup s(k.mmproj);
+        ASSERT_EQ(eval(s, 0, 0), LLAMA_CANCEL_OK) << r.message;
+        EXPECT_TRUE(same(common::last_logits(s.lctx.get()), common::last_logits(c.lctx.get())));
+    }
+    setup s(k.mmproj);
+    s.enc_trig.flag = &seq0;
+    s.enc_trig.at   = per_encode + per_encode / 2; // inside the second media chunk's encode
+    ASSERT_EQ(eval(s, 0, 0), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_chunks_done, 3u);
+    EXPECT_EQ(pos_max(s.lctx.get()), start[3] - 1) << "nothing of the stopped chunk in memory";
+    EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get()));
+    EXPECT_LT(s.enc_trig.calls, 2 * per_encode) << "the encode stopped early";
+    const int encoded = s.enc_trig.calls;
+    ASSERT_EQ(eval(s, r.n_chunks_done, r.n_past), LLAMA_CANCEL_CANCELLED) << "still set on entry";
+    EXPECT_EQ(s.enc_trig.calls, encoded) << "nothing encoded";
+    EXPECT_EQ(pos_max(s.lctx.get()), start[3] - 1);
+}
+
 // The token loop after a multimodal prompt: uninterrupted, then stopped inside the second encode and
 // resumed from the chunk it reports; both generate the same tokens (greedy).
 TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
@@ -299,6 +336,9 @@ TEST_P(Mtmd, ClearErrors) {
     p.n_batch = 65;
     err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "n_batch 65");
     p.n_batch = k.n_batch;
+    p.n_seq_flags = -1;
+    err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "n_seq_flags is -1");
+    p.n_seq_flags = 0;
     EXPECT_EQ(pos_max(s.lctx.get()), -1);
     EXPECT_EQ(s.enc_trig.calls + s.dec_trig.calls, 0);
 

@@ -11,7 +11,7 @@
 // library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
 const koffi = require('koffi');
 
-const VERSION = [0, 3, 0]; // the header version these declarations follow
+const VERSION = [0, 4, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 
@@ -67,6 +67,7 @@ const T = {
     }),
     llama_cancel_mtmd_params: koffi.struct('llama_cancel_mtmd_params', {
         flag: P, decode_hook: P, seq_id: 'int32_t', n_batch: 'int32_t', logits_last: 'bool', max_stop_ms: 'float',
+        seq_flags: P, n_seq_flags: 'int32_t',
     }),
     llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
         status: 'int32_t', n_chunks_done: 'size_t', n_past: 'int32_t', message: koffi.array('char', 256),

@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 3, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
@@ -69,7 +69,8 @@ class llama_cancel_load_result(C.Structure):
 
 class llama_cancel_mtmd_params(C.Structure):
     _fields_ = [("flag", C.POINTER(C.c_int8)), ("decode_hook", C.c_void_p), ("seq_id", llama_seq_id),
-                ("n_batch", C.c_int32), ("logits_last", C.c_bool), ("max_stop_ms", C.c_float)]
+                ("n_batch", C.c_int32), ("logits_last", C.c_bool), ("max_stop_ms", C.c_float),
+                ("seq_flags", C.POINTER(C.POINTER(C.c_int8))), ("n_seq_flags", C.c_int32)]
 
 
 class llama_cancel_mtmd_result(C.Structure):
