@@ -80,6 +80,16 @@ bool gate::cb(void * data) {
     return false;
 }
 
+llama_pos pos_max(llama_context * ctx, llama_seq_id seq) {
+    return llama_memory_seq_pos_max(llama_get_memory(ctx), seq);
+}
+
+std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id seq) {
+    std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, seq));
+    buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), seq));
+    return buf;
+}
+
 common::hook_ptr make_hook(node_trigger * trig) {
     return common::make_hook(trig != nullptr ? node_trigger::eval_cb : nullptr, trig);
 }

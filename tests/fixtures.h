@@ -68,6 +68,12 @@ struct gate {
     static bool cb(void * data);
 };
 
+// The last position sequence `seq` holds in `ctx`'s memory (-1: none).
+llama_pos pos_max(llama_context * ctx, llama_seq_id seq = 0);
+
+// Sequence `seq`'s state as llama_state_seq_get_data writes it, to compare memories byte for byte.
+std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id seq);
+
 // A hook chaining `trig` (NULL: none) as its eval callback.
 common::hook_ptr make_hook(node_trigger * trig);
 

@@ -68,10 +68,6 @@ chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
     return chunks;
 }
 
-llama_pos pos_max(llama_context * ctx) {
-    return llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
-}
-
 bool same(const std::vector<float> & a, const std::vector<float> & b) {
     return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }

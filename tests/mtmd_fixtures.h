@@ -49,7 +49,7 @@ mtmd_bitmap * make_bitmap(bool audio, uint32_t seed);
 
 chunks_ptr tokenize(mtmd_context * mctx, bool audio);
 
-llama_pos pos_max(llama_context * ctx);
+using fixtures::pos_max;
 
 bool same(const std::vector<float> & a, const std::vector<float> & b);
 

@@ -24,6 +24,7 @@ namespace {
 using fixtures::env;
 using fixtures::make_hooked;
 using fixtures::node_trigger;
+using fixtures::pos_max;
 
 struct fixture {
     std::string                              backend;
@@ -33,10 +34,6 @@ struct fixture {
     int32_t        n_gpu_layers = -1;
 };
 fixture * g = nullptr;
-
-llama_pos pos_max(llama_context * ctx) {
-    return llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
-}
 
 // Largest absolute difference relative to the reference's largest magnitude.
 double rel_diff(const std::vector<float> & a, const std::vector<float> & b) {

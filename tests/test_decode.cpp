@@ -18,6 +18,7 @@ namespace {
 
 using fixtures::gate;
 using fixtures::node_trigger;
+using fixtures::pos_max;
 using fixtures::suite_model;
 
 class Decode : public fixtures::model_suite<Decode> {
@@ -44,10 +45,6 @@ llama_cancel_decode_params params_with(int8_t * flag, node_trigger * counter = n
         p.abort_callback_data = counter;
     }
     return p;
-}
-
-llama_pos pos_max(llama_context * ctx, llama_seq_id s = 0) {
-    return llama_memory_seq_pos_max(llama_get_memory(ctx), s);
 }
 
 // Waits until `done()` holds, at most 20 s; false on time-out (the caller fails with a message).

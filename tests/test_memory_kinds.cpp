@@ -19,6 +19,7 @@ namespace {
 
 using fixtures::env;
 using fixtures::node_trigger;
+using fixtures::seq_state;
 
 struct fixture {
     std::string        backend;
@@ -41,12 +42,6 @@ common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
     opt.n_seq_max   = n_seq_max;
     opt.offload_kqv = !on_cpu();
     return fixtures::make_bound_context(g->model.get(), hook, opt);
-}
-
-std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
-    std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, s));
-    buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), s));
-    return buf;
 }
 
 // Plain llama_decode of prompt[first, first + n) at its own positions, one k_u slice per call.

@@ -17,6 +17,7 @@
 
 namespace {
 
+using fixtures::seq_state;
 using fixtures::suite_model;
 
 constexpr int k_seqs = 4;
@@ -44,12 +45,6 @@ common::context_ptr context(uint32_t n_ubatch) {
     opt.n_ubatch  = n_ubatch;
     opt.n_seq_max = k_seqs;
     return common::make_context(suite_model(), opt);
-}
-
-std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id s) {
-    std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, s));
-    buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), s));
-    return buf;
 }
 
 std::vector<float> logits_at(llama_context * ctx, int32_t i) {
