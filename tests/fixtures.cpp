@@ -1,14 +1,55 @@
 #include "fixtures.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace fixtures {
 
 namespace {
 common::model_ptr g_suite_model;
 std::string    g_suite_model_path;
+// Held by pointer so that its reset frees the models first, then stops the servers in the order
+// common::backend_setup declares them.
+std::unique_ptr<test_backend_state> g_test_backend;
+
+class backend_environment : public ::testing::Environment {
+  public:
+    explicit backend_environment(const backend_environment_options & opt) : opt_(opt) {}
+    void SetUp() override;
+    void TearDown() override { g_test_backend.reset(); }
+
+  private:
+    backend_environment_options opt_;
+};
+
+void backend_environment::SetUp() {
+    const std::string backend = env("LLAMA_CANCEL_BACKEND").empty() && opt_.default_backend != nullptr
+                                    ? opt_.default_backend : env("LLAMA_CANCEL_BACKEND");
+    const std::string model = env(opt_.model_env);
+    ASSERT_FALSE(backend.empty()) << "set LLAMA_CANCEL_BACKEND (vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan, blas)";
+    ASSERT_FALSE(model.empty()) << "set " << opt_.model_env << " to " << opt_.model_what;
+    g_test_backend = std::make_unique<test_backend_state>();
+    test_backend_state & b = *g_test_backend;
+    common::quiet_logs();
+    ASSERT_TRUE(common::setup_backend(backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, b.setup))
+        << "cannot make the " << backend << " setup";
+    std::printf("%s: %s\n", backend.c_str(), b.setup.description.c_str());
+    b.n_gpu_layers = opt_.n_gpu_layers != nullptr ? opt_.n_gpu_layers(backend) : -1;
+    b.model        = b.setup.load(model, b.n_gpu_layers);
+    ASSERT_NE(b.model, nullptr) << "cannot load " << model << " on " << backend;
+    if (opt_.cpu_reference) {
+        b.cpu_model = common::load_model_on(model, {ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)}, 0);
+        ASSERT_NE(b.cpu_model, nullptr) << "cannot load " << model << " on the CPU";
+    }
+    std::printf("%s on %s: recurrent %d, hybrid %d\n", model.c_str(), backend.c_str(),
+                llama_model_is_recurrent(b.model.get()), llama_model_is_hybrid(b.model.get()));
+    if (opt_.check != nullptr) {
+        opt_.check();
+    }
+}
 } // namespace
 
 std::string env(const char * name) {
@@ -31,6 +72,15 @@ void load_suite_model(const char * var, const char * what) {
 }
 
 void free_suite_model() { g_suite_model.reset(); }
+
+::testing::Environment * add_backend_environment(const backend_environment_options & opt) {
+    return ::testing::AddGlobalTestEnvironment(new backend_environment(opt));
+}
+
+const test_backend_state & test_backend() {
+    static const test_backend_state none;
+    return g_test_backend ? *g_test_backend : none;
+}
 
 bool node_trigger::eval_cb(ggml_tensor * t, bool ask, void * data) {
     auto * tr = static_cast<node_trigger *>(data);

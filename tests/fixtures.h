@@ -36,6 +36,41 @@ template <typename Suite, typename Base = ::testing::Test> class model_suite : p
     static void TearDownTestSuite() { free_suite_model(); }
 };
 
+// The backend setup a program's tests run on and the model loaded on it (backend_environment),
+// from the environment's SetUp to its TearDown.
+struct test_backend_state {
+    common::backend_setup setup;
+    int32_t               n_gpu_layers = -1; // of `model` (-1: all)
+    common::model_ptr     model;             // on the setup
+    common::model_ptr     cpu_model;         // the same file on the CPU alone, when asked for
+
+    const std::string & name() const { return setup.name; }
+    // Attention and the KV cache on the setup's devices too where it has any, as a host offloads them.
+    bool offload_kqv() const { return !setup.devices.empty(); }
+};
+
+// What a program's backend environment makes.
+struct backend_environment_options {
+    const char * model_env       = nullptr; // the variable that names the model file
+    const char * model_what      = nullptr; // what to set it to, for the message when it is not set
+    const char * default_backend = nullptr; // the setup when LLAMA_CANCEL_BACKEND is not set (NULL: it must be)
+    // Layers offloaded on a given setup (NULL: all).
+    int32_t (*n_gpu_layers)(const std::string & backend) = nullptr;
+    bool cpu_reference = false; // also load the model on the CPU alone
+    // Checked once the model is loaded (NULL: nothing): a failure there fails the program's tests.
+    void (*check)() = nullptr;
+};
+
+// A gtest environment that makes the backend setup in LLAMA_CANCEL_BACKEND (its RPC servers from
+// LLAMA_CANCEL_RPC_SERVER, started here and stopped after the tests) and loads the model in
+// $model_env on it, once for the whole program; when either cannot be made, no test runs and the
+// program fails. Register it at namespace scope, so that gtest_main finds it:
+//   const auto * const g_environment = fixtures::add_backend_environment(options);
+::testing::Environment * add_backend_environment(const backend_environment_options & opt);
+
+// The program's backend setup and model (empty outside the environment).
+const test_backend_state & test_backend();
+
 // Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to: as an
 // eval callback (a hook's chain, or a context's cb_eval) it answers true at ask number `at` and
 // stores the byte (when `flag` is set) once that node is computed; as an abort callback it stores at

@@ -25,15 +25,19 @@ using fixtures::env;
 using fixtures::make_hooked;
 using fixtures::node_trigger;
 using fixtures::pos_max;
+using fixtures::test_backend;
 
-struct fixture {
-    std::string                              backend;
-    common::backend_setup                       setup;
-    common::model_ptr model;     // on the backend under test
-    common::model_ptr cpu_model; // reference, CPU backend
-    int32_t        n_gpu_layers = -1;
-};
-fixture * g = nullptr;
+// The setup under test (LLAMA_CANCEL_BACKEND), the small model on it and, as the reference, on the
+// CPU. Vulkan: every layer offloaded; RPC: 3 of 4 layers across the servers, the last layer and the
+// output on the local CPU.
+const auto * const g_environment = fixtures::add_backend_environment([] {
+    fixtures::backend_environment_options o;
+    o.model_env     = "LLAMA_CANCEL_SMALL_MODEL";
+    o.model_what    = "the tests' small model";
+    o.n_gpu_layers  = [](const std::string & backend) { return backend == "vulkan" ? -1 : 3; };
+    o.cpu_reference = true;
+    return o;
+}());
 
 // Largest absolute difference relative to the reference's largest magnitude.
 double rel_diff(const std::vector<float> & a, const std::vector<float> & b) {
@@ -67,11 +71,11 @@ class Backend : public ::testing::Test {
 
 TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 128;
-    auto prompt = common::make_prompt(g->model.get(), n, 3);
-    const auto plain = decode_plain(g->model.get(), prompt, 64);
-    const auto cpu   = decode_plain(g->cpu_model.get(), prompt, 64);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 3);
+    const auto plain = decode_plain(test_backend().model.get(), prompt, 64);
+    const auto cpu   = decode_plain(test_backend().cpu_model.get(), prompt, 64);
 
-    auto h = make_hooked(g->model.get(), n, 64);
+    auto h = make_hooked(test_backend().model.get(), n, 64);
     ASSERT_NE(h.ctx, nullptr);
     int8_t flag = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -85,9 +89,9 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const auto got = common::last_logits(h.ctx.get());
     ASSERT_EQ(got.size(), plain.size());
     EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
-        << "checkpoints changed the " << g->backend << " result";
+        << "checkpoints changed the " << test_backend().name() << " result";
     const double d = rel_diff(got, cpu);
-    std::printf("[%s] relative difference to the CPU backend: %.3g\n", g->backend.c_str(), d);
+    std::printf("[%s] relative difference to the CPU backend: %.3g\n", test_backend().name().c_str(), d);
     EXPECT_LE(d, k_tolerance);
     const auto stats = llama_cancel_hook_get_stats(h.hook.get());
     EXPECT_GE(stats.checkpoints, 1u) << "the work budget placed no checkpoint";
@@ -99,12 +103,12 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
 // still makes llama_decode return 0.
 TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
     const int n = 64;
-    auto prompt = common::make_prompt(g->model.get(), n, 5);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 5);
     node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 10;
-    auto h = make_hooked(g->model.get(), n, n, &trig);
+    auto h = make_hooked(test_backend().model.get(), n, n, &trig);
     llama_cancel_hook_set_flag(h.hook.get(), &flag);
     common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
@@ -114,15 +118,15 @@ TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
 
 TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const int n = 128, u = 32;
-    auto prompt = common::make_prompt(g->model.get(), n, 9);
-    const auto want = decode_plain(g->model.get(), prompt, u);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 9);
+    const auto want = decode_plain(test_backend().model.get(), prompt, u);
 
     // Nodes asked per ubatch, counted on an uninterrupted run.
     node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
     {
-        auto h = make_hooked(g->model.get(), u, u, &count);
+        auto h = make_hooked(test_backend().model.get(), u, u, &count);
         common::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     }
@@ -133,7 +137,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
-    auto h = make_hooked(g->model.get(), n, u, &trig);
+    auto h = make_hooked(test_backend().model.get(), n, u, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag           = &flag;
     p.hook           = h.hook.get();
@@ -155,8 +159,8 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const auto got = common::last_logits(h.ctx.get());
     ASSERT_EQ(got.size(), want.size());
     const double d = rel_diff(got, want);
-    std::printf("[%s] resumed vs uninterrupted relative difference: %.3g\n", g->backend.c_str(), d);
-    if (g->backend == "vulkan" || g->backend == "blas") {
+    std::printf("[%s] resumed vs uninterrupted relative difference: %.3g\n", test_backend().name().c_str(), d);
+    if (test_backend().name() == "vulkan" || test_backend().name() == "blas") {
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "resume not bit-identical";
     } else {
         EXPECT_LE(d, k_tolerance);
@@ -165,7 +169,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
 
 TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     const int n = 64;
-    auto prompt = common::make_prompt(g->model.get(), n, 11);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 11);
     // The trigger stores the byte at its first ask without asking: the hook must checkpoint at the
     // very next node instead of waiting for its work budget.
     struct early {
@@ -186,7 +190,7 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     opt.n_batch = opt.n_ubatch = n;
     opt.cb_eval      = llama_cancel_hook_eval_callback;
     opt.cb_eval_data = hook.get();
-    auto ctx = common::make_context(g->model.get(), opt);
+    auto ctx = common::make_context(test_backend().model.get(), opt);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     p.hook = hook.get();
@@ -202,16 +206,16 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
 // token, whatever the device's speed; without that the rest of the batch went in one call.
 TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
     const int n = 40, probe = 16;
-    auto prompt = common::make_prompt(g->model.get(), n, 31);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 31);
     int8_t byte = 0;
     for (const bool stateless : {false, true}) {
-        fixtures::hooked_context h = make_hooked(g->model.get(), n, n);
+        fixtures::hooked_context h = make_hooked(test_backend().model.get(), n, n);
         if (stateless) {
             common::context_options opt;
             opt.n_batch = opt.n_ubatch = n;
             opt.cb_eval      = llama_cancel_eval_callback; // as a host binds the contract name
             opt.cb_eval_data = &byte;
-            h.ctx = common::make_context(g->model.get(), opt);
+            h.ctx = common::make_context(test_backend().model.get(), opt);
         }
         ASSERT_NE(h.ctx, nullptr);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -227,7 +231,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
                                                       << ": slices after the probe were not sized to one token";
         EXPECT_TRUE(r.budget_missed);
         EXPECT_GT(r.longest_node_ms, 0.0f);
-        std::printf("[%s] %s: %d calls, longest view %.3f ms\n", g->backend.c_str(),
+        std::printf("[%s] %s: %d calls, longest view %.3f ms\n", test_backend().name().c_str(),
                     stateless ? "stateless" : "hook", r.n_decode_calls, r.longest_node_ms);
     }
 }
@@ -236,7 +240,8 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
 // graph, stops the call; sequence 0 goes on and ends as its tokens alone leave it.
 TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     const int n = 32;
-    auto p0 = common::make_prompt(g->model.get(), n, 41), p1 = common::make_prompt(g->model.get(), n, 42);
+    llama_model * model = test_backend().model.get();
+    auto p0 = common::make_prompt(model, n, 41), p1 = common::make_prompt(model, n, 42);
     std::vector<llama_token> both(p0);
     both.insert(both.end(), p1.begin(), p1.end());
     llama_batch b = llama_batch_init(2 * n, 0, 1);
@@ -249,7 +254,7 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     node_trigger trig;
     trig.flag = &bytes[1];
     trig.at   = 12;
-    auto h = make_hooked(g->model.get(), 2 * n, 2 * n, &trig, 2);
+    auto h = make_hooked(test_backend().model.get(), 2 * n, 2 * n, &trig, 2);
     ASSERT_NE(h.ctx, nullptr);
     int8_t  cancelled[2] = {0, 0};
     int32_t output[2]    = {-1, -1};
@@ -271,10 +276,10 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     ASSERT_GE(output[0], 0);
     const float * l = llama_get_logits_ith(h.ctx.get(), output[0]);
     ASSERT_NE(l, nullptr);
-    const auto want = decode_plain(g->model.get(), p0, n);
+    const auto want = decode_plain(test_backend().model.get(), p0, n);
     const std::vector<float> got(l, l + want.size());
     const double d = rel_diff(got, want);
-    std::printf("[%s] survivor vs its tokens alone, relative difference: %.3g\n", g->backend.c_str(), d);
+    std::printf("[%s] survivor vs its tokens alone, relative difference: %.3g\n", test_backend().name().c_str(), d);
     // Measured 0 on vulkan (llvmpipe), rpc1, rpc2 and blas: each row is computed independently.
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "survivor not bit-identical";
 }
@@ -288,7 +293,7 @@ class Stateless : public Backend {
     static common::context_ptr context(llama_model * model, int batch, ggml_backend_sched_eval_callback cb, void * data) {
         common::context_options opt;
         opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(batch);
-        opt.offload_kqv  = !g->setup.devices.empty();
+        opt.offload_kqv  = !test_backend().setup.devices.empty();
         opt.cb_eval      = cb;
         opt.cb_eval_data = data;
         return common::make_context(model, opt);
@@ -316,7 +321,7 @@ class Stateless : public Backend {
             const auto prompt = common::make_prompt(model, b, 21);
             decode(ctx.get(), prompt);
             const double ms = decode(ctx.get(), prompt);
-            std::printf("[%s] plain decode of %d tokens: %.1f ms\n", g->backend.c_str(), b, ms);
+            std::printf("[%s] plain decode of %d tokens: %.1f ms\n", test_backend().name().c_str(), b, ms);
             if (ms >= 8 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) {
                 break;
             }
@@ -338,6 +343,7 @@ class Stateless : public Backend {
     // then stores the byte at a quarter of the graph's asks; the graph must stop at the checkpoint
     // that ends that node's view, before the graph's end.
     void stops_before_the_end(llama_model * model, int batch, double min_work, double max_work) {
+        const std::string & backend = test_backend().name();
         stateless_probe probe;
         auto ctx = context(model, batch, stateless_probe::eval_cb, &probe);
         ASSERT_NE(ctx, nullptr);
@@ -349,19 +355,19 @@ class Stateless : public Backend {
         }
         const int n_asks = probe.asks;
         std::printf("[%s] batch %d: %d nodes, largest %.3g FLOPs, %.1f ms, %d checkpoints with the byte at 0\n",
-                    g->backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
+                    backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
         ASSERT_GE(probe.max_work, min_work) << "the model's largest node is smaller than this test needs";
         ASSERT_LT(probe.max_work, max_work) << "the model's largest node is larger than this test needs";
         // Behind the delay proxy a checkpoint's round trip stretches the interval to about 100 round
         // trips (checkpoint_policy's cost rule): fewer checkpoints there, by design.
-        const int want = g->backend.find("-lan") != std::string::npos ? 1 : 2;
+        const int want = backend.find("-lan") != std::string::npos ? 1 : 2;
         EXPECT_GE(probe.checkpoints, want) << "a graph of 8 intervals or more without checkpoints cannot be stopped";
         EXPECT_EQ(probe.stopped_at, -1) << "the byte at 0 stopped nothing";
 
         probe.rearm(n_asks / 4);
         decode(ctx.get(), prompt);
         ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
-        if (g->backend == "vulkan" || g->backend == "rpc1" || g->backend == "rpc1-lan") {
+        if (backend == "vulkan" || backend == "rpc1" || backend == "rpc1-lan") {
             // Node store_at is inside the device's one long split: only a checkpoint there stops it.
             EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
         }
@@ -370,32 +376,32 @@ class Stateless : public Backend {
         EXPECT_LT(probe.stopped_at, n_asks) << "stopped only at the graph's last node";
         std::printf("[%s] byte stored during node %d of %d: stopped at the checkpoint after node %d "
                     "(%d nodes computed after it, %.0f%% of the rest)\n",
-                    g->backend.c_str(), probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
+                    backend.c_str(), probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
                     100.0 * (probe.stopped_at - probe.store_at) / (n_asks - probe.store_at));
     }
 };
 
 TEST_F(Stateless, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 64;
-    auto prompt = common::make_prompt(g->model.get(), n, 3);
-    const auto plain = decode_plain(g->model.get(), prompt, n);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 3);
+    const auto plain = decode_plain(test_backend().model.get(), prompt, n);
     int8_t byte = 0;
-    auto ctx = context(g->model.get(), n, llama_cancel_eval_callback, &byte); // as a host binds it
+    auto ctx = context(test_backend().model.get(), n, llama_cancel_eval_callback, &byte); // as a host binds it
     ASSERT_NE(ctx, nullptr);
     for (int i = 0; i < 2; ++i) {
         decode(ctx.get(), prompt);
         const auto got = common::last_logits(ctx.get());
         ASSERT_EQ(got.size(), plain.size());
         EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
-            << "checkpoints changed the " << g->backend << " result (decode " << i << ")";
+            << "checkpoints changed the " << test_backend().name() << " result (decode " << i << ")";
     }
     EXPECT_EQ(byte, 0) << "the callback never writes the byte";
 }
 
 TEST_F(Stateless, StopsAGraphOfSmallNodes) {
     // Every node under 0.1 GFLOP: the old single-node threshold (1 GFLOP) never checkpointed here.
-    const int batch = long_enough_batch(g->model.get(), {64, 128, 256});
-    stops_before_the_end(g->model.get(), batch, 0.0, 1.0e8);
+    const int batch = long_enough_batch(test_backend().model.get(), {64, 128, 256});
+    stops_before_the_end(test_backend().model.get(), batch, 0.0, 1.0e8);
 }
 
 TEST_F(Stateless, StopsAGraphOfLargeNodes) {
@@ -403,7 +409,7 @@ TEST_F(Stateless, StopsAGraphOfLargeNodes) {
     if (path.empty()) {
         GTEST_SKIP() << "LLAMA_CANCEL_WIDE_MODEL is set for the vulkan and rpc1 runs";
     }
-    common::model_ptr wide = g->setup.load(path, g->n_gpu_layers);
+    common::model_ptr wide = test_backend().setup.load(path, test_backend().n_gpu_layers);
     ASSERT_NE(wide, nullptr) << "cannot load " << path;
     // 2 x 256 x 8192 x 256: the first layer's feed-forward products are over 1 GFLOP each (the
     // last layer computes only the rows that have outputs).
@@ -412,9 +418,9 @@ TEST_F(Stateless, StopsAGraphOfLargeNodes) {
 
 TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
     const int n = 64;
-    auto prompt = common::make_prompt(g->model.get(), n, 11);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 11);
     stateless_probe probe;
-    auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
+    auto ctx = context(test_backend().model.get(), n, stateless_probe::eval_cb, &probe);
     const int n_asks = arm_while_grouping(ctx.get(), prompt, probe);
     decode(ctx.get(), prompt);
     EXPECT_EQ(probe.stored_at, n_asks / 3);
@@ -428,9 +434,9 @@ TEST_F(Stateless, ByteSetWhileGroupingStopsAtOnce) {
 // llama_decode reports the stopped graph as success, llama_cancel_decode must not.
 TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     const int n = 64;
-    auto prompt = common::make_prompt(g->model.get(), n, 12);
+    auto prompt = common::make_prompt(test_backend().model.get(), n, 12);
     stateless_probe probe;
-    auto ctx = context(g->model.get(), n, stateless_probe::eval_cb, &probe);
+    auto ctx = context(test_backend().model.get(), n, stateless_probe::eval_cb, &probe);
     arm_while_grouping(ctx.get(), prompt, probe);
     llama_memory_clear(llama_get_memory(ctx.get()), true);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -443,36 +449,5 @@ TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     EXPECT_EQ(r.n_committed, 0);
     EXPECT_EQ(pos_max(ctx.get()), -1) << "the stopped graph's cells are removed";
     std::printf("[%s] llama_decode returned %d under the stop (0: the stopped graph reported as success)\n",
-                g->backend.c_str(), r.decode_ret);
-}
-
-int main(int argc, char ** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    fixture s;
-    g = &s;
-    s.backend = env("LLAMA_CANCEL_BACKEND");
-    const std::string model = env("LLAMA_CANCEL_SMALL_MODEL");
-    if (s.backend.empty() || model.empty()) {
-        std::fprintf(stderr, "set LLAMA_CANCEL_BACKEND (vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan, blas) and LLAMA_CANCEL_SMALL_MODEL\n");
-        return 2;
-    }
-    common::quiet_logs();
-    if (!common::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
-        return 1;
-    }
-    std::printf("%s: %s\n", s.backend.c_str(), s.setup.description.c_str());
-    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    // Vulkan: every layer offloaded; RPC: 3 of 4 layers across the servers, the last layer and the
-    // output on the local CPU.
-    s.n_gpu_layers = s.backend == "vulkan" ? -1 : 3;
-    s.model        = s.setup.load(model, s.n_gpu_layers);
-    s.cpu_model = common::load_model_on(model, {cpu}, 0);
-    if (!s.model || !s.cpu_model) {
-        std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());
-        return 1;
-    }
-    const int rc = RUN_ALL_TESTS();
-    s.model.reset();
-    s.cpu_model.reset();
-    return rc;
+                test_backend().name().c_str(), r.decode_ret);
 }

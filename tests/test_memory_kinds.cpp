@@ -17,21 +17,14 @@
 
 namespace {
 
-using fixtures::env;
 using fixtures::node_trigger;
 using fixtures::seq_state;
-
-struct fixture {
-    std::string        backend;
-    common::backend_setup setup;
-    common::model_ptr     model;
-};
-fixture * g = nullptr;
+using fixtures::test_backend;
 
 constexpr int k_n = 256; // batch tokens
 constexpr int k_u = 64;  // n_ubatch: four slices
 
-bool on_cpu() { return g->backend == "cpu"; }
+bool on_cpu() { return test_backend().name() == "cpu"; }
 
 // A context of n_batch k_n, n_ubatch k_u; a hook bound the way hosts bind it when given.
 common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
@@ -41,7 +34,7 @@ common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
     opt.n_ubatch    = k_u;
     opt.n_seq_max   = n_seq_max;
     opt.offload_kqv = !on_cpu();
-    return fixtures::make_bound_context(g->model.get(), hook, opt);
+    return fixtures::make_bound_context(test_backend().model.get(), hook, opt);
 }
 
 // Plain llama_decode of prompt[first, first + n) at its own positions, one k_u slice per call.
@@ -127,6 +120,24 @@ struct third_slice_stop {
     }
 };
 
+// Byte-exact comparisons need a backend that computes the same bytes twice.
+void expect_two_clean_decodes_agree() {
+    const auto prompt = common::make_prompt(test_backend().model.get(), k_n, 1);
+    ASSERT_TRUE(clean(prompt, 2 * k_u).state == clean(prompt, 2 * k_u).state)
+        << "two clean decodes differ on " << test_backend().name() << ": this backend cannot run this model reliably";
+}
+
+// The setup under test (LLAMA_CANCEL_BACKEND, the CPU when unset) and the model on it, all layers
+// offloaded; a setup that gives two clean decodes different bytes runs no test.
+const auto * const g_environment = fixtures::add_backend_environment([] {
+    fixtures::backend_environment_options o;
+    o.model_env       = "LLAMA_CANCEL_MODEL";
+    o.model_what      = "a model from scripts/make_model.py";
+    o.default_backend = "cpu";
+    o.check           = expect_two_clean_decodes_agree;
+    return o;
+}());
+
 } // namespace
 
 class MemoryKinds : public ::testing::TestWithParam<bool> {
@@ -138,7 +149,7 @@ class MemoryKinds : public ::testing::TestWithParam<bool> {
         if (!hooked && !on_cpu()) {
             GTEST_SKIP() << "ggml calls the abort callback on the CPU backend only";
         }
-        auto prompt = common::make_prompt(g->model.get(), k_n, seed);
+        auto prompt = common::make_prompt(test_backend().model.get(), k_n, seed);
         const int per_slice = nodes_per_slice(prompt, hooked);
         ASSERT_GT(per_slice, 8);
 
@@ -177,7 +188,7 @@ INSTANTIATE_TEST_SUITE_P(Outputs, MemoryKinds, ::testing::Values(false, true),
                          [](const auto & info) { return info.param ? "sliced" : "whole"; });
 
 TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
-    auto prompt = common::make_prompt(g->model.get(), k_n, 23);
+    auto prompt = common::make_prompt(test_backend().model.get(), k_n, 23);
     auto ctx = context(nullptr);
     decode_plain(ctx.get(), prompt, 0, k_u);
     const auto before = seq_state(ctx.get(), 0);
@@ -195,7 +206,7 @@ TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
 // a clean decode of the same finished slices leaves.
 TEST(MemoryKind, TwoSequencesInOneBatch) {
     const int per = k_n / 2;
-    auto prompt = common::make_prompt(g->model.get(), per, 24);
+    auto prompt = common::make_prompt(test_backend().model.get(), per, 24);
     std::vector<llama_token> tokens;
     std::vector<llama_pos> pos;
     std::vector<llama_seq_id> seq_ids;
@@ -244,7 +255,7 @@ TEST(MemoryKind, TwoSequencesInOneBatch) {
 
 // The token loop stopped in its prefill resumes to the same tokens as an uninterrupted run.
 TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
-    auto prompt = common::make_prompt(g->model.get(), k_n, 25);
+    auto prompt = common::make_prompt(test_backend().model.get(), k_n, 25);
     const int n_predict = 8;
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
     gp.n_predict = n_predict;
@@ -273,37 +284,4 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
     ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data() + r.n_past, k_n - r.n_past, &gp, got.data(), n_predict,
                                     &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(got, want);
-}
-
-int main(int argc, char ** argv) {
-    ::testing::InitGoogleTest(&argc, argv);
-    fixture s;
-    g = &s;
-    s.backend = env("LLAMA_CANCEL_BACKEND").empty() ? "cpu" : env("LLAMA_CANCEL_BACKEND");
-    const std::string model = env("LLAMA_CANCEL_MODEL");
-    if (model.empty()) {
-        std::fprintf(stderr, "set LLAMA_CANCEL_MODEL to a model from scripts/make_model.py\n");
-        return 2;
-    }
-    common::quiet_logs();
-    if (!common::setup_backend(s.backend, env("LLAMA_CANCEL_RPC_SERVER"), 1, s.setup)) {
-        return 1;
-    }
-    s.model = s.setup.load(model, -1);
-    if (!s.model) {
-        std::fprintf(stderr, "cannot load %s on %s\n", model.c_str(), s.backend.c_str());
-        return 1;
-    }
-    std::printf("%s on %s: recurrent %d, hybrid %d\n", model.c_str(), s.backend.c_str(),
-                llama_model_is_recurrent(s.model.get()), llama_model_is_hybrid(s.model.get()));
-    // Byte-exact comparisons need a backend that computes the same bytes twice.
-    const auto prompt = common::make_prompt(s.model.get(), k_n, 1);
-    if (clean(prompt, 2 * k_u).state != clean(prompt, 2 * k_u).state) {
-        std::fprintf(stderr, "two clean decodes differ on %s: this backend cannot run this model reliably\n",
-                     s.backend.c_str());
-        return 1;
-    }
-    const int rc = RUN_ALL_TESTS();
-    s.model.reset();
-    return rc;
 }
