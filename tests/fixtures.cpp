@@ -1,6 +1,8 @@
 #include "fixtures.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +140,25 @@ std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id seq) {
     std::vector<uint8_t> buf(llama_state_seq_get_size(ctx, seq));
     buf.resize(llama_state_seq_get_data(ctx, buf.data(), buf.size(), seq));
     return buf;
+}
+
+double relative_difference(const std::vector<float> & a, const std::vector<float> & b) {
+    double d = 0, m = 1e-6;
+    for (size_t i = 0; i < a.size(); ++i) {
+        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+        m = std::max(m, std::fabs(static_cast<double>(b[i])));
+    }
+    return d / m;
+}
+
+std::vector<float> plain_last_logits(llama_model * model, const std::vector<llama_token> & prompt, uint32_t n_ubatch) {
+    common::context_options opt;
+    opt.n_batch  = static_cast<uint32_t>(prompt.size());
+    opt.n_ubatch = n_ubatch;
+    auto ctx = common::make_context(model, opt);
+    common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
+    EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
+    return common::last_logits(ctx.get());
 }
 
 common::hook_ptr make_hook(node_trigger * trig) {

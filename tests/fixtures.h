@@ -109,6 +109,13 @@ llama_pos pos_max(llama_context * ctx, llama_seq_id seq = 0);
 // Sequence `seq`'s state as llama_state_seq_get_data writes it, to compare memories byte for byte.
 std::vector<uint8_t> seq_state(llama_context * ctx, llama_seq_id seq);
 
+// Largest absolute difference of `a` from the reference `b`, relative to b's largest magnitude.
+double relative_difference(const std::vector<float> & a, const std::vector<float> & b);
+
+// Last logits of a plain llama_decode of the whole `prompt` in one call (n_ubatch at a time) on a
+// fresh context, as a reference.
+std::vector<float> plain_last_logits(llama_model * model, const std::vector<llama_token> & prompt, uint32_t n_ubatch);
+
 // A hook chaining `trig` (NULL: none) as its eval callback.
 common::hook_ptr make_hook(node_trigger * trig);
 

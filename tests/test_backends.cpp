@@ -11,11 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <memory>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -24,7 +22,9 @@ namespace {
 using fixtures::env;
 using fixtures::make_hooked;
 using fixtures::node_trigger;
+using fixtures::plain_last_logits;
 using fixtures::pos_max;
+using fixtures::relative_difference;
 using fixtures::test_backend;
 
 // The setup under test (LLAMA_CANCEL_BACKEND), the small model on it and, as the reference, on the
@@ -39,41 +39,20 @@ const auto * const g_environment = fixtures::add_backend_environment([] {
     return o;
 }());
 
-// Largest absolute difference relative to the reference's largest magnitude.
-double rel_diff(const std::vector<float> & a, const std::vector<float> & b) {
-    double d = 0, m = 1e-6;
-    for (size_t i = 0; i < a.size(); ++i) {
-        d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
-        m = std::max(m, std::fabs(static_cast<double>(b[i])));
-    }
-    return d / m;
-}
-
 // Non-deterministic or reduced-precision backends agree with the CPU within this (relative to the
 // largest logit); measured differences are printed.
 constexpr double k_tolerance = 2e-2;
 
 } // namespace
 
-class Backend : public ::testing::Test {
-  protected:
-    static std::vector<float> decode_plain(llama_model * model, const std::vector<llama_token> & prompt,
-                                           uint32_t n_ubatch) {
-        common::context_options opt;
-        opt.n_batch  = static_cast<uint32_t>(prompt.size());
-        opt.n_ubatch = n_ubatch;
-        auto ctx = common::make_context(model, opt);
-        common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
-        EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
-        return common::last_logits(ctx.get());
-    }
-};
+// llama_cancel_decode and the hook on the setup under test.
+class Backend : public ::testing::Test {};
 
 TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 128;
     auto prompt = common::make_prompt(test_backend().model.get(), n, 3);
-    const auto plain = decode_plain(test_backend().model.get(), prompt, 64);
-    const auto cpu   = decode_plain(test_backend().cpu_model.get(), prompt, 64);
+    const auto plain = plain_last_logits(test_backend().model.get(), prompt, 64);
+    const auto cpu   = plain_last_logits(test_backend().cpu_model.get(), prompt, 64);
 
     auto h = make_hooked(test_backend().model.get(), n, 64);
     ASSERT_NE(h.ctx, nullptr);
@@ -90,7 +69,7 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     ASSERT_EQ(got.size(), plain.size());
     EXPECT_EQ(std::memcmp(got.data(), plain.data(), got.size() * sizeof(float)), 0)
         << "checkpoints changed the " << test_backend().name() << " result";
-    const double d = rel_diff(got, cpu);
+    const double d = relative_difference(got, cpu);
     std::printf("[%s] relative difference to the CPU backend: %.3g\n", test_backend().name().c_str(), d);
     EXPECT_LE(d, k_tolerance);
     const auto stats = llama_cancel_hook_get_stats(h.hook.get());
@@ -119,7 +98,7 @@ TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
 TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     const int n = 128, u = 32;
     auto prompt = common::make_prompt(test_backend().model.get(), n, 9);
-    const auto want = decode_plain(test_backend().model.get(), prompt, u);
+    const auto want = plain_last_logits(test_backend().model.get(), prompt, u);
 
     // Nodes asked per ubatch, counted on an uninterrupted run.
     node_trigger count;
@@ -158,7 +137,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
     const auto got = common::last_logits(h.ctx.get());
     ASSERT_EQ(got.size(), want.size());
-    const double d = rel_diff(got, want);
+    const double d = relative_difference(got, want);
     std::printf("[%s] resumed vs uninterrupted relative difference: %.3g\n", test_backend().name().c_str(), d);
     if (test_backend().name() == "vulkan" || test_backend().name() == "blas") {
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "resume not bit-identical";
@@ -276,9 +255,9 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     ASSERT_GE(output[0], 0);
     const float * l = llama_get_logits_ith(h.ctx.get(), output[0]);
     ASSERT_NE(l, nullptr);
-    const auto want = decode_plain(test_backend().model.get(), p0, n);
+    const auto want = plain_last_logits(test_backend().model.get(), p0, n);
     const std::vector<float> got(l, l + want.size());
-    const double d = rel_diff(got, want);
+    const double d = relative_difference(got, want);
     std::printf("[%s] survivor vs its tokens alone, relative difference: %.3g\n", test_backend().name().c_str(), d);
     // Measured 0 on vulkan (llvmpipe), rpc1, rpc2 and blas: each row is computed independently.
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "survivor not bit-identical";
@@ -286,7 +265,8 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
 
 using common::stateless_probe;
 
-class Stateless : public Backend {
+// The stateless callback bound as a host binds it (cb_eval = llama_cancel_eval_callback).
+class Stateless : public ::testing::Test {
   protected:
     // A context whose cb_eval is `cb` with `data`, n_batch = n_ubatch = `batch`; attention and KV
     // cache on the device too, as a host offloads them, so that the device's splits are long.
@@ -384,7 +364,7 @@ class Stateless : public Backend {
 TEST_F(Stateless, ByteAtZeroLeavesResultsUnchanged) {
     const int n = 64;
     auto prompt = common::make_prompt(test_backend().model.get(), n, 3);
-    const auto plain = decode_plain(test_backend().model.get(), prompt, n);
+    const auto plain = plain_last_logits(test_backend().model.get(), prompt, n);
     int8_t byte = 0;
     auto ctx = context(test_backend().model.get(), n, llama_cancel_eval_callback, &byte); // as a host binds it
     ASSERT_NE(ctx, nullptr);
