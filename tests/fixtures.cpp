@@ -152,10 +152,7 @@ double relative_difference(const std::vector<float> & a, const std::vector<float
 }
 
 std::vector<float> plain_last_logits(llama_model * model, const std::vector<llama_token> & prompt, uint32_t n_ubatch) {
-    common::context_options opt;
-    opt.n_batch  = static_cast<uint32_t>(prompt.size());
-    opt.n_ubatch = n_ubatch;
-    auto ctx = common::make_context(model, opt);
+    auto ctx = make_bound_context(model, nullptr, context_options(static_cast<uint32_t>(prompt.size()), n_ubatch));
     common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     return common::last_logits(ctx.get());
@@ -163,6 +160,17 @@ std::vector<float> plain_last_logits(llama_model * model, const std::vector<llam
 
 common::hook_ptr make_hook(node_trigger * trig) {
     return common::make_hook(trig != nullptr ? node_trigger::eval_cb : nullptr, trig);
+}
+
+common::context_options context_options(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max,
+                                        ggml_backend_sched_eval_callback cb, void * cb_data) {
+    common::context_options opt;
+    opt.n_batch      = n_batch;
+    opt.n_ubatch     = n_ubatch;
+    opt.n_seq_max    = n_seq_max;
+    opt.cb_eval      = cb;
+    opt.cb_eval_data = cb_data;
+    return opt;
 }
 
 common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt) {
@@ -175,15 +183,16 @@ common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * 
     return common::make_context(model, opt);
 }
 
+common::context_ptr make_backend_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt) {
+    opt.offload_kqv = test_backend().offload_kqv();
+    return make_bound_context(model, hook, opt);
+}
+
 hooked_context make_hooked(llama_model * model, uint32_t n_batch, uint32_t n_ubatch, node_trigger * trig,
                            uint32_t n_seq_max) {
     hooked_context h;
     h.hook = make_hook(trig);
-    common::context_options opt;
-    opt.n_batch   = n_batch;
-    opt.n_ubatch  = n_ubatch;
-    opt.n_seq_max = n_seq_max;
-    h.ctx         = make_bound_context(model, h.hook.get(), opt);
+    h.ctx  = make_bound_context(model, h.hook.get(), context_options(n_batch, n_ubatch, n_seq_max));
     return h;
 }
 

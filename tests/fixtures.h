@@ -119,9 +119,21 @@ std::vector<float> plain_last_logits(llama_model * model, const std::vector<llam
 // A hook chaining `trig` (NULL: none) as its eval callback.
 common::hook_ptr make_hook(node_trigger * trig);
 
-// common::make_context with `hook` (may be NULL) bound into the context's parameters through
-// llama_cancel_hook_bind, as a host does: the hook takes opt.cb_eval, if any, as its chain.
+// The tests' contexts. Every one is made by make_bound_context, whichever helper a test calls.
+
+// Options of a test context: n_batch, n_ubatch and n_seq_max, eval callback `cb` with `cb_data`
+// (NULL: none); the rest as common::context_options has them (attention and KV cache on the CPU).
+common::context_options context_options(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1,
+                                        ggml_backend_sched_eval_callback cb = nullptr, void * cb_data = nullptr);
+
+// common::make_context with `hook` bound into the context's parameters through
+// llama_cancel_hook_bind, as a host does: the hook takes opt.cb_eval, if any, as its chain. With no
+// hook (NULL), opt.cb_eval stays the context's own eval callback.
 common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt);
+
+// make_bound_context on the program's backend setup (test_backend()): attention and the KV cache
+// offloaded where the setup has devices, as a host offloads them.
+common::context_ptr make_backend_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt);
 
 // A context with its own hook, bound as a host binds it; the hook chains `trig` when given.
 struct hooked_context {

@@ -21,12 +21,8 @@ mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb
 }
 
 common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) {
-    common::context_options opt;
-    opt.n_batch      = 64;
-    opt.n_ubatch     = 64;
-    opt.cb_eval      = cb;
-    opt.cb_eval_data = data;
-    return common::make_context(fixtures::suite_model(), opt);
+    return fixtures::make_bound_context(fixtures::suite_model(), nullptr,
+                                        fixtures::context_options(64, 64, 1, cb, data));
 }
 
 mtmd_bitmap * make_bitmap(bool audio, uint32_t seed) {

@@ -190,11 +190,9 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
     for (const bool stateless : {false, true}) {
         fixtures::hooked_context h = make_hooked(test_backend().model.get(), n, n);
         if (stateless) {
-            common::context_options opt;
-            opt.n_batch = opt.n_ubatch = n;
-            opt.cb_eval      = llama_cancel_eval_callback; // as a host binds the contract name
-            opt.cb_eval_data = &byte;
-            h.ctx = common::make_context(test_backend().model.get(), opt);
+            // As a host binds the contract name.
+            h.ctx = fixtures::make_bound_context(test_backend().model.get(), nullptr,
+                                                 fixtures::context_options(n, n, 1, llama_cancel_eval_callback, &byte));
         }
         ASSERT_NE(h.ctx, nullptr);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -271,12 +269,8 @@ class Stateless : public ::testing::Test {
     // A context whose cb_eval is `cb` with `data`, n_batch = n_ubatch = `batch`; attention and KV
     // cache on the device too, as a host offloads them, so that the device's splits are long.
     static common::context_ptr context(llama_model * model, int batch, ggml_backend_sched_eval_callback cb, void * data) {
-        common::context_options opt;
-        opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(batch);
-        opt.offload_kqv  = !test_backend().setup.devices.empty();
-        opt.cb_eval      = cb;
-        opt.cb_eval_data = data;
-        return common::make_context(model, opt);
+        const auto b = static_cast<uint32_t>(batch);
+        return fixtures::make_backend_context(model, nullptr, fixtures::context_options(b, b, 1, cb, data));
     }
 
     // llama_decode of `prompt` from an empty memory, as a host decodes; its duration in ms.

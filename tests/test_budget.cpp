@@ -37,12 +37,8 @@ class Budget : public fixtures::model_suite<Budget> {
 
   protected:
     static common::context_ptr context(slice_recorder * rec) {
-        common::context_options opt;
-        opt.n_batch      = k_n;
-        opt.n_ubatch     = k_n;
-        opt.cb_eval      = rec != nullptr ? slice_recorder::cb : nullptr;
-        opt.cb_eval_data = rec;
-        return common::make_context(suite_model(), opt);
+        const ggml_backend_sched_eval_callback cb = rec != nullptr ? slice_recorder::cb : nullptr;
+        return fixtures::make_bound_context(suite_model(), nullptr, fixtures::context_options(k_n, k_n, 1, cb, rec));
     }
 
     // Plain llama_decode of prompt[first...] in the given slices; last logits.
@@ -176,10 +172,7 @@ TEST_F(Budget, NegativeOrNanBudgetIsAClearErrorAndLosesNothing) {
 TEST_F(Budget, HookCheckpointsFollowTheBudgetDuringTheCall) {
     auto prompt = common::make_prompt(suite_model(), k_n, 36);
     auto decode_with = [&](llama_cancel_hook * hook, float budget_ms) {
-        common::context_options opt;
-        opt.n_batch  = k_n;
-        opt.n_ubatch = k_n;
-        auto ctx = fixtures::make_bound_context(suite_model(), hook, opt);
+        auto ctx = fixtures::make_bound_context(suite_model(), hook, fixtures::context_options(k_n, k_n));
         const uint64_t before = llama_cancel_hook_get_stats(hook).checkpoints;
         llama_cancel_decode_params p = params(nullptr, budget_ms);
         p.hook = hook;

@@ -28,11 +28,8 @@ class Decode : public fixtures::model_suite<Decode> {
 
   protected:
     static common::context_ptr context(uint32_t n_batch, uint32_t n_ubatch, uint32_t n_seq_max = 1) {
-        common::context_options opt;
-        opt.n_batch   = n_batch;
-        opt.n_ubatch  = n_ubatch;
-        opt.n_seq_max = n_seq_max;
-        return common::make_context(suite_model(), opt);
+        return fixtures::make_bound_context(suite_model(), nullptr,
+                                            fixtures::context_options(n_batch, n_ubatch, n_seq_max));
     }
 };
 

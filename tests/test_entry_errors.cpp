@@ -32,9 +32,7 @@ std::string make_folder(const char * name) {
 } // namespace
 
 TEST_F(EntryErrors, NegativeNPredictIsRefusedWithMemoryUntouched) {
-    common::context_options opt;
-    opt.n_batch = opt.n_ubatch = 16;
-    auto ctx = common::make_context(fixtures::suite_model(), opt);
+    auto ctx = fixtures::make_bound_context(fixtures::suite_model(), nullptr, fixtures::context_options(16, 16));
     auto prompt = common::make_prompt(fixtures::suite_model(), 6);
     llama_memory_t mem = llama_get_memory(ctx.get());
 

@@ -13,16 +13,10 @@ namespace {
 
 using fixtures::suite_model;
 
-// A context of n_batch = n_ubatch = `n_batch` with its own hook, chaining `trig` when given.
-fixtures::hooked_context make(uint32_t n_batch, fixtures::node_trigger * trig = nullptr) {
-    return fixtures::make_hooked(suite_model(), n_batch, n_batch, trig);
-}
-
 // Greedy reference: plain llama_decode of the whole prompt, then token by token.
 std::vector<llama_token> reference(const std::vector<llama_token> & prompt, int n_predict) {
-    common::context_options opt;
-    opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(prompt.size());
-    auto ctx = common::make_context(suite_model(), opt);
+    const auto n = static_cast<uint32_t>(prompt.size());
+    auto ctx = fixtures::make_bound_context(suite_model(), nullptr, fixtures::context_options(n, n));
     common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     std::vector<llama_token> out;
@@ -49,7 +43,7 @@ class Generate : public fixtures::model_suite<Generate> {
 TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
     auto prompt = common::make_prompt(suite_model(), 40, 2);
     const auto want = reference(prompt, 8);
-    auto s = make(16);
+    auto s = fixtures::make_hooked(suite_model(), 16, 16);
     int8_t flag = 0;
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
     p.flag      = &flag;
@@ -72,7 +66,7 @@ TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
 TEST_F(Generate, EmptyPromptContinuesFromTheLastLogits) {
     auto prompt = common::make_prompt(suite_model(), 24, 5);
     const auto want = reference(prompt, 8);
-    auto s = make(16);
+    auto s = fixtures::make_hooked(suite_model(), 16, 16);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
     p.n_predict = 4;
     std::vector<llama_token> out(8, -1);
@@ -92,7 +86,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     int8_t unused = 0;
     count.flag = &unused;
     {
-        auto c = make(u, &count);
+        auto c = fixtures::make_hooked(suite_model(), u, u, &count);
         common::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(c.ctx.get(), b.get()), 0);
     }
@@ -100,7 +94,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     int8_t flag = 0;
     trig.flag = &flag;
     trig.at   = 2 * count.calls + count.calls / 2; // inside the third prefill ubatch
-    auto s = make(u, &trig);
+    auto s = fixtures::make_hooked(suite_model(), u, u, &trig);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
     p.flag      = &flag;
     p.n_predict = 6;
@@ -134,7 +128,7 @@ TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
             return true;
         }
     };
-    auto s = make(16);
+    auto s = fixtures::make_hooked(suite_model(), 16, 16);
     int8_t flag = 0;
     stopper st{0, &flag};
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
@@ -152,7 +146,7 @@ TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
 }
 
 TEST_F(Generate, ClearErrors) {
-    auto s = make(16);
+    auto s = fixtures::make_hooked(suite_model(), 16, 16);
     auto prompt = common::make_prompt(suite_model(), 4);
     llama_token out[4];
     llama_cancel_generate_result r;

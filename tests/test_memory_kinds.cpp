@@ -26,15 +26,11 @@ constexpr int k_u = 64;  // n_ubatch: four slices
 
 bool on_cpu() { return test_backend().name() == "cpu"; }
 
-// A context of n_batch k_n, n_ubatch k_u; a hook bound the way hosts bind it when given.
+// A context of n_batch k_n, n_ubatch k_u on the setup under test; a hook bound the way hosts bind
+// it when given.
 common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
-    common::context_options opt;
-    opt.n_ctx       = 1024;
-    opt.n_batch     = k_n;
-    opt.n_ubatch    = k_u;
-    opt.n_seq_max   = n_seq_max;
-    opt.offload_kqv = !on_cpu();
-    return fixtures::make_bound_context(test_backend().model.get(), hook, opt);
+    return fixtures::make_backend_context(test_backend().model.get(), hook,
+                                          fixtures::context_options(k_n, k_u, n_seq_max));
 }
 
 // Plain llama_decode of prompt[first, first + n) at its own positions, one k_u slice per call.

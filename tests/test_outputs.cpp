@@ -25,9 +25,7 @@ class Outputs : public fixtures::model_suite<Outputs> {
   protected:
     // A context with n_batch k_n and n_ubatch k_u; with `hook`, bound the way a host binds it.
     static common::context_ptr context(llama_cancel_hook * hook, bool embeddings = false) {
-        common::context_options opt;
-        opt.n_batch    = k_n;
-        opt.n_ubatch   = k_u;
+        common::context_options opt = fixtures::context_options(k_n, k_u);
         opt.embeddings = embeddings;
         return fixtures::make_bound_context(suite_model(), hook, opt);
     }

@@ -39,12 +39,7 @@ class multi_batch : public common::owned_batch {
 };
 
 common::context_ptr context(uint32_t n_ubatch) {
-    common::context_options opt;
-    opt.n_ctx     = 1024;
-    opt.n_batch   = k_n;
-    opt.n_ubatch  = n_ubatch;
-    opt.n_seq_max = k_seqs;
-    return common::make_context(suite_model(), opt);
+    return fixtures::make_bound_context(suite_model(), nullptr, fixtures::context_options(k_n, n_ubatch, k_seqs));
 }
 
 std::vector<float> logits_at(llama_context * ctx, int32_t i) {
