@@ -94,6 +94,12 @@ bool node_trigger::eval_cb(ggml_tensor * t, bool ask, void * data) {
         if (std::strcmp(t->name, "result_output") == 0) {
             tr->graph_ends.push_back(tr->calls);
         }
+        if (tr->while_grouping) {
+            if (tr->calls == tr->at && tr->flag != nullptr) {
+                __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+            }
+            return false;
+        }
         return tr->calls == tr->at;
     }
     if (tr->flag != nullptr) {

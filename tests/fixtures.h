@@ -76,17 +76,21 @@ const test_backend_state & test_backend();
 // stores the byte (when `flag` is set) once that node is computed; as an abort callback it stores at
 // call number `at`. Counts calls either way; as an eval callback it records the ask number of each
 // decode graph's last node ("result_output"), and with `record_threads` the thread of every call.
+// With `while_grouping`, the eval callback asks for no node and stores the byte at ask `at` itself:
+// a store that lands while the scheduler groups nodes, which only the next check can see.
+// (tools/common/triggers.h has the tools' smaller one, without the records and modes the tests use.)
 struct node_trigger {
     int                          calls          = 0;
     int                          at             = -1;
     int8_t *                     flag           = nullptr;
     bool                         record_threads = false;
+    bool                         while_grouping = false;
     std::vector<int>             graph_ends;
     std::vector<std::thread::id> threads;
 
     static bool eval_cb(ggml_tensor * t, bool ask, void * data);
     static bool abort_cb(void * data);
-    // Calls, `at`, graph ends and threads back to their start; the flag stays.
+    // Calls, `at`, graph ends and threads back to their start; the flag and the modes stay.
     void reset();
 };
 

@@ -149,34 +149,21 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
 TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     const int n = 64;
     auto prompt = common::make_prompt(test_backend().model.get(), n, 11);
-    // The trigger stores the byte at its first ask without asking: the hook must checkpoint at the
-    // very next node instead of waiting for its work budget.
-    struct early {
-        int8_t * flag;
-        int      asks = 0;
-        static bool cb(ggml_tensor *, bool ask, void * data) {
-            auto * e = static_cast<early *>(data);
-            if (ask && ++e->asks == 3) {
-                __atomic_store_n(e->flag, 1, __ATOMIC_RELAXED);
-            }
-            return !ask;
-        }
-    };
+    // The trigger stores the byte at its third ask without asking for the node: the hook must
+    // checkpoint at the very next node instead of waiting for its work budget.
     int8_t flag = 0;
-    early e{&flag};
-    common::hook_ptr hook = common::make_hook(early::cb, &e);
-    common::context_options opt;
-    opt.n_batch = opt.n_ubatch = n;
-    opt.cb_eval      = llama_cancel_hook_eval_callback;
-    opt.cb_eval_data = hook.get();
-    auto ctx = common::make_context(test_backend().model.get(), opt);
+    node_trigger trig;
+    trig.flag           = &flag;
+    trig.at             = 3;
+    trig.while_grouping = true;
+    auto h = make_hooked(test_backend().model.get(), n, n, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
-    p.hook = hook.get();
+    p.hook = h.hook.get();
     common::seq_batch b(prompt, 0, n, 0);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_CANCELLED);
-    EXPECT_EQ(pos_max(ctx.get()), -1);
-    EXPECT_LE(e.asks, 40) << "the graph went on for " << e.asks << " asks after the byte was set";
+    EXPECT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(pos_max(h.ctx.get()), -1);
+    EXPECT_LE(trig.calls, 40) << "the graph went on for " << trig.calls << " asks after the byte was set";
 }
 
 // A stop-time budget on a backend the abort callback does not time: slices are sized from the eval

@@ -280,25 +280,15 @@ TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
 
 // The plain reader (no caller callback) stops the graph; the byte is stored from an eval callback.
 TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
-    struct trigger {
-        int8_t flag  = 0;
-        int    nodes = 0;
-        static bool cb(ggml_tensor *, bool ask, void * data) {
-            auto * t = static_cast<trigger *>(data);
-            if (!ask && ++t->nodes == 5) {
-                __atomic_store_n(&t->flag, 1, __ATOMIC_RELAXED);
-            }
-            return true;
-        }
-    } trig;
-    common::context_options opt;
-    opt.n_batch = opt.n_ubatch = 32;
-    opt.cb_eval      = trigger::cb;
-    opt.cb_eval_data = &trig;
-    auto ctx = common::make_context(suite_model(), opt);
+    int8_t flag = 0;
+    node_trigger trig; // the context's cb_eval: stores the byte once node 5 is computed
+    trig.flag = &flag;
+    trig.at   = 5;
+    auto ctx = fixtures::make_bound_context(suite_model(), nullptr,
+                                            fixtures::context_options(32, 32, 1, node_trigger::eval_cb, &trig));
     auto prompt = common::make_prompt(suite_model(), 32);
     common::seq_batch b(prompt, 0, 32, 0);
-    auto p = params_with(&trig.flag);
+    auto p = params_with(&flag);
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);

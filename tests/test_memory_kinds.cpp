@@ -71,7 +71,7 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
     node_trigger count;
     int8_t unused = 0;
     count.flag = &unused;
-    common::hook_ptr hook = common::make_hook(asks ? node_trigger::eval_cb : nullptr, &count);
+    common::hook_ptr hook = fixtures::make_hook(asks ? &count : nullptr);
     auto ctx = context(asks ? hook.get() : nullptr);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook = asks ? hook.get() : nullptr;
@@ -95,7 +95,7 @@ struct third_slice_stop {
     third_slice_stop(int per_slice, bool hooked_) : hooked(hooked_) {
         trig.flag = &flag;
         trig.at   = 2 * per_slice + per_slice / 2;
-        hook      = common::make_hook(hooked ? node_trigger::eval_cb : nullptr, &trig);
+        hook      = fixtures::make_hook(hooked ? &trig : nullptr);
     }
     third_slice_stop(const third_slice_stop &) = delete;
     third_slice_stop & operator=(const third_slice_stop &) = delete;

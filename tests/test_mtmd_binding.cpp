@@ -21,34 +21,28 @@ class MtmdStateless : public text_model_suite<MtmdStateless> {};
 // mtmd's cb_eval and the byte set mid-encode, the clip graph stops and mtmd_encode_chunk still
 // returns 0, its embeddings garbage.
 TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
-    struct store_then_read {
-        int    asks = 0;
-        int    at   = 12;
-        int8_t flag = 0;
-        static bool cb(ggml_tensor * t, bool ask, void * data) {
-            auto * s = static_cast<store_then_read *>(data);
-            if (ask && ++s->asks == s->at) {
-                __atomic_store_n(&s->flag, 1, __ATOMIC_RELAXED); // another thread's store, as it were
-            }
-            return llama_cancel_eval_callback(t, ask, &s->flag);
-        }
+    // The stateless callback with its byte, through common::stateless_probe, which stores the byte
+    // before ask 12 is checked (another thread's store, as it were).
+    common::stateless_probe probe;
+    auto store_at_ask_12 = [&probe] {
+        probe.rearm(12);
+        probe.while_grouping = true;
     };
     auto fresh = make_mtmd(k.mmproj);
     ASSERT_EQ(mtmd_encode_chunk(fresh.get(), chunk_at(1)), 0);
     const auto ref = embeddings(fresh.get(), chunk_at(1));
 
-    store_then_read st;
-    auto mctx = make_mtmd(k.mmproj, store_then_read::cb, &st);
+    store_at_ask_12();
+    auto mctx = make_mtmd(k.mmproj, common::stateless_probe::eval_cb, &probe);
     EXPECT_EQ(mtmd_encode_chunk(mctx.get(), chunk_at(1)), 0) << "upstream reports the stopped encode as success";
     EXPECT_FALSE(same(embeddings(mctx.get(), chunk_at(1)), ref)) << "with garbage embeddings";
 
     // The wrapper with the same stateless binding (no hook): the byte read after the encode makes
     // it a cancel, and the garbage is never decoded.
-    st.asks = 0;
-    st.flag = 0;
+    store_at_ask_12();
     auto lctx = make_lctx();
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag    = &st.flag;
+    p.flag    = &probe.byte;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
     EXPECT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 1, 0, &p, &r),
