@@ -1,10 +1,9 @@
 // The checkpoint policy (src/checkpoint_policy.h) without a model: fake nodes (tensors without data,
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
-// simulated clock.
-#include "backend_wait.h"
+// simulated clock; and the set its graph-end detector keeps (src/pointer_set.h). The stop-time
+// budget's slices are in test_slice_budget.cpp, ggml-vulkan's waiting rule in test_backend_wait.cpp.
 #include "checkpoint_policy.h"
 #include "pointer_set.h"
-#include "slice_budget.h"
 
 #include "ggml.h"
 
@@ -15,7 +14,6 @@
 #include <vector>
 
 using llama_cancel::checkpoint_policy;
-using llama_cancel::slice_budget;
 
 namespace {
 
@@ -88,6 +86,28 @@ struct scheduler_sim {
             return 0.0;
         }
         return (checkpoints.back() - checkpoints[checkpoints.size() - 1 - n]) / static_cast<double>(n);
+    }
+};
+
+// A graph on a device the host sleeps on, its nodes given in budgets (distinct nodes, as in a real
+// graph): asked once whole, then again from the start. The index of the first checkpoint of each
+// pass (-1: none).
+struct sleeping_graph {
+    std::vector<ggml_tensor *> nodes;
+    std::pair<int, int>        checkpoints(checkpoint_policy & policy, bool sleeps) const {
+        int first[2] = {-1, -1};
+        double now = 1000.0;
+        for (int pass = 0; pass < 2; ++pass) {
+            policy.reset(); // a new graph, as llama_cancel_decode does
+            for (size_t i = 0; i < nodes.size(); ++i) {
+                now += 1e-5;
+                if (policy.place(nodes[i], dev_a, now, sleeps)) {
+                    first[pass] = first[pass] < 0 ? static_cast<int>(i) : first[pass];
+                    policy.reset(); // no rate learnt from the simulated clock: the budget stays
+                }
+            }
+        }
+        return {first[0], first[1]};
     }
 };
 
@@ -265,65 +285,6 @@ TEST_F(Policy, LongestDeviceViewIsWhatAStopWaitsFor) {
     EXPECT_EQ(policy.take_longest_view_ms(), 0.0) << "host nodes are timed by the abort callback instead";
 }
 
-TEST(SliceBudget, InactiveBudgetIsOneSliceOfTheUbatch) {
-    slice_budget b(0.0f, 512);
-    EXPECT_FALSE(b.active());
-    EXPECT_EQ(b.next(), 512);
-}
-
-TEST(SliceBudget, SlicesFollowTheThirdLongestTimedNode) {
-    slice_budget b(20.0f, 512);
-    EXPECT_EQ(b.next(), 16) << "the first call probes with 16 tokens";
-    b.begin_call();
-    double t = 0.0;
-    for (double d : {0.0, 1.0, 2.0, 2.0, 50.0, 2.0}) { // one preempted node (50 ms) is not the size
-        t += d;
-        b.on_node(t);
-    }
-    b.end_call(16);
-    EXPECT_EQ(b.next(), 112) << "2 ms for 16 tokens: 0.7 x 20 ms fits 112";
-    EXPECT_FLOAT_EQ(b.longest_ms(), 50.0f);
-    EXPECT_TRUE(b.missed());
-}
-
-// A gap between two CPU nodes that holds a device split is not a node: the budget is not shrunk
-// for it (the device's views are timed apart).
-TEST(SliceBudget, GapsOverDeviceSplitsAreNotNodes) {
-    slice_budget b(20.0f, 512);
-    b.begin_call();
-    double   t    = 0.0;
-    uint64_t asks = 0;
-    for (double d : {0.0, 2.0, 2.0, 2.0}) {
-        t += d;
-        b.on_node(t, asks);
-    }
-    t += 290.0;
-    asks += 40; // a device split of 40 nodes ran
-    b.on_node(t, asks);
-    b.on_node(t + 2.0, asks);
-    b.end_call(16);
-    EXPECT_EQ(b.next(), 112) << "the 290 ms gap is not the slice's heavy node";
-    EXPECT_FLOAT_EQ(b.longest_ms(), 2.0f);
-}
-
-TEST(SliceBudget, DeviceSlicesFollowTheTimeBetweenCheckpoints) {
-    slice_budget b(20.0f, 512);
-    b.begin_call();
-    b.end_call(16, 0.0);
-    EXPECT_EQ(b.next(), 512) << "nothing timed: back to n_ubatch";
-    slice_budget d(20.0f, 512);
-    d.end_call(16, 14.0);
-    EXPECT_EQ(d.next(), 32) << "views within the budget: grow twofold";
-    d.end_call(32, 14.0);
-    d.end_call(64, 40.0);
-    EXPECT_EQ(d.next(), 22) << "a 40 ms view at 64 tokens: 64 x 14 / 40";
-    EXPECT_TRUE(d.missed());
-    d.end_call(22, 14.0);
-    d.end_call(44, 14.0);
-    EXPECT_EQ(d.next(), 63) << "growing again, but not back to the size found too long";
-    EXPECT_FLOAT_EQ(d.longest_ms(), 40.0f);
-}
-
 TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
@@ -371,50 +332,6 @@ TEST_F(Policy, RoundTripStretchLeavesShortGraphsFourCheckpoints) {
     EXPECT_NEAR(policy.interval_ms(dev_a), 80.0 / checkpoint_policy::k_min_graph_checkpoints, 1.0);
     EXPECT_NEAR(sim.spacing(20), 20.0, 0.2 * 20.0) << "four checkpoints an 80 ms graph";
 }
-
-// ggml-vulkan's rule as upstream writes it (ggml_backend_vk_graph_compute): the almost-ready fence
-// goes with the first node i of an n-node view where (n - i) < n / 5; the nodes after it are
-// waited for busy, all of them when there is no such node before the last.
-TEST(BackendWait, VulkanAlmostReadyFenceRule) {
-    for (int n = 1; n <= 500; ++n) {
-        int fence = -1;
-        for (int i = 0; i < n; ++i) {
-            if ((n - i) < n / 5) {
-                fence = i;
-                break;
-            }
-        }
-        const size_t want = fence < 0 ? 0 : static_cast<size_t>(fence + 1);
-        EXPECT_EQ(llama_cancel::first_spun_node(static_cast<size_t>(n)), want) << "view of " << n << " nodes";
-    }
-    EXPECT_EQ(llama_cancel::first_spun_node(9), 0u) << "under 10 nodes: waited for busy throughout";
-    EXPECT_EQ(llama_cancel::first_spun_node(10), 10u) << "10 nodes: the fence goes with the last one";
-    const double work[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100};
-    EXPECT_NEAR(llama_cancel::spun_share(work, 15), 100.0 / 114.0, 1e-12) << "15 nodes: the last one is spun";
-    EXPECT_EQ(llama_cancel::spun_share(work, 14), 0.0);
-}
-
-// A graph on a device the host sleeps on, its nodes given in budgets (distinct nodes, as in a real
-// graph): asked once whole, then again from the start. The index of the first checkpoint of each
-// pass (-1: none).
-struct sleeping_graph {
-    std::vector<ggml_tensor *> nodes;
-    std::pair<int, int>        checkpoints(checkpoint_policy & policy, bool sleeps) const {
-        int first[2] = {-1, -1};
-        double now = 1000.0;
-        for (int pass = 0; pass < 2; ++pass) {
-            policy.reset(); // a new graph, as llama_cancel_decode does
-            for (size_t i = 0; i < nodes.size(); ++i) {
-                now += 1e-5;
-                if (policy.place(nodes[i], dev_a, now, sleeps)) {
-                    first[pass] = first[pass] < 0 ? static_cast<int>(i) : first[pass];
-                    policy.reset(); // no rate learnt from the simulated clock: the budget stays
-                }
-            }
-        }
-        return {first[0], first[1]};
-    }
-};
 
 class SleepingPolicy : public Policy {
   protected:
