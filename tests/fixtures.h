@@ -1,6 +1,8 @@
 // Fixtures shared by the gtest programs (library llama-cancel-test-fixtures): the environment
-// reader, a suite that loads one model for all its tests, a context with a hook bound the way hosts
-// bind it, and the callbacks that stop a graph at a chosen node. Not part of the library's API.
+// reader, a suite that loads one model for all its tests, the program-wide backend setup and model
+// (a gtest environment), the callbacks that stop a graph at a chosen node, memory and logits
+// readers, and the one context factory (a hook bound the way hosts bind it). Not part of the
+// library's API.
 #pragma once
 
 #include "support.h"
@@ -36,7 +38,7 @@ template <typename Suite, typename Base = ::testing::Test> class model_suite : p
     static void TearDownTestSuite() { free_suite_model(); }
 };
 
-// The backend setup a program's tests run on and the model loaded on it (backend_environment),
+// The backend setup a program's tests run on and the model loaded on it (add_backend_environment),
 // from the environment's SetUp to its TearDown.
 struct test_backend_state {
     common::backend_setup setup;
@@ -123,7 +125,7 @@ std::vector<float> plain_last_logits(llama_model * model, const std::vector<llam
 // A hook chaining `trig` (NULL: none) as its eval callback.
 common::hook_ptr make_hook(node_trigger * trig);
 
-// The tests' contexts. Every one is made by make_bound_context, whichever helper a test calls.
+// The gtest programs' contexts: each is made by make_bound_context, whichever helper a test calls.
 
 // Options of a test context: n_batch, n_ubatch and n_seq_max, eval callback `cb` with `cb_data`
 // (NULL: none); the rest as common::context_options has them (attention and KV cache on the CPU).
