@@ -55,13 +55,9 @@ struct alone {
     std::vector<float>   logits;
 };
 common::context_ptr unified_context(uint32_t n_ubatch) {
-    common::context_options opt;
-    opt.n_ctx      = 1024;
-    opt.n_batch    = k_n;
-    opt.n_ubatch   = n_ubatch;
-    opt.n_seq_max  = k_seqs;
+    common::context_options opt = fixtures::context_options(k_n, n_ubatch, k_seqs);
     opt.kv_unified = true;
-    return common::make_context(suite_model(), opt);
+    return fixtures::make_bound_context(suite_model(), nullptr, opt);
 }
 
 // (With one KV stream for all sequences when `unified`: the stream count is part of a sequence's
