@@ -2,10 +2,11 @@
 // floor, on the CPU backend, for each batch size and thread count. Figures are printed as a table
 // and saved as JSON; nothing here is a pass/fail timing assertion except the reported targets.
 #include "commands.h"
-#include "args.h"
+#include "common/args.h"
 #include "bench_budget.h"
-#include "json_child.h"
-#include "bench_util.h"
+#include "common/json_child.h"
+#include "common/json.h"
+#include "common/stats.h"
 #include "support.h"
 
 #include <algorithm>
@@ -170,9 +171,9 @@ struct row {
     bool   rollback_ok = false;
 };
 
-class bench {
+class cpu_bench {
   public:
-    bench(const options & opt, llama_model * model) : opt_(opt), model_(model), rng_(opt.seed) {}
+    cpu_bench(const options & opt, llama_model * model) : opt_(opt), model_(model), rng_(opt.seed) {}
 
     row run(int batch, int threads, int step, int n_steps) {
         row r;
@@ -494,14 +495,14 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
         models.push_back({large, "large"});
     }
     for (const auto & [path, label] : models) {
-        common::budget_bench_options b;
+        bench::budget_bench_options b;
         b.model   = path;
         b.label   = label;
         b.budgets = opt.budgets;
         b.runs    = opt.runs;
         b.seed    = opt.seed;
         bool met  = true;
-        for (std::string & j : common::budget_rows(b, &met)) {
+        for (std::string & j : bench::budget_rows(b, &met)) {
             out.push_back(std::move(j));
         }
         *ok = *ok && met;
@@ -644,7 +645,7 @@ void report_threads_override(bench_report & rep) {
 
 // One row per batch size and thread count.
 std::vector<row> measure_cpu_rows(const options & opt, llama_model * model) {
-    bench b(opt, model);
+    cpu_bench b(opt, model);
     std::vector<row> rows;
     const int n_steps = static_cast<int>(opt.batches.size() * opt.threads.size());
     for (int batch : opt.batches) {

@@ -3,8 +3,9 @@
 // alone, with llama-cancel's hook (llama_cancel_decode), and with the stateless eval callback bound
 // by name; the hook's and the stateless callback's overhead with the byte at 0, side by side.
 #include "commands.h"
-#include "args.h"
-#include "bench_util.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
 #include "support.h"
 
 #include <algorithm>

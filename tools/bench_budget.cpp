@@ -1,38 +1,39 @@
 #include "bench_budget.h"
 
-#include "bench_util.h"
-#include "stop_latency.h"
+#include "common/json.h"
+#include "common/stats.h"
+#include "common/stop_latency.h"
 #include "support.h"
 
 #include <cstdio>
 
-namespace common {
+namespace bench {
 
 namespace {
 
 // A budget is kept when the worst stop is within it plus the return path (2 ms).
 constexpr double k_slack_ms = 2.0;
 
-std::string row_json(const budget_bench_options & o, float budget, const stop_figures & f, double base_tps,
+std::string row_json(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps,
                      bool met) {
     char buf[512];
     std::snprintf(buf, sizeof(buf),
                   "{\"model\": \"%s\", \"budget_ms\": %g, \"tokens\": %d, \"threads\": %d, \"decode_ms\": %.3f, "
                   "\"tokens_per_s\": %.2f, \"throughput_vs_none_pct\": %.2f, \"calls\": %d, \"finished_first\": %d, "
                   "\"late_store\": %d, \"longest_node_ms\": %.3f, \"within_budget_plus_2ms\": %s, ",
-                  json_escape(o.label).c_str(), budget, o.tokens, o.threads, f.decode_ms, f.tokens_per_s,
+                  common::json_escape(o.label).c_str(), budget, o.tokens, o.threads, f.decode_ms, f.tokens_per_s,
                   base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, f.calls, f.finished_first,
                   f.late_store, f.longest_node_ms, met ? "true" : "false");
-    return std::string(buf) + "\"stop_ms\": {\"p50\": " + std::to_string(percentile(f.stop_ms, 0.5)) +
-           ", \"p95\": " + std::to_string(percentile(f.stop_ms, 0.95)) + ", \"max\": " +
-           std::to_string(max_of(f.stop_ms)) + ", \"all\": " + json_list(f.stop_ms) + "}}";
+    return std::string(buf) + "\"stop_ms\": {\"p50\": " + std::to_string(common::percentile(f.stop_ms, 0.5)) +
+           ", \"p95\": " + std::to_string(common::percentile(f.stop_ms, 0.95)) + ", \"max\": " +
+           std::to_string(common::max_of(f.stop_ms)) + ", \"all\": " + common::json_list(f.stop_ms) + "}}";
 }
 
-void print_row(const budget_bench_options & o, float budget, const stop_figures & f, double base_tps, bool met) {
+void print_row(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps, bool met) {
     std::printf("| %-12s | %6s | %9.1f | %8.1f | %+7.1f%% | %5d | %8.2f | %8.2f | %8.2f | %5zu | %5d | %4d | %8.2f | %-4s |\n",
                 o.label.c_str(), budget > 0 ? std::to_string(static_cast<int>(budget)).c_str() : "none",
                 f.decode_ms, f.tokens_per_s, base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0,
-                f.calls, percentile(f.stop_ms, 0.5), percentile(f.stop_ms, 0.95), max_of(f.stop_ms),
+                f.calls, common::percentile(f.stop_ms, 0.5), common::percentile(f.stop_ms, 0.95), common::max_of(f.stop_ms),
                 f.stop_ms.size(), f.finished_first, f.late_store, f.longest_node_ms, budget <= 0 ? "-" : met ? "yes" : "NO");
     std::fflush(stdout);
 }
@@ -42,20 +43,20 @@ void print_row(const budget_bench_options & o, float budget, const stop_figures 
 std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met) {
     std::vector<std::string> out;
     *met = true;
-    model_ptr model = load_model(o.model);
+    common::model_ptr model = common::load_model(o.model);
     if (!model) {
         std::fprintf(stderr, "error: cannot load %s\n", o.model.c_str());
         *met = false;
         return out;
     }
-    context_options base;
+    common::context_options base;
     base.n_threads = o.threads;
-    const stop_figures none = measure_stops(model.get(), base, nullptr, {o.tokens, 0.0f}, o.tokens, o.runs, o.seed);
+    const common::stop_figures none = common::measure_stops(model.get(), base, nullptr, {o.tokens, 0.0f}, o.tokens, o.runs, o.seed);
     print_row(o, 0.0f, none, none.tokens_per_s, true);
     out.push_back(row_json(o, 0.0f, none, none.tokens_per_s, true));
     for (float budget : o.budgets) {
-        const stop_figures f = measure_stops(model.get(), base, nullptr, {o.tokens, budget}, o.tokens, o.runs, o.seed);
-        const bool ok = !f.stop_ms.empty() && max_of(f.stop_ms) <= budget + k_slack_ms;
+        const common::stop_figures f = common::measure_stops(model.get(), base, nullptr, {o.tokens, budget}, o.tokens, o.runs, o.seed);
+        const bool ok = !f.stop_ms.empty() && common::max_of(f.stop_ms) <= budget + k_slack_ms;
         *met = *met && ok;
         print_row(o, budget, f, none.tokens_per_s, ok);
         out.push_back(row_json(o, budget, f, none.tokens_per_s, ok));
@@ -63,4 +64,4 @@ std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met)
     return out;
 }
 
-} // namespace common
+} // namespace bench

@@ -1,12 +1,12 @@
 // The benchmark's stop-time budget rows (CPU): for each budget, worst and p95 stop latency and the
-// prefill throughput against no budget, side by side in one run.
+// prefill throughput against no budget, side by side in one run. Part of the `bench` command.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace common {
+namespace bench {
 
 struct budget_bench_options {
     std::string        model;
@@ -22,4 +22,4 @@ struct budget_bench_options {
 // *met is false when a row's worst stop exceeded its budget + 2 ms.
 std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met);
 
-} // namespace common
+} // namespace bench

@@ -4,8 +4,9 @@
 // and alternated, for a prefill in n_ubatch slices (a partial-state snapshot before each slice on
 // models with recurrent state) and for single-token decodes (one snapshot per token); the snapshot
 // itself (bytes, copy and restore times); and checks one cancel against a clean decode.
-#include "args.h"
-#include "bench_util.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
 #include "commands.h"
 #include "support.h"
 

@@ -2,8 +2,9 @@
 // process: encode time, cancel latency inside the clip encode (through the hook and through the
 // stateless eval callback bound by name) and inside the embedding decode, against a host that polls
 // its byte between native calls, and the encode overhead of both callbacks with the byte at 0. CPU.
-#include "args.h"
-#include "bench_util.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
 #include "commands.h"
 #include "support.h"
 

@@ -15,9 +15,10 @@
 // when its p95 is at most the solo maximum.
 // Runs whose decode returned before the store are counted apart ("finished first"), never as 0 ms.
 #include "commands.h"
-#include "args.h"
-#include "bench_util.h"
-#include "seq_batch.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
+#include "common/seq_bytes.h"
 #include "support.h"
 
 #include <algorithm>

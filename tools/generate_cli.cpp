@@ -2,7 +2,7 @@
 // the decode in flight stops, and the tool prints what it had and how long the stop took. A second
 // Ctrl-C exits at once.
 #include "commands.h"
-#include "args.h"
+#include "common/args.h"
 #include "support.h"
 
 #ifdef LLAMA_CANCEL_HAVE_MTMD

@@ -2,8 +2,8 @@
 // storms from another thread; after each cancel the memory must hold exactly the committed ubatches,
 // and every resumed prefill must end with logits bit-identical to an uninterrupted one.
 #include "commands.h"
-#include "args.h"
-#include "seq_batch.h"
+#include "common/args.h"
+#include "common/seq_bytes.h"
 #include "support.h"
 
 #include <algorithm>

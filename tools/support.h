@@ -7,7 +7,10 @@
 //   common/processes.h  run_command, rpc_server, delay_proxy
 //   common/paths.h      executable, scripts, model cache, delay proxy binary
 //   common/timing.h     now_ms, format_ms, the timed writer thread
-// (common/stats.h and common/json.h, the benchmarks' statistics and JSON text, come with bench_util.h.)
+// The others are included where they are used: common/stats.h (the benchmarks' statistics),
+// common/stop_latency.h (throughput and stop latency of a decode configuration), common/seq_bytes.h
+// (per-sequence bytes and outputs), common/args.h (the command-line parser), and the CLI's JSON
+// helpers common/json.h and common/json_child.h.
 #pragma once
 
 #include "llama-cancel.h"

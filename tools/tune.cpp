@@ -3,9 +3,10 @@
 // measures prefill throughput and stop latency, prints a table as it goes, recommends the fastest
 // setting whose worst stop is within the budget, and writes JSON and a plot.
 #include "commands.h"
-#include "args.h"
-#include "bench_util.h"
-#include "stop_latency.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
+#include "common/stop_latency.h"
 #include "support.h"
 
 #include <algorithm>

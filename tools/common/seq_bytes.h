@@ -2,7 +2,7 @@
 // of llama_cancel_decode_params (the batch is common::multi_seq_batch). Header-only, tools only.
 #pragma once
 
-#include "common/models.h"
+#include "models.h"
 #include "llama-cancel.h"
 #include "llama.h"
 

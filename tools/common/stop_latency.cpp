@@ -1,6 +1,8 @@
+// Stop latency and throughput of one decode configuration: measure_stops (see stop_latency.h).
 #include "stop_latency.h"
 
-#include "bench_util.h"
+#include "stats.h"
+#include "timing.h"
 
 #include <algorithm>
 #include <random>

@@ -2,7 +2,8 @@
 // measured the way a host sees them: shared by `llama-cancel tune` and the benchmark's budget rows.
 #pragma once
 
-#include "support.h"
+#include "llama-cancel.h"
+#include "models.h"
 
 #include <cstdint>
 #include <vector>
