@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -107,8 +106,6 @@ int parse_options(int argc, char ** argv, options & opt) {
     return -1;
 }
 
-using common::json_escape;
-using common::json_list;
 using common::max_of;
 using common::now_ms;
 using common::percentile;
@@ -439,8 +436,8 @@ std::string models_dir() {
 
 // Memory-kind rows, each in its own process, on the generated bench model of each architecture
 // (written once into `dir`). Returns their JSON objects; *ok is false when a rollback was not exact.
-std::vector<std::string> memory_rows(const options & opt, const std::string & dir, bool * ok) {
-    std::vector<std::string> out;
+std::vector<common::json> memory_rows(const options & opt, const std::string & dir, bool * ok) {
+    std::vector<common::json> out;
     *ok = true;
     if (opt.archs.empty()) {
         return out;
@@ -463,12 +460,12 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
                            tmp}, "");
         }
         common::child_json j = common::take_child_json(tmp);
-        if (j.text.empty()) {
+        if (!j.ok()) {
             std::printf("| %-7s | skipped: the row failed (exit %d), see the messages above |\n", arch.c_str(), rc);
-            j.text = "{\"arch\": \"" + json_escape(arch) + "\", \"error\": \"exit " + std::to_string(rc) + "\"}";
+            j.doc = {{"arch", arch}, {"error", "exit " + std::to_string(rc)}};
         }
         *ok = *ok && rc == 0 && j.is_true({"rollback_exact"});
-        out.push_back(j.text);
+        out.push_back(std::move(j.doc));
     }
     std::printf("\ntargets (memory kinds): rollback exact on every row: %s\n", *ok ? "met" : "MISSED (see rows)");
     return out;
@@ -476,8 +473,8 @@ std::vector<std::string> memory_rows(const options & opt, const std::string & di
 
 // Budget rows on the model benchmarked and on a larger generated one whose longest node at batch
 // 512 is several times the middle budget.
-std::vector<std::string> budget_rows(const options & opt, bool with_large, bool * ok) {
-    std::vector<std::string> out;
+std::vector<common::json> budget_rows(const options & opt, bool with_large, bool * ok) {
+    std::vector<common::json> out;
     *ok = true;
     if (opt.budgets.empty()) {
         return out;
@@ -502,7 +499,7 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
         b.runs    = opt.runs;
         b.seed    = opt.seed;
         bool met  = true;
-        for (std::string & j : bench::budget_rows(b, &met)) {
+        for (common::json & j : bench::budget_rows(b, &met)) {
             out.push_back(std::move(j));
         }
         *ok = *ok && met;
@@ -513,8 +510,8 @@ std::vector<std::string> budget_rows(const options & opt, bool with_large, bool 
 
 // Per-sequence cancel rows (bench-seq), one child process per backend and ubatch size: the batch as
 // one ubatch, and as four (a stop then keeps the finished ones).
-std::vector<std::string> seq_rows(const options & opt, bool * ok) {
-    std::vector<std::string> out;
+std::vector<common::json> seq_rows(const options & opt, bool * ok) {
+    std::vector<common::json> out;
     *ok = true;
     if (opt.seq_backends.empty()) {
         return out;
@@ -537,16 +534,15 @@ std::vector<std::string> seq_rows(const options & opt, bool * ok) {
             }
             const int rc = run_self(args, name);
             common::child_json j = common::take_child_json(tmp);
-            if (j.text.empty()) {
+            if (!j.ok()) {
                 std::printf("| %s | %d | skipped: the row failed (exit %d), see the messages above |\n", name.c_str(),
                             n_ubatch, rc);
-                j.text = "{\"backend\": \"" + json_escape(name) + "\", \"n_ubatch\": " + std::to_string(n_ubatch) +
-                         ", \"error\": \"exit " + std::to_string(rc) + "\"}";
+                j.doc = {{"backend", name}, {"n_ubatch", n_ubatch}, {"error", "exit " + std::to_string(rc)}};
             } else {
                 header = false;
             }
             *ok = *ok && rc == 0 && j.is_true({"extra_le_ubatch_plus_5pct"}) && j.is_true({"stop_within_single"});
-            out.push_back(j.text);
+            out.push_back(std::move(j.doc));
         }
     }
     std::printf("\ntargets (per-sequence): the cancelled sequence's stop within one sequence's, survivors' extra time "
@@ -562,7 +558,7 @@ struct cpu_targets {
 // One section of rows run in child processes: their JSON objects and whether their targets were met
 // through the hook and through the stateless callback.
 struct child_rows {
-    std::vector<std::string> json;
+    std::vector<common::json> json;
     bool                     ok = true, stateless_ok = true;
 };
 
@@ -576,13 +572,12 @@ struct child_row_label {
 };
 
 // Adds one child's JSON to `out` and folds its hook and stateless targets in; a child that failed
-// (exit `rc`, or no JSON) gets a "skipped" table line, an error entry, and misses both.
+// (exit `rc`, or no JSON object) gets a "skipped" table line, an error entry, and misses both.
 void add_child_row(child_rows & out, common::child_json j, int rc, const child_row_label & l) {
-    if (rc != 0 || j.text.empty()) {
+    if (rc != 0 || !j.ok()) {
         std::printf("| %-*s | skipped: the setup failed (exit %d), see the messages above |\n", l.width,
                     l.name.c_str(), rc);
-        j.text = std::string("{\"") + l.key + "\": \"" + json_escape(l.name) + "\", \"error\": \"setup failed, exit " +
-                 std::to_string(rc) + "\"}";
+        j.doc = {{l.key, l.name}, {"error", "setup failed, exit " + std::to_string(rc)}};
         out.ok           = false;
         out.stateless_ok = false;
     } else {
@@ -591,7 +586,7 @@ void add_child_row(child_rows & out, common::child_json j, int rc, const child_r
         out.stateless_ok = out.stateless_ok && j.is_true({"targets", stateless.c_str()}) &&
                            j.is_true({"targets", "stateless_overhead_le_3pct"});
     }
-    out.json.push_back(j.text);
+    out.json.push_back(std::move(j.doc));
 }
 
 // What the JSON file holds beside the options.
@@ -603,7 +598,7 @@ struct bench_report {
     std::vector<row>         rows;
     cpu_targets              cpu;
     child_rows               backends, mtmd;
-    std::vector<std::string> memory, budgets, seq;
+    std::vector<common::json> memory, budgets, seq;
     bool                     memory_ok = true, budget_ok = true, seq_ok = true;
 };
 
@@ -782,74 +777,78 @@ child_rows mtmd_rows(const options & opt, const llama_model * model) {
     return out;
 }
 
-const char * json_bool(bool b) {
-    return b ? "true" : "false";
-}
-
-// `"key": [objects]` as the file has always laid them out, one per line.
-void write_objects(std::ofstream & js, const char * key, const std::vector<std::string> & objects) {
-    js << "\"" << key << "\": [";
-    for (size_t i = 0; i < objects.size(); ++i) {
-        js << (i ? ",\n    " : "\n    ") << objects[i];
-    }
-    js << (objects.empty() ? "]" : "\n  ]");
-}
-
-void write_cpu_row(std::ofstream & js, const row & r) {
+// One CPU row as the file has always had it.
+common::json cpu_row_json(const row & r) {
+    using common::printed;
     const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
-    js << "    {\"batch\": " << r.batch << ", \"threads\": " << r.threads << ", \"decode_ms\": " << r.decode_ms
-       << ", \"reader_overhead_pct\": " << r.overhead_pct << ", \"reader_overhead_cpu_time_pct\": "
-       << r.overhead_cpu_pct << ", \"overhead_pairs\": " << r.pairs << ", \"cancel_ms\": {\"p50\": " << p50
-       << ", \"p95\": " << percentile(r.lat, 0.95) << ", \"max\": " << max_of(r.lat)
-       << ", \"all\": " << json_list(r.lat) << "}, \"today_ms\": {\"p50\": " << today50
-       << ", \"all\": " << json_list(r.today) << "}, \"today_over_ours\": " << (p50 > 0 ? today50 / p50 : 0.0)
-       << ", \"cancelled\": " << r.cancelled << ", \"completed_before_store\": " << r.completed_early
-       << ", \"completed_after_store\": " << r.completed_late
-       << ", \"longest_node_ms\": " << r.longest_node_ms << ", \"longest_node_op\": \""
-       << json_escape(r.longest_node_op) << "\", \"n_nodes\": " << r.n_nodes
-       << ", \"worst_over_node\": " << (r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)
-       << ", \"reader_calls\": " << r.probe_calls << ", \"off_thread_calls\": " << r.probe_off_thread
-       << ", \"rollback\": {\"n_ubatch\": " << r.rollback_ubatch << ", \"status\": \""
-       << llama_cancel_status_str(r.rollback_status) << "\", \"seq_pos_max\": " << r.rollback_pos_max
-       << ", \"expected_pos_max\": " << r.rollback_ubatch - 1 << ", \"ok\": " << json_bool(r.rollback_ok) << "}}";
+    return {{"batch", r.batch},
+            {"threads", r.threads},
+            {"decode_ms", printed(r.decode_ms)},
+            {"reader_overhead_pct", printed(r.overhead_pct)},
+            {"reader_overhead_cpu_time_pct", printed(r.overhead_cpu_pct)},
+            {"overhead_pairs", r.pairs},
+            {"cancel_ms",
+             {{"p50", printed(p50)},
+              {"p95", printed(percentile(r.lat, 0.95))},
+              {"max", printed(max_of(r.lat))},
+              {"all", common::printed_list(r.lat)}}},
+            {"today_ms", {{"p50", printed(today50)}, {"all", common::printed_list(r.today)}}},
+            {"today_over_ours", printed(p50 > 0 ? today50 / p50 : 0.0)},
+            {"cancelled", r.cancelled},
+            {"completed_before_store", r.completed_early},
+            {"completed_after_store", r.completed_late},
+            {"longest_node_ms", printed(r.longest_node_ms)},
+            {"longest_node_op", r.longest_node_op},
+            {"n_nodes", r.n_nodes},
+            {"worst_over_node", printed(r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)},
+            {"reader_calls", r.probe_calls},
+            {"off_thread_calls", r.probe_off_thread},
+            {"rollback",
+             {{"n_ubatch", r.rollback_ubatch},
+              {"status", llama_cancel_status_str(r.rollback_status)},
+              {"seq_pos_max", r.rollback_pos_max},
+              {"expected_pos_max", r.rollback_ubatch - 1},
+              {"ok", r.rollback_ok}}}};
+}
+
+// The whole file: the model and the run, the CPU rows and their targets, then each section's rows
+// (the child processes' objects as they wrote them, or their error entries) and its targets.
+common::json bench_json(const options & opt, const bench_report & rep) {
+    common::json js;
+    js["model"] = {{"path", opt.model}, {"desc", rep.desc}, {"n_params", rep.n_params}};
+    js["backend"] = "CPU";
+    js["cores"]   = std::thread::hardware_concurrency();
+    js["runs"]    = opt.runs;
+    js["seed"]    = opt.seed;
+    if (rep.threads_overridden) {
+        js["threads_override"] = rep.threads_override;
+    }
+    js["targets"] = {{"overhead_le_1pct", rep.cpu.overhead},
+                     {"worst_latency_le_2x_node_plus_1ms", rep.cpu.latency},
+                     {"zero_off_thread", rep.cpu.thread},
+                     {"all_cancelled_returned_2", rep.cpu.all_cancelled},
+                     {"rollback_ok", rep.cpu.rollback}};
+    js["rows"] = common::json::array();
+    for (const row & r : rep.rows) {
+        js["rows"].push_back(cpu_row_json(r));
+    }
+    js["backends"]                       = rep.backends.json;
+    js["backends_targets_met"]           = rep.backends.ok;
+    js["backends_stateless_targets_met"] = rep.backends.stateless_ok;
+    js["mtmd"]                           = rep.mtmd.json;
+    js["mtmd_targets_met"]               = rep.mtmd.ok;
+    js["mtmd_stateless_targets_met"]     = rep.mtmd.stateless_ok;
+    js["memory_kinds"]                   = rep.memory;
+    js["memory_rollback_exact"]          = rep.memory_ok;
+    js["budgets"]                        = rep.budgets;
+    js["budget_targets_met"]             = rep.budget_ok;
+    js["seq"]                            = rep.seq;
+    js["seq_targets_met"]                = rep.seq_ok;
+    return js;
 }
 
 bool write_bench_json(const options & opt, const bench_report & rep) {
-    std::ofstream js(opt.json);
-    js << "{\n  \"model\": {\"path\": \"" << json_escape(opt.model) << "\", \"desc\": \"" << json_escape(rep.desc)
-       << "\", \"n_params\": " << rep.n_params << "},\n";
-    js << "  \"backend\": \"CPU\", \"cores\": " << std::thread::hardware_concurrency() << ", \"runs\": " << opt.runs
-       << ", \"seed\": " << opt.seed;
-    if (rep.threads_overridden) {
-        js << ", \"threads_override\": " << rep.threads_override;
-    }
-    js << ",\n";
-    js << "  \"targets\": {\"overhead_le_1pct\": " << json_bool(rep.cpu.overhead)
-       << ", \"worst_latency_le_2x_node_plus_1ms\": " << json_bool(rep.cpu.latency)
-       << ", \"zero_off_thread\": " << json_bool(rep.cpu.thread)
-       << ", \"all_cancelled_returned_2\": " << json_bool(rep.cpu.all_cancelled)
-       << ", \"rollback_ok\": " << json_bool(rep.cpu.rollback) << "},\n";
-    js << "  \"rows\": [\n";
-    for (size_t i = 0; i < rep.rows.size(); ++i) {
-        write_cpu_row(js, rep.rows[i]);
-        js << (i + 1 < rep.rows.size() ? "," : "") << "\n";
-    }
-    js << "  ],\n  ";
-    write_objects(js, "backends", rep.backends.json);
-    js << ",\n  \"backends_targets_met\": " << json_bool(rep.backends.ok)
-       << ",\n  \"backends_stateless_targets_met\": " << json_bool(rep.backends.stateless_ok) << ",\n  ";
-    write_objects(js, "mtmd", rep.mtmd.json);
-    js << ",\n  \"mtmd_targets_met\": " << json_bool(rep.mtmd.ok)
-       << ",\n  \"mtmd_stateless_targets_met\": " << json_bool(rep.mtmd.stateless_ok) << ",\n  ";
-    write_objects(js, "memory_kinds", rep.memory);
-    js << ",\n  \"memory_rollback_exact\": " << json_bool(rep.memory_ok) << ",\n  ";
-    write_objects(js, "budgets", rep.budgets);
-    js << ",\n  \"budget_targets_met\": " << json_bool(rep.budget_ok) << ",\n  ";
-    write_objects(js, "seq", rep.seq);
-    js << ",\n  \"seq_targets_met\": " << json_bool(rep.seq_ok) << "\n}\n";
-    js.close();
-    if (!js) {
-        std::fprintf(stderr, "error: cannot write %s\n", opt.json.c_str());
+    if (!common::write_json_file(opt.json, bench_json(opt, rep))) {
         return false;
     }
     std::printf("\nsaved %s\n", opt.json.c_str());

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -219,17 +218,16 @@ bool cpu_met(const results & r, int w) {
     return r.thread_cpu_ms[w] <= r.thread_cpu_ms[abort_only] + 0.1 * r.wall_ms[w];
 }
 
-std::string cpu_json(const results & r) {
-    std::string js = "{";
+common::json cpu_json(const results & r) {
+    common::json js;
     const char * const keys[n_ways] = {"plain", "hook", "stateless"};
     for (int w = 0; w < n_ways; ++w) {
-        char one[200];
-        std::snprintf(one, sizeof(one), "%s\"%s\": {\"wall_ms\": %.2f, \"thread_cpu_ms\": %.2f, "
-                      "\"process_cpu_ms\": %.2f, \"thread_cpu_pct_of_wall\": %.1f}",
-                      w ? ", " : "", keys[w], r.wall_ms[w], r.thread_cpu_ms[w], r.process_cpu_ms[w], cpu_share_pct(r, w));
-        js += one;
+        js[keys[w]] = {{"wall_ms", common::printed(r.wall_ms[w], "%.2f")},
+                       {"thread_cpu_ms", common::printed(r.thread_cpu_ms[w], "%.2f")},
+                       {"process_cpu_ms", common::printed(r.process_cpu_ms[w], "%.2f")},
+                       {"thread_cpu_pct_of_wall", common::printed(cpu_share_pct(r, w), "%.1f")}};
     }
-    return js + "}";
+    return js;
 }
 
 // One table row per way of cancelling.
@@ -258,48 +256,39 @@ void print_rows(const backend_options & o, const results & r) {
     std::fflush(stdout);
 }
 
-std::string json_array(const std::vector<double> & v) {
-    std::string js = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-        char one[32];
-        std::snprintf(one, sizeof(one), "%s%.3f", i ? ", " : "", v[i]);
-        js += one;
-    }
-    return js + "]";
-}
-
-bool write_json(const backend_options & o, const std::string & device, const results & r, double budget_flops,
-                std::optional<int> threads_override) {
-    auto met = [](bool b) { return b ? "true" : "false"; };
-    auto latency_met = [&](int w) { return met(r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0); };
-    std::ofstream js(o.json);
-    js << "{\"backend\": \"" << o.name << "\", \"device\": \"" << common::json_escape(device)
-       << "\", \"batch\": " << o.batch << ", \"threads\": " << o.threads;
+// The row's object: the setup, the figures of each way of cancelling, the targets.
+common::json row_json(const backend_options & o, const std::string & device, const results & r, double budget_flops,
+                      std::optional<int> threads_override) {
+    using common::printed;
+    auto latency_met = [&](int w) { return r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0; };
+    common::json js = {{"backend", o.name}, {"device", device}, {"batch", o.batch}, {"threads", o.threads}};
     if (threads_override) {
-        js << ", \"threads_override\": " << *threads_override;
+        js["threads_override"] = *threads_override;
     }
-    js << ", \"runs\": " << o.runs << ", \"decode_ms\": " << r.decode_ms << ", \"hook_overhead_pct\": " << r.overhead_pct[with_hook]
-       << ", \"hook_overhead_pairs_pct\": " << json_array(r.ratio_pct[with_hook])
-       << ", \"stateless_overhead_pairs_pct\": " << json_array(r.ratio_pct[by_name])
-       << ", \"hook_interval_ms\": " << r.interval_ms << ", \"round_trip_ms\": " << r.round_trip_ms
-       << ", \"checkpoints_per_decode\": " << r.checkpoints[with_hook] << ", \"budget_flops\": " << budget_flops
-       << ", \"stateless_overhead_pct\": " << r.overhead_pct[by_name]
-       << ", \"stateless_checkpoints_per_decode\": " << r.checkpoints[by_name]
-       << ", \"abort_callback_only_ms\": " << r.lat[abort_only].json()
-       << ", \"llama_cancel_ms\": " << r.lat[with_hook].json() << ", \"stateless_ms\": " << r.lat[by_name].json()
-       << ", \"ours_over_abort_pct\": " << r.share_pct[with_hook]
-       << ", \"stateless_over_abort_pct\": " << r.share_pct[by_name] << ", \"cpu\": " << cpu_json(r)
-       << ", \"targets\": {\"latency_le_10pct_of_abort\": " << latency_met(with_hook)
-       << ", \"overhead_le_3pct\": " << met(r.overhead_pct[with_hook] <= 3.0)
-       << ", \"stateless_latency_le_10pct_of_abort\": " << latency_met(by_name)
-       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0)
-       << ", \"thread_cpu_le_plain_plus_10pct_of_wall\": " << met(cpu_met(r, with_hook))
-       << ", \"stateless_thread_cpu_le_plain_plus_10pct_of_wall\": " << met(cpu_met(r, by_name)) << "}}\n";
-    if (!js) {
-        std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
-        return false;
-    }
-    return true;
+    js["runs"]                             = o.runs;
+    js["decode_ms"]                        = printed(r.decode_ms);
+    js["hook_overhead_pct"]                = printed(r.overhead_pct[with_hook]);
+    js["hook_overhead_pairs_pct"]          = common::printed_list(r.ratio_pct[with_hook], "%.3f");
+    js["stateless_overhead_pairs_pct"]     = common::printed_list(r.ratio_pct[by_name], "%.3f");
+    js["hook_interval_ms"]                 = printed(r.interval_ms);
+    js["round_trip_ms"]                    = printed(r.round_trip_ms);
+    js["checkpoints_per_decode"]           = printed(r.checkpoints[with_hook]);
+    js["budget_flops"]                     = printed(budget_flops);
+    js["stateless_overhead_pct"]           = printed(r.overhead_pct[by_name]);
+    js["stateless_checkpoints_per_decode"] = printed(r.checkpoints[by_name]);
+    js["abort_callback_only_ms"]           = common::to_json(r.lat[abort_only]);
+    js["llama_cancel_ms"]                  = common::to_json(r.lat[with_hook]);
+    js["stateless_ms"]                     = common::to_json(r.lat[by_name]);
+    js["ours_over_abort_pct"]              = printed(r.share_pct[with_hook]);
+    js["stateless_over_abort_pct"]         = printed(r.share_pct[by_name]);
+    js["cpu"]                              = cpu_json(r);
+    js["targets"] = {{"latency_le_10pct_of_abort", latency_met(with_hook)},
+                     {"overhead_le_3pct", r.overhead_pct[with_hook] <= 3.0},
+                     {"stateless_latency_le_10pct_of_abort", latency_met(by_name)},
+                     {"stateless_overhead_le_3pct", r.overhead_pct[by_name] <= 3.0},
+                     {"thread_cpu_le_plain_plus_10pct_of_wall", cpu_met(r, with_hook)},
+                     {"stateless_thread_cpu_le_plain_plus_10pct_of_wall", cpu_met(r, by_name)}};
+    return js;
 }
 
 const char k_synopsis[] =
@@ -423,5 +412,7 @@ int bench_backend_main(int argc, char ** argv) {
     double budget = 0;
     const results r = measure(c, o, prompt, &budget);
     print_rows(o, r);
-    return o.json.empty() || write_json(o, setup.description, r, budget, threads_override) ? 0 : 1;
+    return o.json.empty() || common::write_json_file(o.json, row_json(o, setup.description, r, budget, threads_override))
+               ? 0
+               : 1;
 }

@@ -14,19 +14,26 @@ namespace {
 // A budget is kept when the worst stop is within it plus the return path (2 ms).
 constexpr double k_slack_ms = 2.0;
 
-std::string row_json(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps,
-                     bool met) {
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "{\"model\": \"%s\", \"budget_ms\": %g, \"tokens\": %d, \"threads\": %d, \"decode_ms\": %.3f, "
-                  "\"tokens_per_s\": %.2f, \"throughput_vs_none_pct\": %.2f, \"calls\": %d, \"finished_first\": %d, "
-                  "\"late_store\": %d, \"longest_node_ms\": %.3f, \"within_budget_plus_2ms\": %s, ",
-                  common::json_escape(o.label).c_str(), budget, o.tokens, o.threads, f.decode_ms, f.tokens_per_s,
-                  base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, f.calls, f.finished_first,
-                  f.late_store, f.longest_node_ms, met ? "true" : "false");
-    return std::string(buf) + "\"stop_ms\": {\"p50\": " + std::to_string(common::percentile(f.stop_ms, 0.5)) +
-           ", \"p95\": " + std::to_string(common::percentile(f.stop_ms, 0.95)) + ", \"max\": " +
-           std::to_string(common::max_of(f.stop_ms)) + ", \"all\": " + common::json_list(f.stop_ms) + "}}";
+common::json row_json(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps,
+                      bool met) {
+    using common::printed;
+    return {{"model", o.label},
+            {"budget_ms", printed(budget)},
+            {"tokens", o.tokens},
+            {"threads", o.threads},
+            {"decode_ms", printed(f.decode_ms, "%.3f")},
+            {"tokens_per_s", printed(f.tokens_per_s, "%.2f")},
+            {"throughput_vs_none_pct", printed(base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, "%.2f")},
+            {"calls", f.calls},
+            {"finished_first", f.finished_first},
+            {"late_store", f.late_store},
+            {"longest_node_ms", printed(f.longest_node_ms, "%.3f")},
+            {"within_budget_plus_2ms", met},
+            {"stop_ms",
+             {{"p50", printed(common::percentile(f.stop_ms, 0.5), "%f")},
+              {"p95", printed(common::percentile(f.stop_ms, 0.95), "%f")},
+              {"max", printed(common::max_of(f.stop_ms), "%f")},
+              {"all", common::printed_list(f.stop_ms)}}}};
 }
 
 void print_row(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps, bool met) {
@@ -40,8 +47,8 @@ void print_row(const budget_bench_options & o, float budget, const common::stop_
 
 } // namespace
 
-std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met) {
-    std::vector<std::string> out;
+std::vector<common::json> budget_rows(const budget_bench_options & o, bool * met) {
+    std::vector<common::json> out;
     *met = true;
     common::model_ptr model = common::load_model(o.model);
     if (!model) {

@@ -2,6 +2,8 @@
 // prefill throughput against no budget, side by side in one run. Part of the `bench` command.
 #pragma once
 
+#include "common/json.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +22,6 @@ struct budget_bench_options {
 
 // Prints one table row per budget (and the no-budget baseline) and returns their JSON objects;
 // *met is false when a row's worst stop exceeded its budget + 2 ms.
-std::vector<std::string> budget_rows(const budget_bench_options & o, bool * met);
+std::vector<common::json> budget_rows(const budget_bench_options & o, bool * met);
 
 } // namespace bench

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -208,10 +207,10 @@ template <typename Run> std::vector<double> paired(int runs, Run run, int mode, 
     return ratios;
 }
 
-std::string stats_json(const ratio_stats & s) {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "{\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}", s.median, s.lo, s.hi);
-    return buf;
+common::json stats_json(const ratio_stats & s) {
+    return {{"median", common::printed(s.median, "%.3f")},
+            {"min", common::printed(s.lo, "%.3f")},
+            {"max", common::printed(s.hi, "%.3f")}};
 }
 
 } // namespace
@@ -264,19 +263,30 @@ int bench_memory_main(int argc, char ** argv) {
     std::fflush(stdout);
 
     if (!o.json.empty()) {
-        std::ofstream js(o.json);
-        js << "{\"arch\": \"" << common::json_escape(arch) << "\", \"model\": \"" << common::json_escape(o.model)
-           << "\", \"memory\": \"" << (recurrent ? "recurrent" : hybrid ? "hybrid" : "kv")
-           << "\", \"batch\": " << o.batch << ", \"n_ubatch\": " << o.ubatch << ", \"threads\": " << o.threads
-           << ", \"runs\": " << o.runs << ", \"snapshot_bytes\": " << (snapshots ? bytes : 0)
-           << ", \"snapshot_copy_ms\": " << (snapshots ? copy_ms : 0.0)
-           << ", \"snapshot_restore_ms\": " << (snapshots ? restore_ms : 0.0) << ", \"prefill_ms\": " << prefill_ms
-           << ", \"snapshot_share_prefill_pct\": " << share_pre << ", \"snapshot_share_token_pct\": " << share_token
-           << ", \"prefill_overhead_sliced_pct\": " << stats_json(sliced)
-           << ", \"prefill_overhead_whole_pct\": " << stats_json(whole) << ", \"token_ms\": " << token_ms
-           << ", \"token_overhead_pct\": " << stats_json(token) << ", \"rollback_committed\": " << committed
-           << ", \"rollback_exact\": " << (exact ? "true" : "false")
-           << ", \"snapshot_share_le_1pct\": " << (share_pre <= 1.0 ? "true" : "false") << "}\n";
+        using common::printed;
+        const common::json js = {{"arch", arch},
+                                 {"model", o.model},
+                                 {"memory", recurrent ? "recurrent" : hybrid ? "hybrid" : "kv"},
+                                 {"batch", o.batch},
+                                 {"n_ubatch", o.ubatch},
+                                 {"threads", o.threads},
+                                 {"runs", o.runs},
+                                 {"snapshot_bytes", snapshots ? bytes : 0},
+                                 {"snapshot_copy_ms", printed(snapshots ? copy_ms : 0.0)},
+                                 {"snapshot_restore_ms", printed(snapshots ? restore_ms : 0.0)},
+                                 {"prefill_ms", printed(prefill_ms)},
+                                 {"snapshot_share_prefill_pct", printed(share_pre)},
+                                 {"snapshot_share_token_pct", printed(share_token)},
+                                 {"prefill_overhead_sliced_pct", stats_json(sliced)},
+                                 {"prefill_overhead_whole_pct", stats_json(whole)},
+                                 {"token_ms", printed(token_ms)},
+                                 {"token_overhead_pct", stats_json(token)},
+                                 {"rollback_committed", committed},
+                                 {"rollback_exact", exact},
+                                 {"snapshot_share_le_1pct", share_pre <= 1.0}};
+        if (!common::write_json_file(o.json, js)) {
+            return 1;
+        }
     }
     return exact ? 0 : 1;
 }

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -282,29 +281,34 @@ void print_rows(const std::string & kind, const results & r, int runs) {
     std::fflush(stdout);
 }
 
-void write_json(const std::string & path, const std::string & kind, const std::string & mmproj, int threads, int runs,
-                const results & r) {
-    auto met = [](bool b) { return b ? "true" : "false"; };
-    auto pct = [&](int w) { return r.enc[w].p50() / r.encode_ms * 100.0; };
-    auto latency_met = [&](int w) { return met(!r.enc[w].ms.empty() && pct(w) <= 10.0); };
-    std::ofstream js(path);
-    js << "{\"kind\": \"" << kind << "\", \"mmproj\": \"" << common::json_escape(mmproj) << "\", \"media_tokens\": "
-       << r.n_tokens << ", \"threads\": " << threads << ", \"runs\": " << runs << ", \"encode_ms\": " << r.encode_ms
-       << ", \"encode_hook_overhead_pct\": " << r.overhead_pct[with_hook]
-       << ", \"encode_checkpoints_per_encode\": " << r.checkpoints[with_hook]
-       << ", \"encode_stateless_overhead_pct\": " << r.overhead_pct[by_name]
-       << ", \"encode_stateless_checkpoints_per_encode\": " << r.checkpoints[by_name]
-       << ", \"encode_cancel_without_ms\": " << r.enc[plain].json()
-       << ", \"encode_cancel_with_ms\": " << r.enc[with_hook].json()
-       << ", \"encode_cancel_stateless_ms\": " << r.enc[by_name].json()
-       << ", \"encode_cancel_pct_of_encode\": " << pct(with_hook)
-       << ", \"encode_stateless_pct_of_encode\": " << pct(by_name) << ", \"embd_decode_ms\": " << r.decode_ms
-       << ", \"decode_cancel_without_ms\": " << r.dec_without.json()
-       << ", \"decode_cancel_with_ms\": " << r.dec_with.json()
-       << ", \"targets\": {\"latency_le_10pct_of_encode\": " << latency_met(with_hook)
-       << ", \"overhead_le_3pct\": " << met(r.overhead_pct[with_hook] <= 3.0)
-       << ", \"stateless_latency_le_10pct_of_encode\": " << latency_met(by_name)
-       << ", \"stateless_overhead_le_3pct\": " << met(r.overhead_pct[by_name] <= 3.0) << "}}\n";
+// The row's object: the media, the encode's and the embedding decode's figures, the targets.
+common::json row_json(const std::string & kind, const std::string & mmproj, int threads, int runs, const results & r) {
+    using common::printed;
+    auto pct         = [&](int w) { return r.enc[w].p50() / r.encode_ms * 100.0; };
+    auto latency_met = [&](int w) { return !r.enc[w].ms.empty() && pct(w) <= 10.0; };
+    return {{"kind", kind},
+            {"mmproj", mmproj},
+            {"media_tokens", r.n_tokens},
+            {"threads", threads},
+            {"runs", runs},
+            {"encode_ms", printed(r.encode_ms)},
+            {"encode_hook_overhead_pct", printed(r.overhead_pct[with_hook])},
+            {"encode_checkpoints_per_encode", printed(r.checkpoints[with_hook])},
+            {"encode_stateless_overhead_pct", printed(r.overhead_pct[by_name])},
+            {"encode_stateless_checkpoints_per_encode", printed(r.checkpoints[by_name])},
+            {"encode_cancel_without_ms", common::to_json(r.enc[plain])},
+            {"encode_cancel_with_ms", common::to_json(r.enc[with_hook])},
+            {"encode_cancel_stateless_ms", common::to_json(r.enc[by_name])},
+            {"encode_cancel_pct_of_encode", printed(pct(with_hook))},
+            {"encode_stateless_pct_of_encode", printed(pct(by_name))},
+            {"embd_decode_ms", printed(r.decode_ms)},
+            {"decode_cancel_without_ms", common::to_json(r.dec_without)},
+            {"decode_cancel_with_ms", common::to_json(r.dec_with)},
+            {"targets",
+             {{"latency_le_10pct_of_encode", latency_met(with_hook)},
+              {"overhead_le_3pct", r.overhead_pct[with_hook] <= 3.0},
+              {"stateless_latency_le_10pct_of_encode", latency_met(by_name)},
+              {"stateless_overhead_le_3pct", r.overhead_pct[by_name] <= 3.0}}}};
 }
 
 struct mtmd_options {
@@ -395,8 +399,8 @@ int bench_mtmd_main(int argc, char ** argv) {
     std::fprintf(stderr, "[mtmd %s] cancel latency\n", o.kind.c_str());
     measure_latency(e, d, o.runs, o.seed, r);
     print_rows(o.kind, r, o.runs);
-    if (!o.json.empty()) {
-        write_json(o.json, o.kind, o.mmproj, o.threads, o.runs, r);
+    if (!o.json.empty() && !common::write_json_file(o.json, row_json(o.kind, o.mmproj, o.threads, o.runs, r))) {
+        return 1;
     }
     return 0;
 }

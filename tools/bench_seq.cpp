@@ -28,7 +28,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -381,30 +380,39 @@ void print_row(const seq_options & o, const bench_results & r, bool cpu) {
     std::fflush(stdout);
 }
 
-bool write_json(const seq_options & o, const std::string & description, const bench_results & r) {
-    std::ofstream f(o.json);
-    char buf[768];
-    std::snprintf(buf, sizeof(buf),
-                  "{\n  \"backend\": \"%s\",\n  \"description\": \"%s\",\n  \"runs\": %d,\n"
-                  "  \"plain_ms\": %.4f,\n  \"single\": {\"extra_ms\": {\"p50\": %.4f, \"max\": %.4f}, "
-                  "\"extra_pct_of_plain\": {\"p50\": %.2f, \"max\": %.2f}, \"cancelled_count\": %d, "
-                  "\"finished_first\": %d, \"missed\": %d, \"logits_compared\": %d, \"logits_mismatches\": %d, "
-                  "\"logits_max_abs_diff\": %g},\n  \"all\": ",
-                  common::json_escape(o.backend).c_str(), common::json_escape(description).c_str(), o.runs, r.plain_p50(),
-                  common::percentile(r.extra_ms, 0.5), common::max_of(r.extra_ms), common::percentile(r.extra_pct, 0.5),
-                  common::max_of(r.extra_pct), r.single_cancelled, r.single_first, r.single_missed, r.logits.compared,
-                  r.logits.mismatches, r.logits.max_abs);
-    f << buf << r.all.json() << ",\n  \"all_missed\": " << r.all_missed << ",\n  \"n_ubatch\": " << o.n_ubatch
-      << ",\n  \"ubatch_ms\": " << ubatch_ms(o, r) << ",\n  \"seq_stop\": " << r.seq_stop.json()
-      << ",\n  \"solo\": " << r.solo.json() << ",\n  \"solo_missed\": " << r.solo_missed
-      << ",\n  \"solo_plain_ms\": " << common::percentile(r.solo_plain_ms, 0.5)
-      << ",\n  \"stop_within_single\": " << (stop_within(r) ? "true" : "false")
-      << ",\n  \"extra_le_ubatch_plus_5pct\": " << (extra_met(o, r) ? "true" : "false")
-      << ",\n  \"plain_all_ms\": " << common::json_list(r.plain_ms) << "\n}\n";
-    if (!f) {
-        std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
-    }
-    return static_cast<bool>(f);
+// The row's object: the plain decode, the single-sequence cancels (the survivors' extra time and the
+// cancelled sequence's stop), the one-sequence reference and the all-sequence cancels.
+common::json row_json(const seq_options & o, const std::string & description, const bench_results & r) {
+    using common::printed;
+    const common::json single = {
+        {"extra_ms",
+         {{"p50", printed(common::percentile(r.extra_ms, 0.5), "%.4f")},
+          {"max", printed(common::max_of(r.extra_ms), "%.4f")}}},
+        {"extra_pct_of_plain",
+         {{"p50", printed(common::percentile(r.extra_pct, 0.5), "%.2f")},
+          {"max", printed(common::max_of(r.extra_pct), "%.2f")}}},
+        {"cancelled_count", r.single_cancelled},
+        {"finished_first", r.single_first},
+        {"missed", r.single_missed},
+        {"logits_compared", r.logits.compared},
+        {"logits_mismatches", r.logits.mismatches},
+        {"logits_max_abs_diff", printed(r.logits.max_abs)}};
+    return {{"backend", o.backend},
+            {"description", description},
+            {"runs", o.runs},
+            {"plain_ms", printed(r.plain_p50(), "%.4f")},
+            {"single", single},
+            {"all", common::to_json(r.all)},
+            {"all_missed", r.all_missed},
+            {"n_ubatch", o.n_ubatch},
+            {"ubatch_ms", printed(ubatch_ms(o, r), "%.4f")},
+            {"seq_stop", common::to_json(r.seq_stop)},
+            {"solo", common::to_json(r.solo)},
+            {"solo_missed", r.solo_missed},
+            {"solo_plain_ms", printed(common::percentile(r.solo_plain_ms, 0.5), "%.4f")},
+            {"stop_within_single", stop_within(r)},
+            {"extra_le_ubatch_plus_5pct", extra_met(o, r)},
+            {"plain_all_ms", common::printed_list(r.plain_ms)}};
 }
 
 const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
@@ -473,6 +481,6 @@ int bench_seq_main(int argc, char ** argv) {
     finish(r);
     print_row(o, r, b.cpu);
     const bool logits_ok = report_logits(o, r, b.cpu);
-    const bool ok        = o.json.empty() || write_json(o, b.setup.description, r);
+    const bool ok        = o.json.empty() || common::write_json_file(o.json, row_json(o, b.setup.description, r));
     return ok && logits_ok ? 0 : 1;
 }

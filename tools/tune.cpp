@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -97,28 +96,45 @@ const tune_row & recommend(const std::vector<tune_row> & rows, float budget) {
     return *best;
 }
 
-bool write_json(const tune_options & o, const std::vector<tune_row> & rows, const tune_row & rec,
-                const std::string & device) {
-    std::ofstream js(o.json);
-    js << "{\n  \"model\": \"" << common::json_escape(o.model) << "\", \"backend\": \"" << common::json_escape(o.backend)
-       << "\", \"device\": \"" << common::json_escape(device) << "\", \"budget_ms\": " << o.budget_ms
-       << ", \"tokens\": " << o.tokens << ", \"threads\": " << o.threads << ", \"runs\": " << o.runs << ",\n";
-    js << "  \"recommended\": {\"n_ubatch\": " << rec.cfg.n_ubatch << ", \"max_stop_ms\": " << rec.cfg.max_stop_ms
-       << ", \"tokens_per_s\": " << rec.fig.tokens_per_s << ", \"worst_stop_ms\": " << rec.worst()
-       << ", \"meets_budget\": " << (rec.meets(o.budget_ms) ? "true" : "false") << "},\n  \"rows\": [";
-    for (size_t i = 0; i < rows.size(); ++i) {
-        const tune_row & r = rows[i];
-        js << (i ? ",\n    " : "\n    ") << "{\"n_ubatch\": " << r.cfg.n_ubatch << ", \"max_stop_ms\": "
-           << r.cfg.max_stop_ms << ", \"decode_ms\": " << r.fig.decode_ms << ", \"tokens_per_s\": "
-           << r.fig.tokens_per_s << ", \"calls\": " << r.fig.calls << ", \"stop_ms\": {\"p50\": "
-           << common::percentile(r.fig.stop_ms, 0.5) << ", \"p95\": " << common::percentile(r.fig.stop_ms, 0.95)
-           << ", \"max\": " << r.worst() << ", \"all\": " << common::json_list(r.fig.stop_ms)
-           << "}, \"finished_first\": " << r.fig.finished_first << ", \"late_store\": " << r.fig.late_store
-           << ", \"longest_node_ms\": " << r.fig.longest_node_ms
-           << ", \"meets_budget\": " << (r.meets(o.budget_ms) ? "true" : "false") << "}";
+common::json row_json(const tune_row & r, float budget) {
+    using common::printed;
+    return {{"n_ubatch", r.cfg.n_ubatch},
+            {"max_stop_ms", printed(r.cfg.max_stop_ms)},
+            {"decode_ms", printed(r.fig.decode_ms)},
+            {"tokens_per_s", printed(r.fig.tokens_per_s)},
+            {"calls", r.fig.calls},
+            {"stop_ms",
+             {{"p50", printed(common::percentile(r.fig.stop_ms, 0.5))},
+              {"p95", printed(common::percentile(r.fig.stop_ms, 0.95))},
+              {"max", printed(r.worst())},
+              {"all", common::printed_list(r.fig.stop_ms)}}},
+            {"finished_first", r.fig.finished_first},
+            {"late_store", r.fig.late_store},
+            {"longest_node_ms", printed(r.fig.longest_node_ms)},
+            {"meets_budget", r.meets(budget)}};
+}
+
+// The whole file: the run, the recommendation, every row.
+common::json tune_json(const tune_options & o, const std::vector<tune_row> & rows, const tune_row & rec,
+                       const std::string & device) {
+    using common::printed;
+    common::json js = {{"model", o.model},
+                       {"backend", o.backend},
+                       {"device", device},
+                       {"budget_ms", printed(o.budget_ms)},
+                       {"tokens", o.tokens},
+                       {"threads", o.threads},
+                       {"runs", o.runs}};
+    js["recommended"] = {{"n_ubatch", rec.cfg.n_ubatch},
+                         {"max_stop_ms", printed(rec.cfg.max_stop_ms)},
+                         {"tokens_per_s", printed(rec.fig.tokens_per_s)},
+                         {"worst_stop_ms", printed(rec.worst())},
+                         {"meets_budget", rec.meets(o.budget_ms)}};
+    js["rows"] = common::json::array();
+    for (const tune_row & r : rows) {
+        js["rows"].push_back(row_json(r, o.budget_ms));
     }
-    js << "\n  ]\n}\n";
-    return static_cast<bool>(js);
+    return js;
 }
 
 } // namespace
@@ -168,8 +184,7 @@ int tune_main(int argc, char ** argv) {
     std::printf("\nrecommended: n_ubatch %d%s: %.1f tokens/s, worst stop %.2f ms (%s the %.1f ms budget)\n",
                 rec.cfg.n_ubatch, rec.cfg.max_stop_ms > 0 ? " with max_stop_ms set" : "", rec.fig.tokens_per_s,
                 rec.worst(), rec.meets(o.budget_ms) ? "within" : "OVER", o.budget_ms);
-    if (!write_json(o, rows, rec, setup.description)) {
-        std::fprintf(stderr, "error: cannot write %s\n", o.json.c_str());
+    if (!common::write_json_file(o.json, tune_json(o, rows, rec, setup.description))) {
         return 1;
     }
     std::printf("saved %s\n", o.json.c_str());

@@ -1,29 +1,45 @@
-// JSON text: json_escape and json_list (see json.h).
+// JSON files: printed numbers, latencies, writing a file (see json.h).
 #include "json.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 
 namespace common {
 
-std::string json_escape(const std::string & s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-        }
-        out += c;
+double printed(double v, const char * format) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), format, v);
+    return std::strtod(buf, nullptr);
+}
+
+json printed_list(const std::vector<double> & v, const char * format) {
+    json out = json::array();
+    for (double x : v) {
+        out.push_back(printed(x, format));
     }
     return out;
 }
 
-std::string json_list(const std::vector<double> & v) {
-    std::string out = "[";
-    char buf[32];
-    for (size_t i = 0; i < v.size(); ++i) {
-        std::snprintf(buf, sizeof(buf), "%s%.4f", i ? ", " : "", v[i]);
-        out += buf;
+json to_json(const latencies & l) {
+    return {{"p50", printed(l.p50(), "%.4f")},
+            {"p95", printed(l.p95(), "%.4f")},
+            {"max", printed(max_of(l.ms), "%.4f")},
+            {"cancelled", l.cancelled},
+            {"finished_first", l.finished_first},
+            {"all", printed_list(l.ms)}};
+}
+
+bool write_json_file(const std::string & path, const json & j) {
+    std::ofstream out(path);
+    // Strings come from models and devices: bytes that are not UTF-8 are replaced, not thrown on.
+    out << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+    out.close();
+    if (!out) {
+        std::fprintf(stderr, "error: cannot write %s\n", path.c_str());
+        return false;
     }
-    return out + "]";
+    return true;
 }
 
 } // namespace common

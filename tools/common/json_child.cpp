@@ -1,13 +1,13 @@
+// A child row's JSON file: read, parsed, deleted (see json_child.h).
 #include "json_child.h"
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 namespace common {
 
 bool child_json::is_true(std::initializer_list<const char *> path) const {
-    const nlohmann::json * at = &doc;
+    const json * at = &doc;
     for (const char * key : path) {
         if (!at->is_object()) {
             return false;
@@ -22,17 +22,17 @@ bool child_json::is_true(std::initializer_list<const char *> path) const {
 }
 
 child_json take_child_json(const std::string & path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    in.close();
-    std::remove(path.c_str());
     child_json out;
-    out.text = text.str();
-    while (!out.text.empty() && (out.text.back() == '\n' || out.text.back() == ' ')) {
-        out.text.pop_back();
+    {
+        std::ifstream in(path);
+        if (in) {
+            out.doc = json::parse(in, nullptr, false);
+        }
     }
-    out.doc = nlohmann::json::parse(out.text, nullptr, false);
+    std::remove(path.c_str());
+    if (!out.doc.is_object()) {
+        out.doc = nullptr; // not a row: discarded text, or a value of another kind
+    }
     return out;
 }
 

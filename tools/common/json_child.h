@@ -1,8 +1,9 @@
-// The JSON object a child process of the benchmark (bench-backend, bench-mtmd, bench-memory) writes
-// into a file: read with a JSON parser, its text kept as written for the bench's own file.
+// The JSON object a child process of the benchmark (bench-backend, bench-mtmd, bench-memory,
+// bench-seq) writes into a file, read back with a JSON parser so that the bench embeds the parsed
+// object. Built into the CLI alone.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "json.h"
 
 #include <initializer_list>
 #include <string>
@@ -10,9 +11,9 @@
 namespace common {
 
 struct child_json {
-    std::string    text; // as the child wrote it, trailing blanks trimmed; empty when there is none
-    nlohmann::json doc;  // parsed; discarded (is_discarded()) when the text is not JSON
+    json doc; // the object the child wrote; null when there is no file or it holds no JSON object
 
+    bool ok() const { return doc.is_object(); }
     // True when the member at `path` (object keys, outermost first) is the boolean true.
     bool is_true(std::initializer_list<const char *> path) const;
 };

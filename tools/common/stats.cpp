@@ -1,10 +1,7 @@
 // Statistics: percentile, max_of and latencies (see stats.h).
 #include "stats.h"
 
-#include "json.h"
-
 #include <algorithm>
-#include <cstdio>
 
 namespace common {
 
@@ -37,14 +34,6 @@ void latencies::add(double latency_ms, bool first, bool stopped) {
         ms.push_back(latency_ms);
     }
     cancelled += stopped ? 1 : 0;
-}
-
-std::string latencies::json() const {
-    char buf[192];
-    std::snprintf(buf, sizeof(buf),
-                  "{\"p50\": %.4f, \"p95\": %.4f, \"max\": %.4f, \"cancelled\": %d, \"finished_first\": %d, \"all\": ",
-                  p50(), p95(), max_of(ms), cancelled, finished_first);
-    return buf + json_list(ms) + "}";
 }
 
 } // namespace common

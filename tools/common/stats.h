@@ -3,7 +3,6 @@
 // library's API.
 #pragma once
 
-#include <string>
 #include <vector>
 
 namespace common {
@@ -28,8 +27,6 @@ struct latencies {
     void   add(double latency_ms, bool finished_first, bool stopped);
     double p50() const { return percentile(ms, 0.5); }
     double p95() const { return percentile(ms, 0.95); }
-    // {"p50", "p95", "max", "cancelled", "finished_first", "all"}
-    std::string json() const;
 };
 
 } // namespace common
