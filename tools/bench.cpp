@@ -87,7 +87,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--runs", &opt.runs, "N", "latency runs per row (>= 1)")
         .option("--seed", &opt.seed, "N", "random seed")
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
-        .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows")
+        .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .flag("--no-mtmd", &opt.mtmd, false, "leave out the multimodal rows")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
@@ -97,13 +97,13 @@ int parse_options(int argc, char ** argv, options & opt) {
     if (rc >= 0) {
         return rc;
     }
-    if (opt.runs < 1 || opt.batches.empty() || opt.threads.empty() ||
-        std::any_of(opt.batches.begin(), opt.batches.end(), [](int b) { return b < 2; }) ||
-        std::any_of(opt.threads.begin(), opt.threads.end(), [](int t) { return t < 1; })) {
-        std::fprintf(stderr, "error: --runs, --batches (>= 2) and --threads (>= 1) need positive values\n");
-        return 2;
-    }
-    return -1;
+    auto any_below = [](const std::vector<int> & v, int min) {
+        return v.empty() || std::any_of(v.begin(), v.end(), [min](int x) { return x < min; });
+    };
+    return p.check({{opt.runs < 1, "--runs must be at least 1"},
+                    {any_below(opt.batches, 2), "--batches needs batch sizes of at least 2"},
+                    {any_below(opt.threads, 1), "--threads needs thread counts of at least 1"},
+                    {opt.backend_batch < 2, "--backend-batch must be at least 2"}});
 }
 
 using common::max_of;

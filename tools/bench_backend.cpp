@@ -291,6 +291,21 @@ common::json row_json(const backend_options & o, const std::string & device, con
     return js;
 }
 
+// The row names bench-backend takes.
+const char k_names[] = "vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas, cpu";
+
+// The support library's setup behind a row's name; empty for an unknown one.
+// vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
+// the host's spin-wait at each synchronize does not take a core from the "GPU".
+// rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
+std::string setup_name(const std::string & name) {
+    const std::string setup = name == "vulkan-1t" ? "vulkan"
+                              : name == "rpc"     ? "rpc1"
+                              : name == "rpc-lan" ? "rpc1-lan"
+                                                  : name;
+    return common::is_setup_name(setup) ? setup : "";
+}
+
 const char k_synopsis[] =
     "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
     "       [--json PATH]\n"
@@ -312,29 +327,12 @@ int parse_options(int argc, char ** argv, backend_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.name.empty() || o.model.empty() || o.runs < 1 || o.batch < 2 || o.threads < 1) {
-        std::fprintf(stderr, "%s", k_synopsis);
-        return 2;
-    }
-    return -1;
-}
-
-// The support library's setup behind a row's name; empty (with a message) for an unknown one.
-// vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
-// the host's spin-wait at each synchronize does not take a core from the "GPU".
-// rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
-std::string setup_name(const std::string & name) {
-    const std::string setup = name == "vulkan-1t" ? "vulkan"
-                              : name == "rpc"     ? "rpc1"
-                              : name == "rpc-lan" ? "rpc1-lan"
-                                                  : name;
-    const char * const known[] = {"vulkan", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan", "blas", "cpu"};
-    if (std::find(std::begin(known), std::end(known), setup) == std::end(known)) {
-        std::fprintf(stderr, "error: unknown backend '%s' (vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas, cpu)\n",
-                     name.c_str());
-        return "";
-    }
-    return setup;
+    return p.check({{o.name.empty(), "the backend NAME is required"},
+                    {setup_name(o.name).empty(), "unknown backend '" + o.name + "' (" + k_names + ")"},
+                    {o.model.empty(), "--model is required"},
+                    {o.runs < 1, "--runs must be at least 1"},
+                    {o.batch < 2, "--batch must be at least 2"},
+                    {o.threads < 1, "--threads must be at least 1"}});
 }
 
 // LLAMA_CANCEL_THREADS replaces the contexts' thread count: said on stderr; its value when set.
@@ -387,9 +385,6 @@ int bench_backend_main(int argc, char ** argv) {
     }
     common::quiet_logs();
     const std::string setup_as = setup_name(o.name);
-    if (setup_as.empty()) {
-        return 2;
-    }
     const std::optional<int> threads_override = report_threads_override(o);
     common::backend_setup setup;
     if (!common::setup_backend(setup_as, o.rpc_server, o.threads, setup)) {

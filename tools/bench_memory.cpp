@@ -41,11 +41,9 @@ int parse_options(int argc, char ** argv, memory_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.model.empty() || o.runs < 3 || o.threads < 1) {
-        p.print_usage(stderr);
-        return 2;
-    }
-    return -1;
+    return p.check({{o.model.empty(), "--model is required"},
+                    {o.runs < 3, "--runs must be at least 3"},
+                    {o.threads < 1, "--threads must be at least 1"}});
 }
 
 std::vector<uint8_t> seq_state(llama_context * ctx) {

@@ -334,12 +334,11 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if ((o.kind != "vision" && o.kind != "audio") || o.model.empty() || o.mmproj.empty() || o.runs < 1 ||
-        o.threads < 1) {
-        std::fprintf(stderr, "%s", k_synopsis);
-        return 2;
-    }
-    return -1;
+    return p.check({{o.kind != "vision" && o.kind != "audio", "KIND must be vision or audio"},
+                    {o.model.empty(), "--model is required"},
+                    {o.mmproj.empty(), "--mmproj is required"},
+                    {o.runs < 1, "--runs must be at least 1"},
+                    {o.threads < 1, "--threads must be at least 1"}});
 }
 
 // Two encodes each way; the hook and the stateless callback learn the CPU's rate.

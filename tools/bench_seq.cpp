@@ -434,11 +434,12 @@ int parse_options(int argc, char ** argv, seq_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.model.empty() || o.runs < 1 || o.threads < 1 || o.n_ubatch < 1 || o.n_ubatch > k_seqs * k_len) {
-        std::fprintf(stderr, "%s", k_synopsis);
-        return 2;
-    }
-    return -1;
+    return p.check({{o.model.empty(), "--model is required"},
+                    {!common::is_setup_name(o.backend),
+                     "unknown --backend '" + o.backend + "' (" + common::setup_names() + ")"},
+                    {o.runs < 1, "--runs must be at least 1"},
+                    {o.threads < 1, "--threads must be at least 1"},
+                    {o.n_ubatch < 1 || o.n_ubatch > k_seqs * k_len, "--n-ubatch must be 1..512"}});
 }
 
 // The survivors' logits on the CPU: bit-identical to the plain run's when the batch is one ubatch

@@ -85,21 +85,17 @@ int parse_options(int argc, char ** argv, generate_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.mmproj.empty() != o.media.empty()) {
-        std::fprintf(stderr, "error: --mmproj and --image/--audio go together\n");
-        return 2;
-    }
-#ifndef LLAMA_CANCEL_HAVE_MTMD
-    if (!o.mmproj.empty()) {
-        std::fprintf(stderr, "error: this build has no libmtmd: --mmproj is not available\n");
-        return 2;
-    }
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    const bool have_mtmd = true;
+#else
+    const bool have_mtmd = false;
 #endif
-    if (o.n_predict < 0 || o.threads < 1 || o.batch < 1 || o.prompt_tokens < 0) {
-        std::fprintf(stderr, "error: --n-predict, --threads, --batch and --prompt-tokens need positive values\n");
-        return 2;
-    }
-    return -1;
+    return p.check({{o.mmproj.empty() != o.media.empty(), "--mmproj and --image/--audio go together"},
+                    {!have_mtmd && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
+                    {o.n_predict < 0, "--n-predict must be at least 0"},
+                    {o.threads < 1, "--threads must be at least 1"},
+                    {o.batch < 1, "--batch must be at least 1"},
+                    {o.prompt_tokens < 0, "--prompt-tokens must be at least 0"}});
 }
 
 void install_sigint() {

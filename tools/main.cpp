@@ -24,8 +24,9 @@ const command k_commands[] = {
     {"bench-backend", bench_backend_main},
 };
 
-void usage() {
-    std::fprintf(stderr,
+// The commands and how to get a command's options; on stdout for --help, else on stderr after an error.
+void usage(std::FILE * out) {
+    std::fprintf(out,
                  "usage: llama-cancel COMMAND [OPTIONS]\n"
                  "\n"
                  "commands:\n"
@@ -43,17 +44,24 @@ void usage() {
 
 } // namespace
 
+// As every command's parser does: --help on stdout with exit status 0; a command line without a
+// known command gets "error: ..." and the usage on stderr, exit status 2.
 int main(int argc, char ** argv) {
-    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        usage();
-        return argc < 2 ? 2 : 0;
+    if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2) {
+        std::fprintf(stderr, "error: no command\n\n");
+        usage(stderr);
+        return 2;
     }
     for (const command & c : k_commands) {
         if (std::strcmp(argv[1], c.name) == 0) {
             return c.main(argc - 1, argv + 1);
         }
     }
-    std::fprintf(stderr, "llama-cancel: unknown command '%s'\n\n", argv[1]);
-    usage();
+    std::fprintf(stderr, "error: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
     return 2;
 }

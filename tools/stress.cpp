@@ -413,11 +413,11 @@ int parse_options(int argc, char ** argv, stress_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.model.empty() || o.cycles < 0 || o.storm_s < 0) {
-        p.print_usage(stderr);
-        return 2;
-    }
-    return -1;
+    return p.check({{o.model.empty(), "--model is required"},
+                    {!common::is_setup_name(o.backend),
+                     "unknown --backend '" + o.backend + "' (" + common::setup_names() + ")"},
+                    {o.cycles < 0, "--cycles must be at least 0"},
+                    {o.storm_s < 0, "--storm-seconds must be at least 0"}});
 }
 
 // --seq-cancel: the 4 sequences cut from the prompt, stopped one or two at a time.

@@ -46,11 +46,13 @@ int parse_options(int argc, char ** argv, tune_options & o) {
     if (rc >= 0) {
         return rc;
     }
-    if (o.model.empty() || !(o.budget_ms > 0) || o.tokens < 16 || o.runs < 1 || o.threads < 1) {
-        p.print_usage(stderr);
-        return 2;
-    }
-    return -1;
+    return p.check({{o.model.empty(), "--model is required"},
+                    {!(o.budget_ms > 0), "--budget-ms must be above 0"},
+                    {!common::is_setup_name(o.backend),
+                     "unknown --backend '" + o.backend + "' (" + common::setup_names() + ")"},
+                    {o.tokens < 16, "--tokens must be at least 16"},
+                    {o.runs < 1, "--runs must be at least 1"},
+                    {o.threads < 1, "--threads must be at least 1"}});
 }
 
 struct tune_row {

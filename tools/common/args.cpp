@@ -175,6 +175,15 @@ int parser::fail(const std::string & message) const {
     return 2;
 }
 
+int parser::check(std::initializer_list<problem> problems) const {
+    for (const problem & p : problems) {
+        if (p.found) {
+            return fail(p.message);
+        }
+    }
+    return -1;
+}
+
 int parser::parse(int argc, char ** argv) {
     size_t n_pos = 0;
     for (int i = 1; i < argc; ++i) {

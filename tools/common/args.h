@@ -7,11 +7,14 @@
 //   --help, -h                   the command's usage on stdout, exit status 0;
 //   an unknown option, a missing value, a value that is not a number or out of range, or one
 //   positional argument too many: "error: ..." and the command's usage on stderr, exit status 2.
+// The checks a command makes after parse() (a required option, a range) go through check() or
+// fail(), so that every invalid command line ends the same way.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,17 @@ class parser {
     // 2 after a command-line error, its message and the usage printed on stderr).
     int parse(int argc, char ** argv);
 
+    // "error: MESSAGE" and the usage on stderr; returns 2, the exit status of a command-line error.
+    int fail(const std::string & message) const;
+
+    // A check after parse(): `found` is true when the command line has the problem `message` says.
+    struct problem {
+        bool        found;
+        std::string message;
+    };
+    // The first problem found, through fail(): 2; -1 (the command goes on) when none is.
+    int check(std::initializer_list<problem> problems) const;
+
     // The synopsis and the options, with their help and defaults.
     void print_usage(std::FILE * out) const;
 
@@ -69,7 +83,6 @@ class parser {
     parser & add(const char * names, const char * metavar, const char * help, std::string default_text,
                  std::function<std::string(const char *)> set);
     const opt * find(const std::string & name) const;
-    int fail(const std::string & message) const;
 
     std::string      synopsis_;
     std::vector<opt> opts_;

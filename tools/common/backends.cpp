@@ -136,6 +136,19 @@ bool start_rpc(backend_setup & out, int n, bool lan, const std::string & bin, in
 
 } // namespace
 
+const char * setup_names() {
+    return "cpu, blas, vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan";
+}
+
+bool is_setup_name(const std::string & name) {
+    for (const char * known : {"cpu", "blas", "vulkan", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan"}) {
+        if (name == known) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,
                    backend_setup & out) {
     out.name = name;
@@ -145,8 +158,8 @@ bool setup_backend(const std::string & name, const std::string & rpc_server_bin,
     set.blas   = base == "blas";
     set.vulkan = base == "vulkan";
     set.rpc    = base == "rpc1" || base == "rpc2";
-    if (!set.blas && !set.vulkan && !set.rpc && base != "cpu") {
-        std::fprintf(stderr, "unknown setup '%s' (cpu, blas, vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan)\n", name.c_str());
+    if (!is_setup_name(name)) {
+        std::fprintf(stderr, "unknown setup '%s' (%s)\n", name.c_str(), setup_names());
         return false;
     }
     if (set.vulkan) {

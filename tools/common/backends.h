@@ -52,6 +52,11 @@ struct backend_setup {
     // Loads a model on the setup's devices with `n_gpu_layers` of them offloaded (-1: all).
     model_ptr load(const std::string & path, int32_t n_gpu_layers) const;
 };
+// The setups' names, "cpu, blas, vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan", and whether `name` is one:
+// commands check their --backend with it before starting anything.
+const char * setup_names();
+bool        is_setup_name(const std::string & name);
+
 // False with a message on stderr when the setup cannot be made (unknown name, no Vulkan0, a
 // server that does not start). `rpc_server_bin` is ggml-rpc-server's path.
 bool setup_backend(const std::string & name, const std::string & rpc_server_bin, int rpc_threads,

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Every command's command line behaves one way: --help prints the usage on stdout with exit status
+0; an unknown option, a value that is not a number, or a value the command refuses after parsing
+prints "error: ..." and the usage on stderr, with exit status 2. No model is needed: each command
+stops before it loads anything. usage: cli_args.py LLAMA_CANCEL COMMAND..."""
+import subprocess
+import sys
+
+exe, commands = sys.argv[1], sys.argv[2:]
+
+# Per command: the arguments it needs to get past its positional argument, and one value it
+# refuses after parsing (a range or a required option).
+CASES = {
+    "bench": ([], ["--runs", "0"]),
+    "bench-backend": (["cpu"], ["--model", "m.gguf", "--batch", "1"]),
+    "bench-memory": ([], ["--model", "m.gguf", "--runs", "2"]),
+    "bench-mtmd": (["vision"], ["--model", "m.gguf", "--mmproj", "p.gguf", "--threads", "0"]),
+    "bench-seq": ([], ["--model", "m.gguf", "--backend", "no-such-backend"]),
+    "generate": ([], ["--threads", "0"]),
+    "stress": ([], ["--model", "m.gguf", "--cycles", "-1"]),
+    "tune": ([], ["--model", "m.gguf", "--budget-ms", "0"]),
+}
+
+failures = []
+
+
+def run(args):
+    return subprocess.run([exe] + args, capture_output=True, text=True, timeout=60)
+
+
+def expect_error(args, usage):
+    p = run(args)
+    what = " ".join(args)
+    if p.returncode != 2:
+        failures.append(f"{what}: exit status {p.returncode}, not 2")
+    if not p.stderr.startswith("error: "):
+        failures.append(f"{what}: stderr does not start with 'error: ': {p.stderr[:200]!r}")
+    if usage not in p.stderr:
+        failures.append(f"{what}: no usage ({usage!r}) on stderr: {p.stderr[:300]!r}")
+    if p.stdout:
+        failures.append(f"{what}: printed on stdout: {p.stdout[:200]!r}")
+
+
+def expect_help(args, usage):
+    p = run(args)
+    what = " ".join(args)
+    if p.returncode != 0 or not p.stdout.startswith(usage) or p.stderr:
+        failures.append(f"{what}: exit status {p.returncode}, stdout {p.stdout[:100]!r}, stderr {p.stderr[:100]!r}")
+
+
+for cmd in commands:
+    head, refused = CASES[cmd]
+    usage = f"usage: llama-cancel {cmd}"
+    expect_help([cmd, "--help"], usage)
+    expect_error([cmd] + head + ["--no-such-option"], usage)
+    expect_error([cmd] + head + ["--cycles" if cmd == "stress" else "--threads", "not-a-number"], usage)
+    expect_error([cmd] + head + refused, usage)
+
+top = "usage: llama-cancel COMMAND"
+expect_help(["--help"], top)
+expect_error([], top)
+expect_error(["no-such-command"], top)
+
+for f in failures:
+    print("FAIL:", f)
+print(f"cli args: {len(commands)} commands, {len(failures)} failures")
+sys.exit(1 if failures else 0)
