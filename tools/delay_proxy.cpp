@@ -5,7 +5,10 @@
 //
 // Listens on 127.0.0.1:PORT; each accepted connection gets its own connection to HOST:PORT. Per
 // direction, a reader thread timestamps every chunk it reads and a writer thread sends it once
-// D ms have passed since, in order. Standard library, POSIX sockets and threads only.
+// D ms have passed since, in order. Standard library, POSIX sockets and threads only, and the tools'
+// command-line parser (common/args, standard library only as well).
+#include "common/args.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -221,11 +224,9 @@ void install_signals() {
     std::signal(SIGPIPE, SIG_IGN); // a closed peer is a failed send, not the end of the proxy
 }
 
-void usage(FILE * f) {
-    std::fprintf(f, "usage: llama-cancel-delay-proxy --listen PORT --to HOST:PORT --delay-ms D\n"
-                    "  Listens on 127.0.0.1:PORT and forwards each connection to HOST:PORT, delaying\n"
-                    "  each direction by D milliseconds (D >= 0, fractional, e.g. 0.25).\n");
-}
+const char k_synopsis[] = "usage: llama-cancel-delay-proxy --listen PORT --to HOST:PORT --delay-ms D\n"
+                          "  Listens on 127.0.0.1:PORT and forwards each connection to HOST:PORT, delaying\n"
+                          "  each direction by D milliseconds (D >= 0, fractional, e.g. 0.25).\n";
 
 bool parse_port(const std::string & s, int & port) {
     char * end = nullptr;
@@ -255,29 +256,23 @@ bool parse_target(const std::string & s, options & o) {
     return true;
 }
 
-// Prints what is wrong and returns false on a bad command line.
-bool parse_args(int argc, char ** argv, options & o) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (i + 1 >= argc || (a != "--listen" && a != "--to" && a != "--delay-ms")) {
-            std::fprintf(stderr, "llama-cancel-delay-proxy: unknown option or missing value: '%s'\n", a.c_str());
-            return false;
-        }
-        const std::string v = argv[++i];
-        const bool ok = a == "--listen" ? parse_port(v, o.listen_port)
-                        : a == "--to"   ? parse_target(v, o)
-                                        : parse_delay(v, o.delay_ms);
-        if (!ok) {
-            std::fprintf(stderr, "llama-cancel-delay-proxy: bad value for %s: '%s' (%s)\n", a.c_str(), v.c_str(),
-                         a == "--listen" ? "a port, 1-65535" : a == "--to" ? "HOST:PORT" : "milliseconds, >= 0");
-            return false;
-        }
+// The command line into `o`: -1 to go on, else the exit status (the parser's --help, or 2 after
+// "error: ..." and the usage on stderr).
+int parse_args(int argc, char ** argv, options & o) {
+    auto value = [](bool ok, const char * what) { return ok ? std::string() : std::string("is not ") + what; };
+    cli_args::parser p(k_synopsis);
+    p.option("--listen", [&](const char * v) { return value(parse_port(v, o.listen_port), "a port, 1-65535"); },
+             "PORT", "the port to listen on, on 127.0.0.1 (required)")
+        .option("--to", [&](const char * v) { return value(parse_target(v, o), "HOST:PORT"); }, "HOST:PORT",
+                "where each connection is forwarded (required)")
+        .option("--delay-ms", [&](const char * v) { return value(parse_delay(v, o.delay_ms), "milliseconds, >= 0"); },
+                "D", "the delay each way, ms (required)");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
     }
-    if (o.listen_port == 0 || o.host.empty() || o.delay_ms < 0.0) {
-        std::fprintf(stderr, "llama-cancel-delay-proxy: --listen, --to and --delay-ms are all required\n");
-        return false;
-    }
-    return true;
+    return p.check({{o.listen_port == 0 || o.host.empty() || o.delay_ms < 0.0,
+                     "--listen, --to and --delay-ms are all required"}});
 }
 
 void set_nodelay(int fd) {
@@ -375,13 +370,9 @@ void serve(int listen_fd, const options & o) {
 
 int main(int argc, char ** argv) {
     options o;
-    if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (!parse_args(argc, argv, o)) {
-        usage(stderr);
-        return 2;
+    const int rc = parse_args(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
     }
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1UL); // 1 ns instead of 50 us of timer slack, inherited by the threads
