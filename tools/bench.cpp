@@ -21,8 +21,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -399,34 +397,15 @@ std::vector<std::string> child_environment(const std::string & backend) {
     return env;
 }
 
-// Runs this executable again with `args` (posix_spawn: no fork of this threaded process); for
-// vulkan-1t with llvmpipe on one thread. Returns the exit code (127 when it cannot be started).
+// Runs this executable again with `args`, for vulkan-1t with llvmpipe on one thread. Returns the
+// exit code (127 when it cannot be started, -1 when this executable's path cannot be read).
 int run_self(const std::vector<std::string> & args, const std::string & backend) {
-    char exe[PATH_MAX] = {0};
-    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
+    std::vector<std::string> argv = {common::executable_path()};
+    if (argv[0].empty()) {
         return -1;
     }
-    std::vector<char *> argv{exe};
-    for (const auto & a : args) {
-        argv.push_back(const_cast<char *>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    std::vector<std::string> env = child_environment(backend);
-    std::vector<char *> envp;
-    for (auto & e : env) {
-        envp.push_back(e.data());
-    }
-    envp.push_back(nullptr);
-    std::fflush(stdout);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, exe, nullptr, nullptr, argv.data(), envp.data()) != 0) {
-        return 127;
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0) {
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return common::run_command(argv, child_environment(backend));
 }
 
 // Where the generated models live: the user's cache folder, never beside the executable.

@@ -21,17 +21,20 @@ std::string env_or_empty(const char * name) {
     return v != nullptr ? std::string(v) : std::string();
 }
 
-std::string executable_dir() {
+std::string executable_path() {
     char exe[PATH_MAX] = {0};
 #ifdef __APPLE__
     uint32_t size = sizeof(exe);
-    const bool ok = _NSGetExecutablePath(exe, &size) == 0;
-    const std::string path = ok ? std::string(exe) : std::string();
+    return _NSGetExecutablePath(exe, &size) == 0 ? std::string(exe) : std::string();
 #else
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    const std::string path = n > 0 ? std::string(exe, n) : std::string();
+    return n > 0 ? std::string(exe, n) : std::string();
 #endif
-    const size_t slash = path.find_last_of('/');
+}
+
+std::string executable_dir() {
+    const std::string path  = executable_path();
+    const size_t      slash = path.find_last_of('/');
     return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 

@@ -11,6 +11,9 @@ namespace common {
 // The environment variable's value; empty when unset (or set to "").
 std::string env_or_empty(const char * name);
 
+// Path of the running executable; empty when it cannot be read.
+std::string executable_path();
+
 // Folder of the running executable, without the trailing slash ("." when it cannot be read).
 std::string executable_dir();
 

@@ -95,7 +95,7 @@ void stop_child(int & pid) {
     pid = -1;
 }
 
-// The NULL-terminated argv exec wants; its pointers live as long as `args`.
+// The NULL-terminated argv (or envp) exec wants; its pointers live as long as `args`.
 std::vector<char *> argv_of(const std::vector<std::string> & args) {
     std::vector<char *> argv;
     for (const auto & a : args) {
@@ -105,11 +105,18 @@ std::vector<char *> argv_of(const std::vector<std::string> & args) {
     return argv;
 }
 
+// How spawn() starts a program.
+struct spawn_options {
+    std::string                      output;              // takes the child's stdout and stderr ("": the caller's)
+    const std::vector<std::string> * env = nullptr;       // the child's whole environment (null: this process's)
+    bool                             search_path = false; // look args[0] up in PATH
+};
+
 // posix_spawn with the default signal mask and dispositions: a caller's thread may block SIGTERM,
 // which the child would inherit, and then only SIGKILL would stop it. -1 with a message on failure.
-// `output`: a file that takes the child's stdout and stderr ("" : the caller's).
-int spawn(const std::vector<std::string> & args, const std::string & output = "") {
+int spawn(const std::vector<std::string> & args, const spawn_options & how = {}) {
     std::vector<char *> argv = argv_of(args);
+    const std::string & output = how.output;
     posix_spawn_file_actions_t files;
     posix_spawn_file_actions_init(&files);
     if (!output.empty()) {
@@ -127,8 +134,11 @@ int spawn(const std::vector<std::string> & args, const std::string & output = ""
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::vector<char *> envp = how.env != nullptr ? argv_of(*how.env) : std::vector<char *>();
+    char ** const       env  = how.env != nullptr ? envp.data() : environ;
     pid_t pid = -1;
-    const int err = posix_spawn(&pid, argv[0], &files, &attr, argv.data(), environ);
+    const int err = how.search_path ? posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), env)
+                                    : posix_spawn(&pid, argv[0], &files, &attr, argv.data(), env);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&files);
     if (err != 0) {
@@ -138,23 +148,31 @@ int spawn(const std::vector<std::string> & args, const std::string & output = ""
     return pid;
 }
 
-} // namespace
-
-int run_command(const std::vector<std::string> & args) {
+// Starts the program and waits for it (see run_command).
+int run_to_end(const std::vector<std::string> & args, const std::vector<std::string> * env) {
     std::fflush(stdout); // the child's output comes after ours
-    std::vector<char *> argv = argv_of(args);
-    pid_t pid = -1;
-    const int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-    if (err != 0) {
-        // What the child of fork + execvp printed (perror) and exited with when exec failed.
-        std::fprintf(stderr, "%s: %s\n", argv[0], std::strerror(err));
-        return 127;
+    spawn_options how;
+    how.env         = env;
+    how.search_path = true;
+    const int pid   = spawn(args, how);
+    if (pid < 0) {
+        return 127; // as a shell says when a program cannot be started
     }
     int status = 0;
     if (waitpid(pid, &status, 0) < 0) {
         return -1;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+} // namespace
+
+int run_command(const std::vector<std::string> & args) {
+    return run_to_end(args, nullptr);
+}
+
+int run_command(const std::vector<std::string> & args, const std::vector<std::string> & env) {
+    return run_to_end(args, &env);
 }
 
 rpc_server::rpc_server(const std::string & binary, int threads) {
@@ -168,7 +186,9 @@ rpc_server::rpc_server(const std::string & binary, int threads) {
     // The server logs every connection: to $LLAMA_CANCEL_RPC_LOG.PORT when set, else nowhere.
     const char * log_base = std::getenv("LLAMA_CANCEL_RPC_LOG");
     const std::string log = log_base != nullptr ? std::string(log_base) + "." + port_s : "/dev/null";
-    pid_ = spawn({binary, "-H", "127.0.0.1", "-p", port_s, "-t", threads_s, "-d", "CPU"}, log);
+    spawn_options how;
+    how.output = log;
+    pid_ = spawn({binary, "-H", "127.0.0.1", "-p", port_s, "-t", threads_s, "-d", "CPU"}, how);
     ready_ = wait_accepting(pid_, port, "rpc_server", binary);
 }
 

@@ -13,6 +13,8 @@ namespace common {
 // Runs a program (PATH lookup) and waits; its exit code, 128 + signal, 127 when it cannot be
 // started (as a shell says, with the reason on stderr), or -1 when it cannot be waited for.
 int run_command(const std::vector<std::string> & args);
+// The same with `env` ("NAME=value" each) as the program's whole environment.
+int run_command(const std::vector<std::string> & args, const std::vector<std::string> & env);
 
 // A ggml-rpc-server child process on 127.0.0.1 serving its CPU device (-d CPU, whatever other
 // devices the environment exposes); stopped by PID.
