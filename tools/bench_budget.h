@@ -1,27 +1,15 @@
-// The benchmark's stop-time budget rows (CPU): for each budget, worst and p95 stop latency and the
-// prefill throughput against no budget, side by side in one run. Part of the `bench` command.
+// The bench's stop-time budget rows (CPU), measured in this process: for each budget, worst and p95
+// stop latency and the prefill throughput against no budget, side by side in one run. Part of the
+// `bench` command.
 #pragma once
 
-#include "common/json.h"
-
-#include <cstdint>
-#include <string>
-#include <vector>
+#include "bench.h"
 
 namespace bench {
 
-struct budget_bench_options {
-    std::string        model;
-    std::string        label;   // shown in the table and the JSON
-    std::vector<float> budgets; // ms
-    int                tokens  = 512;
-    int                runs    = 10;
-    int                threads = 2;
-    uint32_t           seed    = 42;
-};
-
-// Prints one table row per budget (and the no-budget baseline) and returns their JSON objects;
-// *met is false when a row's worst stop exceeded its budget + 2 ms.
-std::vector<common::json> budget_rows(const budget_bench_options & o, bool * met);
+// Budget rows on the model benchmarked and, `with_large`, on a larger generated one whose longest
+// node at batch 512 is several times the middle budget; ok: every row's worst stop within its
+// budget + 2 ms.
+section budget_rows(const options & opt, bool with_large);
 
 } // namespace bench

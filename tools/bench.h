@@ -1,0 +1,41 @@
+// The `bench` command's options and the pieces its files share. The command is split by job:
+// bench.cpp the command line, the run's coordinator and the JSON file; bench_cpu.cpp the CPU rows
+// (measured in this process); bench_children.cpp the rows each measured in a child process
+// (backends, multimodal, memory kinds, per-sequence); bench_budget.cpp the stop-time budget rows.
+#pragma once
+
+#include "common/json.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct options {
+    std::string      model;      // empty: the built-in synthetic model
+    std::string      json = "llama-cancel-bench.json";
+    std::vector<int> batches = {64, 256, 512};
+    std::vector<int> threads = {1, 2};
+    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
+    int              backend_batch = 128;
+    bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
+    // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
+    std::vector<std::string> archs = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
+    std::string              arch_preset = "bench"; // make_model.py preset of those models
+    // Stop-time budget rows, ms, on the default model and on a larger one (batch 512).
+    std::vector<float>       budgets = {5, 20, 100};
+    // Per-sequence cancel rows (4 sequences x 128 tokens): the CPU and one hook backend.
+    std::vector<std::string> seq_backends = {"cpu", "rpc1"};
+    int              runs = 10;
+    uint32_t         seed = 42;
+};
+
+// One section of the file: its rows' objects (or their error entries) and whether the rows met
+// their targets (through the hook, and through the stateless callback where the rows have one).
+struct section {
+    std::vector<common::json> json;
+    bool                      ok = true, stateless_ok = true;
+};
+
+} // namespace bench

@@ -1,0 +1,253 @@
+// The bench's rows run in child processes (see bench_children.h).
+#include "bench_children.h"
+
+#include "common/json_child.h"
+#include "support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+extern char ** environ;
+
+namespace bench {
+
+namespace {
+
+// The delay the rpc-lan rows' proxies add each way (support.cpp reads the same variable).
+std::string lan_delay_ms() {
+    const char * v = std::getenv("LLAMA_CANCEL_RPC_DELAY_MS");
+    return v != nullptr && *v != 0 ? v : "0.5";
+}
+
+// This process's environment for a child; for vulkan-1t with llvmpipe on one thread
+// (LP_NUM_THREADS=1 in place of any value it has here).
+std::vector<std::string> child_environment(const std::string & backend) {
+    std::vector<std::string> env;
+    const bool one_thread = backend == "vulkan-1t";
+    for (char ** e = environ; *e != nullptr; ++e) {
+        if (!one_thread || std::strncmp(*e, "LP_NUM_THREADS=", 15) != 0) {
+            env.emplace_back(*e);
+        }
+    }
+    if (one_thread) {
+        env.emplace_back("LP_NUM_THREADS=1");
+    }
+    return env;
+}
+
+// Runs this executable again with `args`, for vulkan-1t with llvmpipe on one thread. Returns the
+// exit code (127 when it cannot be started, -1 when this executable's path cannot be read).
+int run_self(const std::vector<std::string> & args, const std::string & backend) {
+    std::vector<std::string> argv = {common::executable_path()};
+    if (argv[0].empty()) {
+        return -1;
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return common::run_command(argv, child_environment(backend));
+}
+
+// A child's row: how it is named in the table and the JSON.
+struct child_row_label {
+    const char * key;   // "backend", "kind", "arch"
+    std::string  name;
+    int          width; // of the table's first column
+};
+
+// Reads the object the child wrote into `tmp` and adds it to `out`; a child that wrote none (it
+// failed: exit `rc`, its messages above) gets a "skipped" table line and an error entry instead.
+// The object read (null for an error entry), for the section's targets: a row meets them only
+// when its child also exited with 0.
+common::child_json add_child_row(section & out, const std::string & tmp, int rc, const child_row_label & l) {
+    common::child_json j = common::take_child_json(tmp);
+    if (j.ok()) {
+        out.json.push_back(j.doc);
+    } else {
+        std::printf("| %-*s | skipped: the row failed (exit %d), see the messages above |\n", l.width, l.name.c_str(),
+                    rc);
+        out.json.push_back({{l.key, l.name}, {"error", "exit " + std::to_string(rc)}});
+    }
+    return j;
+}
+
+// The hook's and the stateless callback's targets of a backend or multimodal row (`latency_target`,
+// the stateless callback's the same with "stateless_" in front) folded into `out`.
+void fold_hook_targets(section & out, const common::child_json & j, int rc, const char * latency_target) {
+    const std::string stateless = std::string("stateless_") + latency_target;
+    out.ok = out.ok && rc == 0 && j.is_true({"targets", latency_target}) && j.is_true({"targets", "overhead_le_3pct"});
+    out.stateless_ok = out.stateless_ok && rc == 0 && j.is_true({"targets", stateless.c_str()}) &&
+                       j.is_true({"targets", "stateless_overhead_le_3pct"});
+}
+
+// A fresh file name for a child's JSON, beside the bench's own.
+std::string child_json_path(const options & opt, const std::string & row) {
+    const std::string tmp = opt.json + "." + row + ".tmp";
+    std::remove(tmp.c_str());
+    return tmp;
+}
+
+void print_backend_header() {
+    std::printf("\nbackends: upstream's abort callback alone, llama-cancel's hook (llama_cancel_decode) and the "
+                "stateless eval callback by name (beside the abort callback), byte stored at a random 30-66%% "
+                "point; latency over the runs the store reached before the decode returned, %% of the abort "
+                "callback's p50; overhead with the byte at 0 (median paired ratio, and the pairs' range); the "
+                "hook's interval in force and a checkpoint's measured round trip, ms (rpc-lan, rpc2-lan: "
+                "servers behind a %s ms delay each way)\n\n", lan_delay_ms().c_str());
+    std::printf("| backend   | method         | batch | threads | decode ms |   p50 ms |   p95 ms |   max ms "
+                "| %% of abort | overhead (min..max)    | checkpoints | interval (rt) | stopped   | finished first "
+                "| thread CPU ms | of wall | process CPU ms |\n");
+    std::printf("|:----------|:---------------|------:|--------:|----------:|---------:|---------:|---------:"
+                "|-----------:|-----------------------:|------------:|--------------:|----------:|---------------:"
+                "|--------------:|--------:|---------------:|\n");
+    std::fflush(stdout);
+}
+
+void print_memory_header(const options & opt) {
+    std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
+                "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
+                "share is its measured copy time per slice (per token) over the decode\n\n", 2, opt.runs);
+    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | sliced overhead "
+                "| whole overhead | token ms | snap share | token overhead | committed | exact |\n");
+    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|----------------:"
+                "|---------------:|---------:|-----------:|---------------:|----------:|:------|\n");
+    std::fflush(stdout);
+}
+
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+void print_mtmd_header() {
+    std::printf("\nmultimodal (mtmd, CPU): byte stored at a random 30-66%% point of the clip encode (through "
+                "the hook, or the stateless eval callback by name) or of the embedding decode; without = a host "
+                "polling between native calls; latency over the runs the store reached before the return, %% "
+                "of the full encode or decode; overhead with the byte at 0 (median paired ratio)\n\n");
+    std::printf("| kind   | path              | tokens |   full ms | without p50 ms |   p50 ms |   p95 ms "
+                "|   max ms |    %% of full | overhead  | stopped   | finished first (ours/without) |\n");
+    std::printf("|:-------|:------------------|-------:|----------:|---------------:|---------:|---------:"
+                "|---------:|-------------:|----------:|----------:|------------------------------:|\n");
+    std::fflush(stdout);
+}
+
+// One multimodal row in its own process (bench-mtmd KIND), its projector generated once beside the model.
+int run_mtmd_row(const options & opt, int n_embd, const char * kind, const std::string & tmp) {
+    const std::string dir    = opt.model.substr(0, opt.model.find_last_of('/') + 1);
+    const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
+    int rc = 0;
+    if (access(mmproj.c_str(), R_OK) != 0) {
+        rc = common::run_command({"python3", common::script_path("make_mmproj.py"), mmproj, "--kind", kind, "--preset",
+                               "small", "--n-embd-text", std::to_string(n_embd)});
+    }
+    if (rc == 0) {
+        rc = run_self({"bench-mtmd", kind, "--model", opt.model, "--mmproj", mmproj, "--runs",
+                       std::to_string(opt.runs), "--seed", std::to_string(opt.seed), "--json", tmp},
+                      "");
+    }
+    return rc;
+}
+#endif
+
+} // namespace
+
+section backend_rows(const options & opt) {
+    section out;
+    if (opt.backends.empty()) {
+        return out;
+    }
+    print_backend_header();
+    for (const std::string & name : opt.backends) {
+        const std::string tmp = child_json_path(opt, name);
+        const int rc = run_self({"bench-backend", name, "--model", opt.model, "--runs", std::to_string(opt.runs),
+                                 "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
+                                 std::to_string(opt.seed), "--json", tmp},
+                                name);
+        fold_hook_targets(out, add_child_row(out, tmp, rc, {"backend", name, 9}), rc, "latency_le_10pct_of_abort");
+    }
+    std::printf("\ntargets (backends): p50 <= 10%% of the abort callback's, overhead <= 3%%: hook %s, "
+                "stateless %s\n",
+                out.ok ? "met" : "MISSED (see rows)", out.stateless_ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
+section mtmd_rows(const options & opt, const llama_model * model) {
+    section out;
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    if (!opt.mtmd) {
+        return out;
+    }
+    print_mtmd_header();
+    for (const char * kind : {"vision", "audio"}) {
+        const std::string tmp = child_json_path(opt, std::string("mtmd-") + kind);
+        const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind, tmp);
+        fold_hook_targets(out, add_child_row(out, tmp, rc, {"kind", kind, 6}), rc, "latency_le_10pct_of_encode");
+    }
+    std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, overhead <= 3%%: hook %s, "
+                "stateless %s\n",
+                out.ok ? "met" : "MISSED (see rows)", out.stateless_ok ? "met" : "MISSED (see rows)");
+#else
+    (void) opt;
+    (void) model;
+#endif
+    return out;
+}
+
+section memory_rows(const options & opt) {
+    section out;
+    if (opt.archs.empty()) {
+        return out;
+    }
+    print_memory_header(opt);
+    for (const std::string & arch : opt.archs) {
+        const std::string tmp = child_json_path(opt, "memory-" + arch);
+        const std::string model =
+            common::models_cache_dir() + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
+        int rc = common::ensure_model(common::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
+        if (rc == 0) {
+            rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
+                           tmp}, "");
+        }
+        const common::child_json j = add_child_row(out, tmp, rc, {"arch", arch, 7});
+        out.ok = out.ok && rc == 0 && j.is_true({"rollback_exact"});
+    }
+    std::printf("\ntargets (memory kinds): rollback exact on every row: %s\n", out.ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
+// Per-sequence cancel rows (bench-seq), one child process per backend and ubatch size: the batch as
+// one ubatch, and as four (a stop then keeps the finished ones).
+section seq_rows(const options & opt) {
+    section out;
+    if (opt.seq_backends.empty()) {
+        return out;
+    }
+    std::printf("\nper-sequence cancel (4 sequences x 128 tokens in one batch, n_ubatch 512 and 128, %d runs): one "
+                "sequence's byte stored at a random 20-80%% point: its stop (store to the sequence dropped) beside one "
+                "sequence alone (store to return), the survivors' extra time against the batch without a cancel; "
+                "all four stored at once: store to return\n\n", opt.runs);
+    std::fflush(stdout);
+    bool header = true; // the first row that runs prints the table's header
+    for (const std::string & name : opt.seq_backends) {
+        for (const int n_ubatch : {512, 128}) {
+            const std::string tmp = child_json_path(opt, "seq-" + name + "-" + std::to_string(n_ubatch));
+            std::vector<std::string> args = {"bench-seq", "--model", opt.model, "--backend", name, "--runs",
+                                             std::to_string(opt.runs), "--seed", std::to_string(opt.seed),
+                                             "--n-ubatch", std::to_string(n_ubatch), "--json", tmp};
+            if (!header) {
+                args.push_back("--no-header");
+            }
+            const int rc = run_self(args, name);
+            const common::child_json j = add_child_row(out, tmp, rc, {"backend", name, 0});
+            if (!j.ok()) {
+                out.json.back()["n_ubatch"] = n_ubatch; // the error entry says which row
+            }
+            header = header && !j.ok();
+            out.ok = out.ok && rc == 0 && j.is_true({"extra_le_ubatch_plus_5pct"}) && j.is_true({"stop_within_single"});
+        }
+    }
+    std::printf("\ntargets (per-sequence): the cancelled sequence's stop within one sequence's, survivors' extra time "
+                "<= the ubatch in flight + 5%%, logits exact: %s\n", out.ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
+} // namespace bench

@@ -1,0 +1,26 @@
+// The bench's rows that each run in a child process of their own (`llama-cancel bench-backend`,
+// `bench-mtmd`, `bench-memory`, `bench-seq`), so that each loads exactly its backends and models:
+// the children write their row's JSON object into a file, read back here. Part of the `bench`
+// command.
+#pragma once
+
+#include "bench.h"
+#include "llama.h"
+
+namespace bench {
+
+// Backend rows (bench-backend NAME): the abort callback, the hook and the stateless callback.
+section backend_rows(const options & opt);
+
+// Multimodal rows (bench-mtmd vision|audio) on synthetic projectors sized to `model`; none without
+// libmtmd.
+section mtmd_rows(const options & opt, const llama_model * model);
+
+// Memory-kind rows (bench-memory) on the generated bench model of each architecture; ok: every
+// rollback exact.
+section memory_rows(const options & opt);
+
+// Per-sequence cancel rows (bench-seq), one per backend.
+section seq_rows(const options & opt);
+
+} // namespace bench

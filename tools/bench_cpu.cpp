@@ -1,0 +1,354 @@
+// The bench's CPU rows (see bench_cpu.h).
+#include "bench_cpu.h"
+
+#include "common/stats.h"
+#include "support.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <thread>
+
+namespace bench {
+
+namespace {
+
+using common::max_of;
+using common::now_ms;
+using common::percentile;
+
+// Counts reader calls and those not on the thread that called llama_decode; reads the byte through
+// the exported reader so the probe measures exactly what hosts register.
+struct thread_probe {
+    const int8_t *  flag = nullptr;
+    std::thread::id owner;
+    int64_t         calls      = 0;
+    int64_t         off_thread = 0;
+
+    static bool callback(void * data) {
+        auto * p = static_cast<thread_probe *>(data);
+        p->calls++;
+        if (std::this_thread::get_id() != p->owner) {
+            p->off_thread++;
+        }
+        return llama_cancel_abort_callback(const_cast<int8_t *>(p->flag));
+    }
+};
+
+// Longest single graph node: an eval callback that asks for every node makes the scheduler compute
+// one node at a time, so the time between ask and answer is that node's compute time.
+struct node_timer {
+    double t_ask    = 0.0;
+    double longest  = 0.0;
+    int    n_nodes  = 0;
+    std::string longest_name;
+
+    static bool callback(ggml_tensor * t, bool ask, void * data) {
+        auto * nt = static_cast<node_timer *>(data);
+        if (ask) {
+            nt->t_ask = now_ms();
+            return true;
+        }
+        const double dt = now_ms() - nt->t_ask;
+        nt->n_nodes++;
+        if (dt > nt->longest) {
+            nt->longest      = dt;
+            nt->longest_name = ggml_op_desc(t);
+        }
+        return true;
+    }
+};
+
+// Measures one row after another on the model, each on contexts of its own batch and threads.
+class cpu_bench {
+  public:
+    cpu_bench(const options & opt, llama_model * model) : opt_(opt), model_(model), rng_(opt.seed) {}
+
+    cpu_row run(int batch, int threads, int step, int n_steps) {
+        cpu_row r;
+        r.batch   = batch;
+        r.threads = threads;
+        r.runs    = opt_.runs;
+        prompt_   = common::make_prompt(model_, batch, opt_.seed);
+
+        auto ctx = make_ctx(batch, batch, threads);
+        if (!ctx) {
+            std::fprintf(stderr, "error: cannot create a context for batch %d\n", batch);
+            std::exit(1);
+        }
+        decode_plain(ctx.get()); // warm-up: first-use allocations and page faults
+
+        progress(step, n_steps, batch, threads, "overhead");
+        overhead(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "cancel latency");
+        latency(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "rollback");
+        rollback(batch, threads, r);
+        progress(step, n_steps, batch, threads, "thread probe");
+        probe(ctx.get(), r);
+        progress(step, n_steps, batch, threads, "node profile");
+        profile(batch, threads, r);
+        return r;
+    }
+
+  private:
+    const options & opt_;
+    llama_model *   model_;
+    std::mt19937    rng_;
+    std::vector<llama_token> prompt_;
+
+    static void progress(int step, int n_steps, int batch, int threads, const char * what) {
+        std::fprintf(stderr, "[%d/%d] batch %3d, threads %d: %s\n", step, n_steps, batch, threads, what);
+    }
+
+    common::context_ptr make_ctx(int batch, int ubatch, int threads, ggml_backend_sched_eval_callback cb = nullptr,
+                              void * cb_data = nullptr) {
+        common::context_options o;
+        o.n_ctx        = static_cast<uint32_t>(std::max(batch, 256));
+        o.n_batch      = batch;
+        o.n_ubatch     = ubatch;
+        o.n_threads    = threads;
+        o.cb_eval      = cb;
+        o.cb_eval_data = cb_data;
+        return common::make_context(model_, o);
+    }
+
+    // Decodes the prompt from an empty memory with no abort callback: what hosts run today.
+    double decode_plain(llama_context * ctx) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        const double t0 = now_ms();
+        const int32_t ret = llama_decode(ctx, b.get());
+        const double t1 = now_ms();
+        if (ret != 0) {
+            std::fprintf(stderr, "error: llama_decode returned %d\n", ret);
+            std::exit(1);
+        }
+        return t1 - t0;
+    }
+
+    // Decodes through llama_cancel_decode (the reader registered) with the byte at `flag`.
+    int32_t decode_cancellable(llama_context * ctx, const int8_t * flag, double * t_ret = nullptr) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        llama_cancel_decode_params p = llama_cancel_decode_default_params();
+        p.flag = flag;
+        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
+        if (t_ret != nullptr) {
+            *t_ret = now_ms();
+        }
+        return status;
+    }
+
+    // Process CPU time in ms: unlike wall time, it does not count the moments another process
+    // holds the cores, the main noise of a shared machine.
+    static double cpu_ms() {
+        timespec ts{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    }
+
+    void overhead(llama_context * ctx, cpu_row & r) {
+        std::vector<double> ratios, cpu_ratios, plain;
+        const int8_t zero = 0;
+        // A ratio near 1 needs more pairs than latency runs to rise above the machine's noise:
+        // 2 x runs, and at least 3 s of decoding for the short batches.
+        const double first = decode_plain(ctx);
+        const int pairs = std::max(2 * opt_.runs, static_cast<int>(3000.0 / std::max(first, 1.0)));
+        for (int i = 0; i < pairs; ++i) {
+            double t_plain = 0, t_reader = 0, c_plain = 0, c_reader = 0;
+            // Alternate the order inside each pair so drift does not favour one side.
+            for (int k = 0; k < 2; ++k) {
+                const double c0 = cpu_ms();
+                if ((i + k) % 2 == 0) {
+                    t_plain = decode_plain(ctx);
+                    c_plain = cpu_ms() - c0;
+                } else {
+                    const double t0 = now_ms();
+                    decode_cancellable(ctx, &zero);
+                    t_reader = now_ms() - t0;
+                    c_reader = cpu_ms() - c0;
+                }
+            }
+            ratios.push_back(t_reader / t_plain);
+            cpu_ratios.push_back(c_reader / c_plain);
+            plain.push_back(t_plain);
+        }
+        r.pairs            = pairs;
+        r.decode_ms        = percentile(plain, 0.5);
+        r.overhead_pct     = (percentile(ratios, 0.5) - 1.0) * 100.0;
+        r.overhead_cpu_pct = (percentile(cpu_ratios, 0.5) - 1.0) * 100.0;
+    }
+
+    void latency(llama_context * ctx, cpu_row & r) {
+        std::uniform_real_distribution<double> point(0.30, 0.66);
+        for (int i = 0; i < opt_.runs; ++i) {
+            const double frac = point(rng_);
+            // With the reader: the decode stops.
+            {
+                int8_t flag = 0;
+                double t_store = 0, t_ret = 0;
+                const double t0 = now_ms();
+                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
+                writer.join();
+                switch (common::classify_store(status == LLAMA_CANCEL_CANCELLED, t_store, t_ret)) {
+                    case common::store_outcome::stopped:
+                        r.cancelled++;
+                        r.lat.push_back(t_ret - t_store);
+                        break;
+                    case common::store_outcome::finished_first: r.completed_early++; break;
+                    case common::store_outcome::late:           r.completed_late++; break;
+                }
+            }
+            // Today, without the reader: the host sees the byte only when llama_decode returns.
+            {
+                int8_t flag = 0;
+                double t_store = 0;
+                llama_memory_clear(llama_get_memory(ctx), true);
+                common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+                const double t0 = now_ms();
+                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                llama_decode(ctx, b.get());
+                const double t_ret = now_ms();
+                writer.join();
+                r.today.push_back(std::max(0.0, t_ret - t_store));
+            }
+        }
+    }
+
+    // n_ubatch at half the batch, byte stored at 80% of the decode: only the first ubatch may remain.
+    // 80% is counted in graph nodes (a first pass counts them), so that the store cannot miss the
+    // decode on a noisy machine; the byte is stored from the decode thread's own abort callback.
+    void rollback(int batch, int threads, cpu_row & r) {
+        r.rollback_ubatch = batch / 2;
+        auto ctx = make_ctx(batch, r.rollback_ubatch, threads);
+        int8_t flag = 0;
+        common::node_trigger trig;
+        trig.flag = &flag;
+        auto decode = [&] {
+            llama_memory_clear(llama_get_memory(ctx.get()), true);
+            common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+            llama_cancel_decode_params p = llama_cancel_decode_default_params();
+            p.flag                = &flag;
+            p.abort_callback      = common::node_trigger::abort_cb;
+            p.abort_callback_data = &trig;
+            return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
+        };
+        decode();
+        trig.at    = trig.calls * 8 / 10;
+        trig.calls = 0;
+        r.rollback_status  = decode();
+        r.rollback_pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0);
+        r.rollback_ok = r.rollback_status == LLAMA_CANCEL_CANCELLED && r.rollback_pos_max == r.rollback_ubatch - 1;
+    }
+
+    void probe(llama_context * ctx, cpu_row & r) {
+        int8_t flag = 0;
+        thread_probe p;
+        p.flag  = &flag;
+        p.owner = std::this_thread::get_id();
+        llama_set_abort_callback(ctx, thread_probe::callback, &p);
+        llama_memory_clear(llama_get_memory(ctx), true);
+        common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
+        llama_decode(ctx, b.get());
+        llama_set_abort_callback(ctx, nullptr, nullptr);
+        r.probe_calls      = p.calls;
+        r.probe_off_thread = p.off_thread;
+    }
+
+    void profile(int batch, int threads, cpu_row & r) {
+        node_timer nt;
+        auto ctx = make_ctx(batch, batch, threads, node_timer::callback, &nt);
+        decode_plain(ctx.get());
+        nt = node_timer{};
+        decode_plain(ctx.get());
+        r.longest_node_ms = nt.longest;
+        r.longest_node_op = nt.longest_name;
+        r.n_nodes         = nt.n_nodes;
+    }
+};
+
+} // namespace
+
+std::vector<cpu_row> measure_cpu_rows(const options & opt, llama_model * model) {
+    cpu_bench b(opt, model);
+    std::vector<cpu_row> rows;
+    const int n_steps = static_cast<int>(opt.batches.size() * opt.threads.size());
+    for (int batch : opt.batches) {
+        for (int threads : opt.threads) {
+            rows.push_back(b.run(batch, threads, static_cast<int>(rows.size()) + 1, n_steps));
+        }
+    }
+    return rows;
+}
+
+cpu_targets print_cpu_rows(const std::vector<cpu_row> & rows) {
+    std::printf("\n| batch | threads | decode ms | reader overhead | (CPU time) | cancel p50 ms | p95 ms | max ms "
+                "| today p50 ms | today/ours | longest node ms | max/node | cancelled | off-thread |\n");
+    std::printf("|------:|--------:|----------:|----------------:|-----------:|--------------:|-------:|-------:"
+                "|-------------:|-----------:|----------------:|---------:|----------:|-----------:|\n");
+    cpu_targets t;
+    for (const cpu_row & r : rows) {
+        const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5), mx = max_of(r.lat);
+        std::printf("| %5d | %7d | %9.2f | %14.2f%% | %9.2f%% | %13.3f | %6.3f | %6.3f | %12.2f | %9.0fx | %15.3f "
+                    "| %8.2f | %5d/%-3d | %10" PRId64 " |\n",
+                    r.batch, r.threads, r.decode_ms, r.overhead_pct, r.overhead_cpu_pct, p50, percentile(r.lat, 0.95), mx, today50,
+                    p50 > 0 ? today50 / p50 : 0.0, r.longest_node_ms, r.longest_node_ms > 0 ? mx / r.longest_node_ms : 0.0,
+                    r.cancelled, r.runs, r.probe_off_thread);
+        t.overhead      = t.overhead && r.overhead_pct <= 1.0;
+        t.latency       = t.latency && mx <= 2.0 * r.longest_node_ms + 1.0;
+        t.thread        = t.thread && r.probe_off_thread == 0;
+        t.rollback      = t.rollback && r.rollback_ok;
+        t.all_cancelled = t.all_cancelled && r.cancelled == r.runs;
+    }
+    std::printf("\nrollback (n_ubatch = batch/2, byte stored at 80%% of the decode's graph nodes):\n");
+    for (const cpu_row & r : rows) {
+        std::printf("  batch %3d threads %d: status %s, seq_pos_max %d (first ubatch ends at %d): %s\n", r.batch,
+                    r.threads, llama_cancel_status_str(r.rollback_status), r.rollback_pos_max, r.rollback_ubatch - 1,
+                    r.rollback_ok ? "ok" : "MISMATCH");
+    }
+    std::printf("\ntargets: reader overhead <= 1%%: %s; worst latency <= 2x longest node + 1 ms: %s; "
+                "off-thread calls 0: %s; every cancelled run returned 2: %s; rollback: %s\n",
+                t.overhead ? "met" : "MISSED", t.latency ? "met" : "MISSED", t.thread ? "met" : "MISSED",
+                t.all_cancelled ? "yes" : "NO", t.rollback ? "ok" : "MISMATCH");
+    return t;
+}
+
+common::json cpu_row_json(const cpu_row & r) {
+    using common::printed;
+    const double p50 = percentile(r.lat, 0.5), today50 = percentile(r.today, 0.5);
+    return {{"batch", r.batch},
+            {"threads", r.threads},
+            {"decode_ms", printed(r.decode_ms)},
+            {"reader_overhead_pct", printed(r.overhead_pct)},
+            {"reader_overhead_cpu_time_pct", printed(r.overhead_cpu_pct)},
+            {"overhead_pairs", r.pairs},
+            {"cancel_ms",
+             {{"p50", printed(p50)},
+              {"p95", printed(percentile(r.lat, 0.95))},
+              {"max", printed(max_of(r.lat))},
+              {"all", common::printed_list(r.lat)}}},
+            {"today_ms", {{"p50", printed(today50)}, {"all", common::printed_list(r.today)}}},
+            {"today_over_ours", printed(p50 > 0 ? today50 / p50 : 0.0)},
+            {"cancelled", r.cancelled},
+            {"completed_before_store", r.completed_early},
+            {"completed_after_store", r.completed_late},
+            {"longest_node_ms", printed(r.longest_node_ms)},
+            {"longest_node_op", r.longest_node_op},
+            {"n_nodes", r.n_nodes},
+            {"worst_over_node", printed(r.longest_node_ms > 0 ? max_of(r.lat) / r.longest_node_ms : 0.0)},
+            {"reader_calls", r.probe_calls},
+            {"off_thread_calls", r.probe_off_thread},
+            {"rollback",
+             {{"n_ubatch", r.rollback_ubatch},
+              {"status", llama_cancel_status_str(r.rollback_status)},
+              {"seq_pos_max", r.rollback_pos_max},
+              {"expected_pos_max", r.rollback_ubatch - 1},
+              {"ok", r.rollback_ok}}}};
+}
+
+} // namespace bench
