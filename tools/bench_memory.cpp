@@ -211,6 +211,85 @@ common::json stats_json(const ratio_stats & s) {
             {"max", common::printed(s.hi, "%.3f")}};
 }
 
+// One row's figures. The snapshot's are 0 on a model without one (KV cache only).
+struct memory_figures {
+    std::string arch;
+    const char * memory = "kv"; // "kv", "recurrent", "hybrid"
+    ratio_stats sliced, whole, token; // overhead of ours against plain llama_decode
+    double      prefill_ms = 0, token_ms = 0;
+    size_t      snapshot_bytes = 0;
+    double      copy_ms = 0, restore_ms = 0;
+    double      share_prefill_pct = 0, share_token_pct = 0;
+    int         committed = 0;
+    bool        exact     = false;
+};
+
+// The model's architecture and memory kind.
+void describe(const llama_model * model, memory_figures & f) {
+    char arch[64] = {0};
+    llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
+    f.arch   = arch;
+    f.memory = llama_model_is_recurrent(model) ? "recurrent" : llama_model_is_hybrid(model) ? "hybrid" : "kv";
+}
+
+// The paired overheads, the snapshot's size and times, and one rollback checked byte for byte.
+memory_figures measure(memory_bench & b, const memory_options & o, const llama_model * model) {
+    memory_figures f;
+    describe(model, f);
+    double unused = 0;
+    f.sliced = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 1, &f.prefill_ms));
+    f.whole  = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 2, &unused));
+    f.token  = pct(paired(o.runs, [&](int m) { return b.tokens(m); }, 1, &f.token_ms));
+    size_t       bytes      = 0;
+    const double copy_ms    = b.snapshot_ms(true, &bytes);
+    const double restore_ms = b.snapshot_ms(false, &bytes);
+    f.exact = b.rollback_exact(&f.committed);
+    if (llama_model_is_recurrent(model) || llama_model_is_hybrid(model)) {
+        // The snapshot's own share of the work, from its measured copy time: one copy per slice, one
+        // per token. Unlike the paired ratios it does not move with the machine's noise.
+        const int n_slices  = (o.batch + o.ubatch - 1) / o.ubatch;
+        f.snapshot_bytes    = bytes;
+        f.copy_ms           = copy_ms;
+        f.restore_ms        = restore_ms;
+        f.share_prefill_pct = 100.0 * copy_ms * n_slices / f.prefill_ms;
+        f.share_token_pct   = 100.0 * copy_ms / f.token_ms;
+    }
+    return f;
+}
+
+void print_row(const memory_figures & f) {
+    std::printf("| %-7s | %-9s | %8zu | %7.4f | %8.4f | %8.1f | %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %+7.2f%% | %6.2f "
+                "| %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %9d | %-5s |\n",
+                f.arch.c_str(), f.memory, f.snapshot_bytes, f.copy_ms, f.restore_ms, f.prefill_ms, f.share_prefill_pct,
+                f.sliced.median, f.sliced.lo, f.sliced.hi, f.whole.median, f.token_ms, f.share_token_pct,
+                f.token.median, f.token.lo, f.token.hi, f.committed, f.exact ? "yes" : "NO");
+    std::fflush(stdout);
+}
+
+common::json row_json(const memory_options & o, const memory_figures & f) {
+    using common::printed;
+    return {{"arch", f.arch},
+            {"model", o.model},
+            {"memory", f.memory},
+            {"batch", o.batch},
+            {"n_ubatch", o.ubatch},
+            {"threads", o.threads},
+            {"runs", o.runs},
+            {"snapshot_bytes", f.snapshot_bytes},
+            {"snapshot_copy_ms", printed(f.copy_ms)},
+            {"snapshot_restore_ms", printed(f.restore_ms)},
+            {"prefill_ms", printed(f.prefill_ms)},
+            {"snapshot_share_prefill_pct", printed(f.share_prefill_pct)},
+            {"snapshot_share_token_pct", printed(f.share_token_pct)},
+            {"prefill_overhead_sliced_pct", stats_json(f.sliced)},
+            {"prefill_overhead_whole_pct", stats_json(f.whole)},
+            {"token_ms", printed(f.token_ms)},
+            {"token_overhead_pct", stats_json(f.token)},
+            {"rollback_committed", f.committed},
+            {"rollback_exact", f.exact},
+            {"snapshot_share_le_1pct", f.share_prefill_pct <= 1.0}};
+}
+
 } // namespace
 
 int bench_memory_main(int argc, char ** argv) {
@@ -231,60 +310,10 @@ int bench_memory_main(int argc, char ** argv) {
         std::fprintf(stderr, "error: cannot decode on %s\n", o.model.c_str());
         return 1;
     }
-    char arch[64] = {0};
-    llama_model_meta_val_str(model.get(), "general.architecture", arch, sizeof(arch));
-    const bool recurrent = llama_model_is_recurrent(model.get());
-    const bool hybrid    = llama_model_is_hybrid(model.get());
-
-    double prefill_ms = 0, token_ms = 0, unused = 0;
-    const ratio_stats sliced = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 1, &prefill_ms));
-    const ratio_stats whole  = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 2, &unused));
-    const ratio_stats token  = pct(paired(o.runs, [&](int m) { return b.tokens(m); }, 1, &token_ms));
-    size_t bytes = 0;
-    const double copy_ms    = b.snapshot_ms(true, &bytes);
-    const double restore_ms = b.snapshot_ms(false, &bytes);
-    int committed = 0;
-    const bool exact = b.rollback_exact(&committed);
-    const bool snapshots = recurrent || hybrid;
-    // The snapshot's own share of the work, from its measured copy time: one copy per slice, one per
-    // token. Unlike the paired ratios it does not move with the machine's noise.
-    const int    n_slices    = (o.batch + o.ubatch - 1) / o.ubatch;
-    const double share_pre   = snapshots ? 100.0 * copy_ms * n_slices / prefill_ms : 0.0;
-    const double share_token = snapshots ? 100.0 * copy_ms / token_ms : 0.0;
-
-    std::printf("| %-7s | %-9s | %8zu | %7.4f | %8.4f | %8.1f | %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %+7.2f%% | %6.2f "
-                "| %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %9d | %-5s |\n",
-                arch, recurrent ? "recurrent" : hybrid ? "hybrid" : "kv", snapshots ? bytes : 0,
-                snapshots ? copy_ms : 0.0, snapshots ? restore_ms : 0.0, prefill_ms, share_pre, sliced.median,
-                sliced.lo, sliced.hi, whole.median, token_ms, share_token, token.median, token.lo, token.hi,
-                committed, exact ? "yes" : "NO");
-    std::fflush(stdout);
-
-    if (!o.json.empty()) {
-        using common::printed;
-        const common::json js = {{"arch", arch},
-                                 {"model", o.model},
-                                 {"memory", recurrent ? "recurrent" : hybrid ? "hybrid" : "kv"},
-                                 {"batch", o.batch},
-                                 {"n_ubatch", o.ubatch},
-                                 {"threads", o.threads},
-                                 {"runs", o.runs},
-                                 {"snapshot_bytes", snapshots ? bytes : 0},
-                                 {"snapshot_copy_ms", printed(snapshots ? copy_ms : 0.0)},
-                                 {"snapshot_restore_ms", printed(snapshots ? restore_ms : 0.0)},
-                                 {"prefill_ms", printed(prefill_ms)},
-                                 {"snapshot_share_prefill_pct", printed(share_pre)},
-                                 {"snapshot_share_token_pct", printed(share_token)},
-                                 {"prefill_overhead_sliced_pct", stats_json(sliced)},
-                                 {"prefill_overhead_whole_pct", stats_json(whole)},
-                                 {"token_ms", printed(token_ms)},
-                                 {"token_overhead_pct", stats_json(token)},
-                                 {"rollback_committed", committed},
-                                 {"rollback_exact", exact},
-                                 {"snapshot_share_le_1pct", share_pre <= 1.0}};
-        if (!common::write_json_file(o.json, js)) {
-            return 1;
-        }
+    const memory_figures f = measure(b, o, model.get());
+    print_row(f);
+    if (!o.json.empty() && !common::write_json_file(o.json, row_json(o, f))) {
+        return 1;
     }
-    return exact ? 0 : 1;
+    return f.exact ? 0 : 1;
 }

@@ -139,6 +139,72 @@ common::json tune_json(const tune_options & o, const std::vector<tune_row> & row
     return js;
 }
 
+// What the rows run on: the backend setup, the model on it, and (off the CPU) the hook whose
+// checkpoints follow the budget. Declared in that order: the model goes before its setup.
+struct tune_setup {
+    common::backend_setup   backend;
+    common::model_ptr       model;
+    common::hook_ptr        hook;
+    common::context_options base; // threads and offload of every row's context
+};
+
+// False with a message when the backend cannot be set up or the model does not load on it.
+bool make_setup(const tune_options & o, tune_setup & s) {
+    common::quiet_logs();
+    if (!common::setup_backend(o.backend, o.rpc_server, o.threads, s.backend)) {
+        return false;
+    }
+    s.model = s.backend.load(o.model, -1);
+    if (!s.model) {
+        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.backend.c_str());
+        return false;
+    }
+    // Backends beyond the CPU are stopped through a hook whose checkpoints follow the budget.
+    const bool offloaded = !s.backend.devices.empty();
+    if (offloaded) {
+        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+        hp.interval_ms = std::min(hp.interval_ms, 0.5f * o.budget_ms);
+        s.hook.reset(llama_cancel_hook_init(&hp));
+    }
+    s.base.n_threads   = o.threads;
+    s.base.offload_kqv = offloaded;
+    return true;
+}
+
+// One row per candidate n_ubatch, then the library's budget slicing at the full n_ubatch; the
+// table printed as they come.
+std::vector<tune_row> measure_rows(const tune_options & o, const tune_setup & s) {
+    std::printf("tune: %s on %s, %d-token prefill, budget %.1f ms, %d runs per row (stop at a random 10-90%% point)\n\n",
+                o.model.c_str(), s.backend.description.c_str(), o.tokens, o.budget_ms, o.runs);
+    std::printf("| n_ubatch | budget    | prefill ms | tok/s    | stop p95 | stop max | stops | finished first "
+                "| late | node max | meets |\n");
+    std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|-----:|---------:|:------|\n");
+    std::vector<common::stop_config> configs;
+    for (int32_t u : candidates(o.tokens)) {
+        configs.push_back({u, 0.0f});
+    }
+    configs.push_back({o.tokens, o.budget_ms});
+    std::vector<tune_row> rows;
+    for (const common::stop_config & cfg : configs) {
+        rows.push_back({cfg, common::measure_stops(s.model.get(), s.base, s.hook.get(), cfg, o.tokens, o.runs, o.seed)});
+        print_row(rows.back(), o.budget_ms);
+    }
+    return rows;
+}
+
+void print_recommendation(const tune_row & rec, float budget) {
+    std::printf("\nrecommended: n_ubatch %d%s: %.1f tokens/s, worst stop %.2f ms (%s the %.1f ms budget)\n",
+                rec.cfg.n_ubatch, rec.cfg.max_stop_ms > 0 ? " with max_stop_ms set" : "", rec.fig.tokens_per_s,
+                rec.worst(), rec.meets(budget) ? "within" : "OVER", budget);
+}
+
+void plot(const std::string & json) {
+    const std::string plotter = common::script_path("plot_tune.py");
+    if (common::run_command({"python3", plotter, json}) != 0) {
+        std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
+    }
+}
+
 } // namespace
 
 int tune_main(int argc, char ** argv) {
@@ -147,52 +213,17 @@ int tune_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
-    common::quiet_logs();
-    common::backend_setup setup;
-    if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
+    tune_setup s;
+    if (!make_setup(o, s)) {
         return 1;
     }
-    common::model_ptr model = setup.load(o.model, -1);
-    if (!model) {
-        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.backend.c_str());
-        return 1;
-    }
-    // Backends beyond the CPU are stopped through a hook whose checkpoints follow the budget.
-    common::hook_ptr hook;
-    if (!setup.devices.empty()) {
-        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-        hp.interval_ms = std::min(hp.interval_ms, 0.5f * o.budget_ms);
-        hook.reset(llama_cancel_hook_init(&hp));
-    }
-    common::context_options base;
-    base.n_threads   = o.threads;
-    base.offload_kqv = !setup.devices.empty();
-
-    std::printf("tune: %s on %s, %d-token prefill, budget %.1f ms, %d runs per row (stop at a random 10-90%% point)\n\n",
-                o.model.c_str(), setup.description.c_str(), o.tokens, o.budget_ms, o.runs);
-    std::printf("| n_ubatch | budget    | prefill ms | tok/s    | stop p95 | stop max | stops | finished first "
-                "| late | node max | meets |\n");
-    std::printf("|---------:|:----------|----------:|---------:|---------:|---------:|------:|--------:|-----:|---------:|:------|\n");
-    std::vector<tune_row> rows;
-    for (int32_t u : candidates(o.tokens)) {
-        rows.push_back({{u, 0.0f}, common::measure_stops(model.get(), base, hook.get(), {u, 0.0f}, o.tokens, o.runs, o.seed)});
-        print_row(rows.back(), o.budget_ms);
-    }
-    const common::stop_config lib{o.tokens, o.budget_ms};
-    rows.push_back({lib, common::measure_stops(model.get(), base, hook.get(), lib, o.tokens, o.runs, o.seed)});
-    print_row(rows.back(), o.budget_ms);
-
-    const tune_row & rec = recommend(rows, o.budget_ms);
-    std::printf("\nrecommended: n_ubatch %d%s: %.1f tokens/s, worst stop %.2f ms (%s the %.1f ms budget)\n",
-                rec.cfg.n_ubatch, rec.cfg.max_stop_ms > 0 ? " with max_stop_ms set" : "", rec.fig.tokens_per_s,
-                rec.worst(), rec.meets(o.budget_ms) ? "within" : "OVER", o.budget_ms);
-    if (!common::write_json_file(o.json, tune_json(o, rows, rec, setup.description))) {
+    const std::vector<tune_row> rows = measure_rows(o, s);
+    const tune_row &            rec  = recommend(rows, o.budget_ms);
+    print_recommendation(rec, o.budget_ms);
+    if (!common::write_json_file(o.json, tune_json(o, rows, rec, s.backend.description))) {
         return 1;
     }
     std::printf("saved %s\n", o.json.c_str());
-    const std::string plotter = common::script_path("plot_tune.py");
-    if (common::run_command({"python3", plotter, o.json}) != 0) {
-        std::printf("(no plot: %s needs python3 with matplotlib)\n", plotter.c_str());
-    }
+    plot(o.json);
     return 0;
 }
