@@ -86,8 +86,6 @@ int parse_options(int argc, char ** argv, options & opt) {
 struct bench_report {
     std::string          desc;
     uint64_t             n_params = 0;
-    bool                 threads_overridden = false;
-    int                  threads_override   = 0;
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
     section              backends, mtmd, memory, budgets, seq;
@@ -120,15 +118,6 @@ common::model_ptr load_bench_model(const options & opt, bench_report & rep) {
     return model;
 }
 
-// LLAMA_CANCEL_THREADS replaces every context's thread count: said on stderr, kept for the JSON.
-void report_threads_override(bench_report & rep) {
-    rep.threads_overridden = cli_args::threads_override(&rep.threads_override);
-    if (rep.threads_overridden) {
-        std::fprintf(stderr, "note: LLAMA_CANCEL_THREADS is set: every context runs %d thread(s), whatever the "
-                             "thread counts printed below say\n", rep.threads_override);
-    }
-}
-
 // The whole file: the model and the run, the CPU rows and their targets, then each section's rows
 // (the child processes' objects as they wrote them, or their error entries) and its targets.
 common::json bench_json(const options & opt, const bench_report & rep) {
@@ -138,9 +127,7 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["cores"]   = std::thread::hardware_concurrency();
     js["runs"]    = opt.runs;
     js["seed"]    = opt.seed;
-    if (rep.threads_overridden) {
-        js["threads_override"] = rep.threads_override;
-    }
+    js            = common::with_threads_override(std::move(js), "seed");
     js["targets"] = {{"overhead_le_1pct", rep.cpu.overhead},
                      {"worst_latency_le_2x_node_plus_1ms", rep.cpu.latency},
                      {"zero_off_thread", rep.cpu.thread},
@@ -197,7 +184,7 @@ int bench_main(int argc, char ** argv) {
     if (!model) {
         return 1;
     }
-    report_threads_override(rep);
+    common::note_threads_override(); // the child processes say it again for their rows
 
     rep.rows     = measure_cpu_rows(opt, model.get());
     rep.cpu      = print_cpu_rows(rep.rows);

@@ -31,6 +31,10 @@ struct options {
     uint32_t         seed = 42;
 };
 
+// The thread count of the rows beyond the CPU table that run on the CPU: backends (their host
+// side), memory kinds, stop-time budgets.
+constexpr int k_row_threads = 2;
+
 // One section of the file: its rows' objects (or their error entries) and whether the rows met
 // their targets (through the hook, and through the stateless callback where the rows have one).
 struct section {

@@ -13,7 +13,6 @@
 #include <ctime>
 #include <cstdlib>
 #include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -257,14 +256,11 @@ void print_rows(const backend_options & o, const results & r) {
 }
 
 // The row's object: the setup, the figures of each way of cancelling, the targets.
-common::json row_json(const backend_options & o, const std::string & device, const results & r, double budget_flops,
-                      std::optional<int> threads_override) {
+common::json row_json(const backend_options & o, const std::string & device, const results & r, double budget_flops) {
     using common::printed;
     auto latency_met = [&](int w) { return r.share_pct[w] >= 0 && r.share_pct[w] <= 10.0; };
-    common::json js = {{"backend", o.name}, {"device", device}, {"batch", o.batch}, {"threads", o.threads}};
-    if (threads_override) {
-        js["threads_override"] = *threads_override;
-    }
+    common::json js = common::with_threads_override(
+        {{"backend", o.name}, {"device", device}, {"batch", o.batch}, {"threads", o.threads}});
     js["runs"]                             = o.runs;
     js["decode_ms"]                        = printed(r.decode_ms);
     js["hook_overhead_pct"]                = printed(r.overhead_pct[with_hook]);
@@ -335,17 +331,6 @@ int parse_options(int argc, char ** argv, backend_options & o) {
                     {o.threads < 1, "--threads must be at least 1"}});
 }
 
-// LLAMA_CANCEL_THREADS replaces the contexts' thread count: said on stderr; its value when set.
-std::optional<int> report_threads_override(const backend_options & o) {
-    int n = 0;
-    if (!cli_args::threads_override(&n)) {
-        return std::nullopt;
-    }
-    std::fprintf(stderr, "[%s] note: LLAMA_CANCEL_THREADS is set: the contexts run %d thread(s), not --threads %d\n",
-                 o.name.c_str(), n, o.threads);
-    return n;
-}
-
 // Two decodes each way; the hook and the stateless callback also learn the device's rate here.
 bool warm_up(contenders & c, const backend_options & o, const std::vector<llama_token> & prompt) {
     for (int i = 0; i < 2 * n_ways; ++i) {
@@ -385,7 +370,7 @@ int bench_backend_main(int argc, char ** argv) {
     }
     common::quiet_logs();
     const std::string setup_as = setup_name(o.name);
-    const std::optional<int> threads_override = report_threads_override(o);
+    common::note_threads_override(o.name);
     common::backend_setup setup;
     if (!common::setup_backend(setup_as, o.rpc_server, o.threads, setup)) {
         return 1;
@@ -407,7 +392,7 @@ int bench_backend_main(int argc, char ** argv) {
     double budget = 0;
     const results r = measure(c, o, prompt, &budget);
     print_rows(o, r);
-    return o.json.empty() || common::write_json_file(o.json, row_json(o, setup.description, r, budget, threads_override))
+    return o.json.empty() || common::write_json_file(o.json, row_json(o, setup.description, r, budget))
                ? 0
                : 1;
 }

@@ -24,30 +24,32 @@ struct budget_bench_options {
     std::vector<float> budgets; // ms
     int                tokens  = 512;
     int                runs    = 10;
-    int                threads = 2;
+    int                threads = k_row_threads;
     uint32_t           seed    = 42;
 };
 
 common::json row_json(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps,
                       bool met) {
     using common::printed;
-    return {{"model", o.label},
-            {"budget_ms", printed(budget)},
-            {"tokens", o.tokens},
-            {"threads", o.threads},
-            {"decode_ms", printed(f.decode_ms, "%.3f")},
-            {"tokens_per_s", printed(f.tokens_per_s, "%.2f")},
-            {"throughput_vs_none_pct", printed(base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, "%.2f")},
-            {"calls", f.calls},
-            {"finished_first", f.finished_first},
-            {"late_store", f.late_store},
-            {"longest_node_ms", printed(f.longest_node_ms, "%.3f")},
-            {"within_budget_plus_2ms", met},
-            {"stop_ms",
-             {{"p50", printed(common::percentile(f.stop_ms, 0.5), "%f")},
-              {"p95", printed(common::percentile(f.stop_ms, 0.95), "%f")},
-              {"max", printed(common::max_of(f.stop_ms), "%f")},
-              {"all", common::printed_list(f.stop_ms)}}}};
+    const common::json row = {
+        {"model", o.label},
+        {"budget_ms", printed(budget)},
+        {"tokens", o.tokens},
+        {"threads", o.threads},
+        {"decode_ms", printed(f.decode_ms, "%.3f")},
+        {"tokens_per_s", printed(f.tokens_per_s, "%.2f")},
+        {"throughput_vs_none_pct", printed(base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0, "%.2f")},
+        {"calls", f.calls},
+        {"finished_first", f.finished_first},
+        {"late_store", f.late_store},
+        {"longest_node_ms", printed(f.longest_node_ms, "%.3f")},
+        {"within_budget_plus_2ms", met},
+        {"stop_ms",
+         {{"p50", printed(common::percentile(f.stop_ms, 0.5), "%f")},
+          {"p95", printed(common::percentile(f.stop_ms, 0.95), "%f")},
+          {"max", printed(common::max_of(f.stop_ms), "%f")},
+          {"all", common::printed_list(f.stop_ms)}}}};
+    return common::with_threads_override(row);
 }
 
 void print_row(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps, bool met) {
@@ -89,8 +91,8 @@ section budget_rows(const options & opt, bool with_large) {
     if (opt.budgets.empty()) {
         return out;
     }
-    std::printf("\nstop-time budget (CPU, 2 threads, %d-token prefill, n_ubatch 512, %d runs; stop at a random "
-                "10-90%% point): throughput against no budget, store-to-return latency\n\n", 512, opt.runs);
+    std::printf("\nstop-time budget (CPU, %d threads, %d-token prefill, n_ubatch 512, %d runs; stop at a random "
+                "10-90%% point): throughput against no budget, store-to-return latency\n\n", k_row_threads, 512, opt.runs);
     std::printf("| model        | budget | prefill ms | tok/s    | vs none | calls | stop p50 | stop p95 | stop max "
                 "| stops | first | late | node max | met  |\n");
     std::printf("|:-------------|-------:|-----------:|---------:|--------:|------:|---------:|---------:|---------:"

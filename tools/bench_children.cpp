@@ -109,7 +109,7 @@ void print_backend_header() {
 void print_memory_header(const options & opt) {
     std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
                 "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
-                "share is its measured copy time per slice (per token) over the decode\n\n", 2, opt.runs);
+                "share is its measured copy time per slice (per token) over the decode\n\n", k_row_threads, opt.runs);
     std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | sliced overhead "
                 "| whole overhead | token ms | snap share | token overhead | committed | exact |\n");
     std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|----------------:"
@@ -159,7 +159,7 @@ section backend_rows(const options & opt) {
     for (const std::string & name : opt.backends) {
         const std::string tmp = child_json_path(opt, name);
         const int rc = run_self({"bench-backend", name, "--model", opt.model, "--runs", std::to_string(opt.runs),
-                                 "--batch", std::to_string(opt.backend_batch), "--threads", "2", "--seed",
+                                 "--batch", std::to_string(opt.backend_batch), "--threads", std::to_string(k_row_threads), "--seed",
                                  std::to_string(opt.seed), "--json", tmp},
                                 name);
         fold_hook_targets(out, add_child_row(out, tmp, rc, {"backend", name, 9}), rc, "latency_le_10pct_of_abort");
@@ -204,8 +204,8 @@ section memory_rows(const options & opt) {
             common::models_cache_dir() + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
         int rc = common::ensure_model(common::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
         if (rc == 0) {
-            rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--json",
-                           tmp}, "");
+            rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--threads",
+                           std::to_string(k_row_threads), "--json", tmp}, "");
         }
         const common::child_json j = add_child_row(out, tmp, rc, {"arch", arch, 7});
         out.ok = out.ok && rc == 0 && j.is_true({"rollback_exact"});

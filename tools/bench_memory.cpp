@@ -268,26 +268,28 @@ void print_row(const memory_figures & f) {
 
 common::json row_json(const memory_options & o, const memory_figures & f) {
     using common::printed;
-    return {{"arch", f.arch},
-            {"model", o.model},
-            {"memory", f.memory},
-            {"batch", o.batch},
-            {"n_ubatch", o.ubatch},
-            {"threads", o.threads},
-            {"runs", o.runs},
-            {"snapshot_bytes", f.snapshot_bytes},
-            {"snapshot_copy_ms", printed(f.copy_ms)},
-            {"snapshot_restore_ms", printed(f.restore_ms)},
-            {"prefill_ms", printed(f.prefill_ms)},
-            {"snapshot_share_prefill_pct", printed(f.share_prefill_pct)},
-            {"snapshot_share_token_pct", printed(f.share_token_pct)},
-            {"prefill_overhead_sliced_pct", stats_json(f.sliced)},
-            {"prefill_overhead_whole_pct", stats_json(f.whole)},
-            {"token_ms", printed(f.token_ms)},
-            {"token_overhead_pct", stats_json(f.token)},
-            {"rollback_committed", f.committed},
-            {"rollback_exact", f.exact},
-            {"snapshot_share_le_1pct", f.share_prefill_pct <= 1.0}};
+    const common::json row = {
+        {"arch", f.arch},
+        {"model", o.model},
+        {"memory", f.memory},
+        {"batch", o.batch},
+        {"n_ubatch", o.ubatch},
+        {"threads", o.threads},
+        {"runs", o.runs},
+        {"snapshot_bytes", f.snapshot_bytes},
+        {"snapshot_copy_ms", printed(f.copy_ms)},
+        {"snapshot_restore_ms", printed(f.restore_ms)},
+        {"prefill_ms", printed(f.prefill_ms)},
+        {"snapshot_share_prefill_pct", printed(f.share_prefill_pct)},
+        {"snapshot_share_token_pct", printed(f.share_token_pct)},
+        {"prefill_overhead_sliced_pct", stats_json(f.sliced)},
+        {"prefill_overhead_whole_pct", stats_json(f.whole)},
+        {"token_ms", printed(f.token_ms)},
+        {"token_overhead_pct", stats_json(f.token)},
+        {"rollback_committed", f.committed},
+        {"rollback_exact", f.exact},
+        {"snapshot_share_le_1pct", f.share_prefill_pct <= 1.0}};
+    return common::with_threads_override(row);
 }
 
 } // namespace
@@ -299,6 +301,7 @@ int bench_memory_main(int argc, char ** argv) {
         return rc;
     }
     common::quiet_logs();
+    common::note_threads_override("memory");
     common::load_backends();
     common::model_ptr model = common::load_model(o.model);
     if (!model) {

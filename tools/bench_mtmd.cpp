@@ -286,29 +286,31 @@ common::json row_json(const std::string & kind, const std::string & mmproj, int 
     using common::printed;
     auto pct         = [&](int w) { return r.enc[w].p50() / r.encode_ms * 100.0; };
     auto latency_met = [&](int w) { return !r.enc[w].ms.empty() && pct(w) <= 10.0; };
-    return {{"kind", kind},
-            {"mmproj", mmproj},
-            {"media_tokens", r.n_tokens},
-            {"threads", threads},
-            {"runs", runs},
-            {"encode_ms", printed(r.encode_ms)},
-            {"encode_hook_overhead_pct", printed(r.overhead_pct[with_hook])},
-            {"encode_checkpoints_per_encode", printed(r.checkpoints[with_hook])},
-            {"encode_stateless_overhead_pct", printed(r.overhead_pct[by_name])},
-            {"encode_stateless_checkpoints_per_encode", printed(r.checkpoints[by_name])},
-            {"encode_cancel_without_ms", common::to_json(r.enc[plain])},
-            {"encode_cancel_with_ms", common::to_json(r.enc[with_hook])},
-            {"encode_cancel_stateless_ms", common::to_json(r.enc[by_name])},
-            {"encode_cancel_pct_of_encode", printed(pct(with_hook))},
-            {"encode_stateless_pct_of_encode", printed(pct(by_name))},
-            {"embd_decode_ms", printed(r.decode_ms)},
-            {"decode_cancel_without_ms", common::to_json(r.dec_without)},
-            {"decode_cancel_with_ms", common::to_json(r.dec_with)},
-            {"targets",
-             {{"latency_le_10pct_of_encode", latency_met(with_hook)},
-              {"overhead_le_3pct", r.overhead_pct[with_hook] <= 3.0},
-              {"stateless_latency_le_10pct_of_encode", latency_met(by_name)},
-              {"stateless_overhead_le_3pct", r.overhead_pct[by_name] <= 3.0}}}};
+    const common::json row = {
+        {"kind", kind},
+        {"mmproj", mmproj},
+        {"media_tokens", r.n_tokens},
+        {"threads", threads},
+        {"runs", runs},
+        {"encode_ms", printed(r.encode_ms)},
+        {"encode_hook_overhead_pct", printed(r.overhead_pct[with_hook])},
+        {"encode_checkpoints_per_encode", printed(r.checkpoints[with_hook])},
+        {"encode_stateless_overhead_pct", printed(r.overhead_pct[by_name])},
+        {"encode_stateless_checkpoints_per_encode", printed(r.checkpoints[by_name])},
+        {"encode_cancel_without_ms", common::to_json(r.enc[plain])},
+        {"encode_cancel_with_ms", common::to_json(r.enc[with_hook])},
+        {"encode_cancel_stateless_ms", common::to_json(r.enc[by_name])},
+        {"encode_cancel_pct_of_encode", printed(pct(with_hook))},
+        {"encode_stateless_pct_of_encode", printed(pct(by_name))},
+        {"embd_decode_ms", printed(r.decode_ms)},
+        {"decode_cancel_without_ms", common::to_json(r.dec_without)},
+        {"decode_cancel_with_ms", common::to_json(r.dec_with)},
+        {"targets",
+         {{"latency_le_10pct_of_encode", latency_met(with_hook)},
+          {"overhead_le_3pct", r.overhead_pct[with_hook] <= 3.0},
+          {"stateless_latency_le_10pct_of_encode", latency_met(by_name)},
+          {"stateless_overhead_le_3pct", r.overhead_pct[by_name] <= 3.0}}}};
+    return common::with_threads_override(row);
 }
 
 struct mtmd_options {
@@ -372,6 +374,7 @@ int bench_mtmd_main(int argc, char ** argv) {
         return rc;
     }
     common::quiet_logs();
+    common::note_threads_override("mtmd " + o.kind);
     mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     common::load_backends();
     common::model_ptr model = common::load_model(o.model);

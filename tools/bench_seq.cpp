@@ -397,22 +397,24 @@ common::json row_json(const seq_options & o, const std::string & description, co
         {"logits_compared", r.logits.compared},
         {"logits_mismatches", r.logits.mismatches},
         {"logits_max_abs_diff", printed(r.logits.max_abs)}};
-    return {{"backend", o.backend},
-            {"description", description},
-            {"runs", o.runs},
-            {"plain_ms", printed(r.plain_p50(), "%.4f")},
-            {"single", single},
-            {"all", common::to_json(r.all)},
-            {"all_missed", r.all_missed},
-            {"n_ubatch", o.n_ubatch},
-            {"ubatch_ms", printed(ubatch_ms(o, r), "%.4f")},
-            {"seq_stop", common::to_json(r.seq_stop)},
-            {"solo", common::to_json(r.solo)},
-            {"solo_missed", r.solo_missed},
-            {"solo_plain_ms", printed(common::percentile(r.solo_plain_ms, 0.5), "%.4f")},
-            {"stop_within_single", stop_within(r)},
-            {"extra_le_ubatch_plus_5pct", extra_met(o, r)},
-            {"plain_all_ms", common::printed_list(r.plain_ms)}};
+    const common::json row = {
+        {"backend", o.backend},
+        {"description", description},
+        {"runs", o.runs},
+        {"plain_ms", printed(r.plain_p50(), "%.4f")},
+        {"single", single},
+        {"all", common::to_json(r.all)},
+        {"all_missed", r.all_missed},
+        {"n_ubatch", o.n_ubatch},
+        {"ubatch_ms", printed(ubatch_ms(o, r), "%.4f")},
+        {"seq_stop", common::to_json(r.seq_stop)},
+        {"solo", common::to_json(r.solo)},
+        {"solo_missed", r.solo_missed},
+        {"solo_plain_ms", printed(common::percentile(r.solo_plain_ms, 0.5), "%.4f")},
+        {"stop_within_single", stop_within(r)},
+        {"extra_le_ubatch_plus_5pct", extra_met(o, r)},
+        {"plain_all_ms", common::printed_list(r.plain_ms)}};
+    return common::with_threads_override(row, "runs");
 }
 
 const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
@@ -470,6 +472,7 @@ int bench_seq_main(int argc, char ** argv) {
         return rc;
     }
     common::quiet_logs();
+    common::note_threads_override("seq " + o.backend);
     bench_setup b;
     if (!b.make(o)) {
         return 1;

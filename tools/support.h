@@ -7,6 +7,7 @@
 //   common/processes.h  run_command, rpc_server, delay_proxy
 //   common/paths.h      executable, scripts, model cache, delay proxy binary
 //   common/timing.h     now_ms, format_ms, the timed writer thread
+//   common/threads.h    LLAMA_CANCEL_THREADS, the override of every context's thread count
 // The others are included where they are used: common/stats.h (the benchmarks' statistics),
 // common/stop_latency.h (throughput and stop latency of a decode configuration), common/seq_bytes.h
 // (per-sequence bytes and outputs), common/args.h (the command-line parser), and the CLI's JSON
@@ -20,6 +21,7 @@
 #include "common/models.h"
 #include "common/paths.h"
 #include "common/processes.h"
+#include "common/threads.h"
 #include "common/timing.h"
 #include "common/triggers.h"
 

@@ -120,13 +120,15 @@ common::json row_json(const tune_row & r, float budget) {
 common::json tune_json(const tune_options & o, const std::vector<tune_row> & rows, const tune_row & rec,
                        const std::string & device) {
     using common::printed;
-    common::json js = {{"model", o.model},
-                       {"backend", o.backend},
-                       {"device", device},
-                       {"budget_ms", printed(o.budget_ms)},
-                       {"tokens", o.tokens},
-                       {"threads", o.threads},
-                       {"runs", o.runs}};
+    const common::json run = {
+        {"model", o.model},
+        {"backend", o.backend},
+        {"device", device},
+        {"budget_ms", printed(o.budget_ms)},
+        {"tokens", o.tokens},
+        {"threads", o.threads},
+        {"runs", o.runs}};
+    common::json js = common::with_threads_override(run);
     js["recommended"] = {{"n_ubatch", rec.cfg.n_ubatch},
                          {"max_stop_ms", printed(rec.cfg.max_stop_ms)},
                          {"tokens_per_s", printed(rec.fig.tokens_per_s)},
@@ -151,6 +153,7 @@ struct tune_setup {
 // False with a message when the backend cannot be set up or the model does not load on it.
 bool make_setup(const tune_options & o, tune_setup & s) {
     common::quiet_logs();
+    common::note_threads_override();
     if (!common::setup_backend(o.backend, o.rpc_server, o.threads, s.backend)) {
         return false;
     }

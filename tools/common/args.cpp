@@ -243,13 +243,4 @@ void parser::print_usage(std::FILE * out) const {
     std::fprintf(out, "  %-26s %s\n", "--help, -h", "this text");
 }
 
-bool threads_override(int * n) {
-    const char * v = std::getenv("LLAMA_CANCEL_THREADS");
-    if (v == nullptr) {
-        return false;
-    }
-    *n = std::atoi(v); // as make_context reads it
-    return true;
-}
-
 } // namespace cli_args

@@ -89,8 +89,4 @@ class parser {
     std::vector<pos> pos_;
 };
 
-// LLAMA_CANCEL_THREADS, which overrides every context's thread count (support's make_context reads
-// it the same way): true with its value in *n when set.
-bool threads_override(int * n);
-
 } // namespace cli_args

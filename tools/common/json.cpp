@@ -1,6 +1,8 @@
 // JSON files: printed numbers, latencies, writing a file (see json.h).
 #include "json.h"
 
+#include "threads.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -28,6 +30,21 @@ json to_json(const latencies & l) {
             {"cancelled", l.cancelled},
             {"finished_first", l.finished_first},
             {"all", printed_list(l.ms)}};
+}
+
+json with_threads_override(json j, const char * after) {
+    const std::optional<int> n = threads_override();
+    if (!n) {
+        return j;
+    }
+    json out = json::object();
+    for (auto & [key, value] : j.items()) {
+        out[key] = std::move(value);
+        if (key == after) {
+            out["threads_override"] = *n;
+        }
+    }
+    return out;
 }
 
 bool write_json_file(const std::string & path, const json & j) {

@@ -24,6 +24,10 @@ json printed_list(const std::vector<double> & v, const char * format = "%.4f");
 // {"p50", "p95", "max", "cancelled", "finished_first", "all"}, four decimals.
 json to_json(const latencies & l);
 
+// `j` with "threads_override": N right after its key `after` when LLAMA_CANCEL_THREADS is set
+// (threads.h); `j` as it is otherwise.
+json with_threads_override(json j, const char * after = "threads");
+
 // `j` into the file at `path`, indented; false with a message on stderr when it cannot be written.
 bool write_json_file(const std::string & path, const json & j);
 

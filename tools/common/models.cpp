@@ -2,6 +2,7 @@
 #include "models.h"
 
 #include "processes.h"
+#include "threads.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,10 +23,7 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.n_batch         = opt.n_batch;
     cp.n_ubatch        = opt.n_ubatch;
     cp.n_seq_max       = opt.n_seq_max;
-    // LLAMA_CANCEL_THREADS overrides: the ThreadSanitizer run uses 1, since ggml's CPU backend
-    // synchronizes its OpenMP workers in code TSan cannot see.
-    const char * threads = std::getenv("LLAMA_CANCEL_THREADS");
-    cp.n_threads       = threads != nullptr ? std::atoi(threads) : opt.n_threads;
+    cp.n_threads       = threads_override().value_or(opt.n_threads); // LLAMA_CANCEL_THREADS wins
     cp.n_threads_batch = cp.n_threads;
     cp.op_offload      = false;
     cp.offload_kqv     = opt.offload_kqv;
