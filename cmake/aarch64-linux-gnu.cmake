@@ -7,7 +7,8 @@
 # (scripts/dev.sh --arch arm64 installs them into its sid root). CTest runs each test program
 # through qemu-aarch64 (cmake/qemu-aarch64.sh), on `-cpu max` unless LLAMA_CANCEL_QEMU_CPU says
 # otherwise: Debian's qemu-user turns pointer authentication off in its default CPU model, and
-# ggml then picks its armv9.2 CPU variant anyway and dies on its first `retaa` (README, arm64).
+# ggml then picks its armv9.2 CPU variant anyway and dies on its first `retaa`
+# (docs/development.md#arm64).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)

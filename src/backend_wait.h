@@ -1,5 +1,5 @@
 // How a backend's synchronize waits, where the host can sleep through part of it. Each fact here is
-// upstream's, named after the backend it belongs to, and pinned by tests/test_checkpoint_policy.cpp.
+// upstream's, named after the backend it belongs to, and pinned by tests/test_backend_wait.cpp.
 #pragma once
 
 #include "ggml-backend.h"

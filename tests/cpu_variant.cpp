@@ -2,7 +2,8 @@
 // ships against the CPU and loads the best: x86-64 haswell, zen4...; arm64 armv8.0_1 to
 // armv9.2_2) and the features that variant reports; given a quantized model, also the layouts
 // ggml repacks its matrices into for the CPU's int8 kernels. The tests' decodes run on these; the
-// README's arm64 facts quote this output. Fails only when no CPU backend loads or the model does not.
+// arm64 facts in docs/tests.md#arm64 quote this output. Fails only when no CPU backend loads or the
+// model does not.
 // usage: cpu_variant [MODEL.gguf]
 #include "ggml-backend.h"
 #include "llama.h"
