@@ -200,18 +200,39 @@ class Library:
         p.chain, p.chain_data = chain, chain_data
         return self._c.llama_cancel_hook_init(C.byref(p))
 
-    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
-               sliced_outputs=False, n_seq=0, max_stop_ms=0.0):
-        """llama_cancel_decode: (status, llama_cancel_decode_result, per-sequence committed counts)."""
+    def _decode_params(self, flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms):
         p = self._c.llama_cancel_decode_default_params()
         p.flag = flag.ptr if flag else None
         p.hook = hook
         p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
         p.sliced_outputs, p.max_stop_ms = sliced_outputs, max_stop_ms
+        return p
+
+    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
+               sliced_outputs=False, n_seq=0, max_stop_ms=0.0):
+        """llama_cancel_decode: (status, llama_cancel_decode_result, per-sequence committed counts)."""
+        p = self._decode_params(flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms)
         result = llama_cancel_decode_result()
         per_seq = (C.c_int32 * n_seq)() if n_seq > 0 else None
         status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), per_seq, n_seq)
         return status, result, list(per_seq) if per_seq is not None else []
+
+    def decode_seqs(self, ctx, batch, seq_flags, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
+                    sliced_outputs=False, max_stop_ms=0.0):
+        """llama_cancel_decode with a byte per sequence: seq_flags[s] is sequence s's Flag (or None);
+        setting it drops that sequence alone and the others go on. Returns (status, result,
+        committed tokens per sequence, cancelled per sequence (bool), the llama_get_logits_ith index
+        of each sequence's last output (-1: none or dropped))."""
+        n = len(seq_flags)
+        p = self._decode_params(flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms)
+        flags = (C.POINTER(C.c_int8) * n)(*[f.ptr if f else None for f in seq_flags])
+        cancelled, output, committed = (C.c_int8 * n)(), (C.c_int32 * n)(), (C.c_int32 * n)()
+        p.seq_flags, p.n_seq_flags = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), n
+        p.seq_cancelled = C.cast(cancelled, C.POINTER(C.c_int8))
+        p.seq_output = C.cast(output, C.POINTER(C.c_int32))
+        result = llama_cancel_decode_result()
+        status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), committed, n)
+        return status, result, list(committed), [c != 0 for c in cancelled], list(output)
 
     def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
                  on_token=None, on_token_data=None, max_stop_ms=0.0):

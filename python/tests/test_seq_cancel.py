@@ -1,0 +1,95 @@
+"""llama_cancel_decode with a byte per sequence (Library.decode_seqs): a batch of two sequences, one
+of them cancelled from the main thread while a worker decodes; the other is whole, its output
+readable, and its logits bit-identical to a decode of its tokens alone."""
+import ctypes as C
+import unittest
+
+import llama_cancel
+
+import host
+
+N, SEQS = 64, 2
+
+
+class DecodeSeqs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib = host.lib()
+        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_BENCH_MODEL"))
+        assert cls.model, res.message
+        cls.prompts = [host.tokens(N, seed=101 + s) for s in range(SEQS)]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lib.llama.llama_model_free(cls.model)
+
+    def context(self, n_seq_max):
+        return self.lib.context(self.model, n_ctx=512, n_batch=N * SEQS, n_ubatch=N * SEQS, n_seq_max=n_seq_max,
+                                n_threads=2, n_threads_batch=2, op_offload=False, offload_kqv=False)
+
+    def batch(self, seqs):
+        """Sequences one after another, each asking for its last token's output."""
+        b = self.lib.llama.llama_batch_init(N * len(seqs), 0, 1)
+        for k, s in enumerate(seqs):
+            for i in range(N):
+                j = k * N + i
+                b.token[j], b.pos[j], b.n_seq_id[j], b.logits[j] = self.prompts[s][i], i, 1, i == N - 1
+                b.seq_id[j][0] = s
+        b.n_tokens = N * len(seqs)
+        return b
+
+    def logits(self, ctx, i):
+        n = self.lib.llama.llama_vocab_n_tokens(self.lib.llama.llama_model_get_vocab(self.model))
+        ptr = self.lib.llama.llama_get_logits_ith(ctx, i)
+        return list(ptr[:n]) if ptr else None
+
+    def alone(self, s):
+        ctx = self.context(SEQS)
+        b = self.batch([s])
+        self.assertEqual(self.lib.llama.llama_decode(ctx, b), 0)
+        want = self.logits(ctx, -1)
+        self.lib.llama.llama_batch_free(b)
+        self.lib.llama.llama_free(ctx)
+        return want
+
+    def test_one_sequence_cancelled_from_the_main_thread(self):
+        ctx = self.context(SEQS)
+        mem = self.lib.llama.llama_get_memory(ctx)
+        flags = [llama_cancel.Flag(), llama_cancel.Flag()]
+        probe = host.Probe(flags[0])  # holds the graph until sequence 0's byte is stored
+        b = self.batch([0, 1])
+        try:
+            (status, result, committed, cancelled, output), _ = host.CrossThreadCancel(probe, flags[0]).run(
+                self, lambda: self.lib.decode_seqs(ctx, b, flags, abort_callback=probe.abort_callback,
+                                                   abort_callback_data=probe.ptr), 5)
+            self.assertEqual(status, llama_cancel.OK, result.message)
+            self.assertEqual(result.n_seq_cancelled, 1)
+            self.assertEqual(cancelled, [True, False])
+            self.assertEqual(committed, [0, N])
+            self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(mem, 0), -1)
+            self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(mem, 1), N - 1)
+            self.assertEqual(output[0], -1)
+            self.assertGreaterEqual(output[1], 0)
+            self.assertEqual(self.logits(ctx, output[1]), self.alone(1), "sequence 1 as its tokens alone leave it")
+        finally:
+            probe.close()
+            self.lib.llama.llama_batch_free(b)
+            self.lib.llama.llama_free(ctx)
+
+    def test_a_byte_set_on_entry_drops_its_sequence_only(self):
+        ctx = self.context(SEQS)
+        flags = [None, llama_cancel.Flag()]
+        flags[1].set()
+        b = self.batch([0, 1])
+        try:
+            status, result, committed, cancelled, output = self.lib.decode_seqs(ctx, b, flags)
+            self.assertEqual(status, llama_cancel.OK, result.message)
+            self.assertEqual((cancelled, committed), ([False, True], [N, 0]))
+            self.assertEqual(self.logits(ctx, output[0]), self.alone(0))
+        finally:
+            self.lib.llama.llama_batch_free(b)
+            self.lib.llama.llama_free(ctx)
+
+
+if __name__ == "__main__":
+    unittest.main()
