@@ -285,12 +285,31 @@ class Library {
         return { batch: this.llama.llama_batch_get_one(tokens.ptr, tokens.length), tokens };
     }
 
+    // The native per-sequence arrays of opts.seqFlags (Flag or null per sequence), or null.
+    seqArrays(seqFlags) {
+        if (!seqFlags || seqFlags.length === 0) return null;
+        const n = seqFlags.length;
+        const flags = koffi.alloc('void *', n);
+        koffi.encode(flags, koffi.array('void *', n), seqFlags.map((f) => (f ? f.ptr : null)));
+        const cancelled = koffi.alloc('int8_t', n);
+        const output = new NativeInt32Array(new Array(n).fill(-1));
+        return {
+            n, flags, cancelled, output,
+            read: () => ({ seqCancelled: Array.from(koffi.decode(cancelled, koffi.array('int8_t', n)), (c) => c !== 0),
+                           seqOutput: output.toArray() }),
+            free: () => { koffi.free(flags); koffi.free(cancelled); output.free(); },
+        };
+    }
+
     decodeCall(ctx, batch, opts) {
+        const seq = this.seqArrays(opts.seqFlags);
         const params = nativeStruct(T.llama_cancel_decode_params, {
             ...this.c.llama_cancel_decode_default_params(),
             flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
             abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
             sliced_outputs: !!opts.slicedOutputs, max_stop_ms: opts.maxStopMs || 0,
+            seq_flags: seq ? seq.flags : null, n_seq_flags: seq ? seq.n : 0,
+            seq_cancelled: seq ? seq.cancelled : null, seq_output: seq ? seq.output.ptr : null,
         });
         const result = nativeStruct(T.llama_cancel_decode_result);
         const nSeq = opts.nSeq || 0;
@@ -298,15 +317,17 @@ class Library {
         const args = [ctx, batch, params, result, perSeq ? perSeq.ptr : null, nSeq];
         const finish = (status) => {
             const out = { status, result: koffi.decode(result, T.llama_cancel_decode_result),
-                          perSeq: perSeq ? perSeq.toArray() : [] };
-            koffi.free(params); koffi.free(result); if (perSeq) perSeq.free();
+                          perSeq: perSeq ? perSeq.toArray() : [], ...(seq ? seq.read() : {}) };
+            koffi.free(params); koffi.free(result); if (perSeq) perSeq.free(); if (seq) seq.free();
             return out;
         };
         return { args, finish };
     }
 
-    // llama_cancel_decode on this thread: { status, result, perSeq }. opts: flag, hook,
-    // abortCallback / abortCallbackData (native), slicedOutputs, nSeq, maxStopMs.
+    // llama_cancel_decode on this thread: { status, result, perSeq }, with seqCancelled (booleans)
+    // and seqOutput (llama_get_logits_ith indices, -1: none) when opts.seqFlags is given. opts:
+    // flag, hook, abortCallback / abortCallbackData (native), slicedOutputs, nSeq, maxStopMs,
+    // seqFlags (a Flag or null per sequence: setting one drops that sequence alone).
     decode(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return finish(this.c.llama_cancel_decode(...args));

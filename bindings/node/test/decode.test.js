@@ -91,3 +91,33 @@ test('a model load stopped by the byte returns no model and says so', () => {
     assert.ok(missing.message.length > 0);
     flag.free();
 });
+
+test('a byte per sequence: a set one drops its sequence, one of a sequence without tokens changes nothing', () => {
+    const lib = library();
+    const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
+    assert.equal(loadStatus, llamaCancel.OK, message);
+    const ctx = lib.context(model, { n_ctx: 256, n_batch: 64, n_ubatch: 64, n_seq_max: 2, n_threads: 2,
+                                     n_threads_batch: 2, op_offload: false, offload_kqv: false });
+    const mem = lib.llama.llama_get_memory(ctx);
+    const { batch, tokens: native } = lib.tokensBatch(tokens(16)); // sequence 0
+    const set = new llamaCancel.Flag();
+    set.set();
+
+    let r = lib.decode(ctx, batch, { seqFlags: [null, set], nSeq: 2 });
+    assert.equal(r.status, llamaCancel.OK, r.result.message);
+    assert.deepEqual(r.seqCancelled, [false, false], 'sequence 1 has no token in the batch');
+    assert.ok(r.seqOutput[0] >= 0);
+    assert.deepEqual(r.perSeq, [16, 0]);
+
+    lib.llama.llama_memory_clear(mem, true);
+    r = lib.decode(ctx, batch, { seqFlags: [set, null], nSeq: 2 });
+    assert.equal(r.status, llamaCancel.CANCELLED, 'its only sequence dropped: a cancel');
+    assert.deepEqual(r.seqCancelled, [true, false]);
+    assert.equal(r.result.n_seq_cancelled, 1);
+    assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), -1);
+
+    native.free();
+    set.free();
+    lib.llama.llama_free(ctx);
+    lib.llama.llama_model_free(model);
+});
