@@ -274,7 +274,10 @@ extern "C" {
         // - true: a batch whose outputs all lie in its last slice is sliced too (a stop keeps the
         //   finished slices); read its outputs by negative index (llama_get_logits_ith(ctx, -1)) or
         //   by batch index through llama_cancel_get_logits_ith / llama_cancel_get_embeddings_ith.
-        // A batch with outputs before its last slice, and pooled embeddings, are always decoded whole.
+        // A batch with outputs before its last slice, and pooled embeddings, are decoded whole,
+        // except with per-sequence bytes (seq_flags): there every output token, with the tokens of
+        // its sequence after it, is moved to the last slice, so that a sequence's stop undoes one
+        // slice; read those outputs through seq_output.
         bool sliced_outputs;
 
         // Stop-time budget in ms (0: none). On the CPU a stop waits for the graph node in flight,

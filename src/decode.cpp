@@ -140,9 +140,10 @@ int32_t first_output(llama_context * ctx, const llama_batch & batch) {
 
 // How one call decodes its batch.
 struct decode_plan {
-    int32_t step       = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
-    bool    with_state = false; // a partial-state snapshot before each call (recurrent state)
-    bool    budgeted   = false; // slices sized by the stop-time budget, at most `step`
+    int32_t step         = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
+    bool    with_state   = false; // a partial-state snapshot before each call (recurrent state)
+    bool    budgeted     = false; // slices sized by the stop-time budget, at most `step`
+    bool    outputs_last = false; // per-sequence bytes: outputs (and what follows them) go last
 };
 
 // Slices of n_ubatch tokens (one llama_decode each) let a stop roll back to a slice boundary where
@@ -172,6 +173,14 @@ decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llam
         return plan;
     }
     const int32_t last_start = (batch.n_tokens - 1) / n_ubatch * n_ubatch;
+    // With per-sequence bytes outputs are read through seq_output anyway: a server batch (each
+    // sequence's last token an output) is sliced with its outputs moved to the last slice, so that a
+    // sequence's stop undoes one ubatch, not the whole batch.
+    if (p.seq_flags != nullptr && p.n_seq_flags > 0 && first < batch.n_tokens && llama_get_embeddings(ctx) == nullptr) {
+        plan.step         = n_ubatch;
+        plan.outputs_last = true;
+        return plan;
+    }
     if (first < last_start || (first < batch.n_tokens && !p.sliced_outputs)) {
         return plan;
     }
@@ -507,6 +516,9 @@ int32_t decode(
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
     llama_cancel::pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)), p.seq_flags,
                                         p.n_seq_flags);
+    if (plan.outputs_last) {
+        pending.move_outputs_last(false);
+    }
     outcome o;
     {
         callbacks_guard guard(ctx, p, budget);

@@ -208,6 +208,32 @@ std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_held(int32
     return from;
 }
 
+bool pending_batch::move_outputs_last(bool embeddings_context) {
+    std::vector<llama_seq_id> in_tail; // sequences from whose first output on tokens go last
+    std::vector<int32_t>      head, tail;
+    for (int32_t j = next_; j < static_cast<int32_t>(index_.size()); ++j) {
+        const int32_t i = index_[j];
+        const auto &  seqs = seqs_[i];
+        bool last = is_output(i, 0, 0, embeddings_context) ||
+                    std::any_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) {
+                        return std::find(in_tail.begin(), in_tail.end(), s) != in_tail.end();
+                    });
+        if (last) {
+            for (const llama_seq_id s : seqs) { // a shared token takes its other sequences along
+                if (std::find(in_tail.begin(), in_tail.end(), s) == in_tail.end()) {
+                    in_tail.push_back(s);
+                }
+            }
+        }
+        (last ? tail : head).push_back(i);
+    }
+    const bool moved = !tail.empty() && !head.empty() && tail.front() < head.back();
+    std::copy(head.begin(), head.end(), index_.begin() + next_);
+    std::copy(tail.begin(), tail.end(), index_.begin() + next_ + static_cast<int32_t>(head.size()));
+    gaps_ = gaps_ || moved;
+    return moved;
+}
+
 bool pending_batch::output_before_end(int32_t n, bool embeddings_context) const {
     for (int32_t j = next_; j < next_ + n && j + 1 < static_cast<int32_t>(index_.size()); ++j) {
         const int32_t i = index_[j];

@@ -93,6 +93,14 @@ struct seq_stop {
     }
 };
 
+// With per-sequence bytes, a context that rolls a stop back to the start of a call (recurrent state
+// here) decodes a batch larger than n_ubatch one ubatch per call, its outputs moved to the last:
+// batch indices then do not read them (seq_output does).
+bool outputs_moved(uint32_t n_ubatch) {
+    const bool state = llama_model_is_recurrent(suite_model()) || llama_model_is_hybrid(suite_model());
+    return state && n_ubatch < static_cast<uint32_t>(k_n);
+}
+
 // n_ubatch: the whole batch, or 32
 class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithParam<uint32_t>> {
   public:
@@ -161,8 +169,12 @@ TEST_P(SeqCancel, BytesSetOnEntryDropTheirSequencesBeforeAnythingRuns) {
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 2);
-    EXPECT_EQ(r.n_decode_calls, 1) << "only the other sequences' tokens were decoded";
+    EXPECT_EQ(r.n_decode_calls, outputs_moved(GetParam()) ? 2 : 1) << "only the other sequences' tokens were decoded";
     expect_survivors_whole(ctx.get(), st, {true, false, false, true});
+    if (outputs_moved(GetParam())) {
+        EXPECT_EQ(r.output_base, -1);
+        return;
+    }
     // The survivors are batch tokens 32..95, consecutive and whole: batch indices still read them.
     EXPECT_EQ(r.output_base, k_len);
     const float * l = llama_cancel_get_logits_ith(ctx.get(), &r, b.last_of(2));
@@ -229,7 +241,11 @@ TEST_P(SeqCancel, ByteOfASequenceWithoutTokensChangesNothing) {
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 0);
-    EXPECT_EQ(r.n_decode_calls, 1);
+    EXPECT_EQ(r.n_decode_calls, outputs_moved(GetParam()) ? k_seqs : 1);
+    if (outputs_moved(GetParam())) {
+        EXPECT_EQ(r.output_base, -1);
+        return;
+    }
     EXPECT_GE(r.output_base, 0) << "nothing dropped: batch indices stay readable";
     const float * l = llama_cancel_get_logits_ith(ctx.get(), &r, b.last_of(2));
     ASSERT_NE(l, nullptr);
@@ -346,7 +362,7 @@ bool has_recurrent_state() {
 // A KV cache decodes the batch in one llama_decode call of 4 ubatches (one stream per sequence:
 // each ubatch holds a quarter of every sequence). Sequence 2 stopped in the third keeps what the
 // first two committed, as a cancel keeps finished ubatches; the others are not computed again.
-// With recurrent state the call is rolled back to its start (it cannot be undone ubatch by ubatch).
+// With recurrent state (a stop undoes a whole call) the batch goes one ubatch per call, outputs last.
 TEST_P(SeqCancel, AStopInALaterUbatchKeepsTheFinishedOnes) {
     if (GetParam() != k_len) {
         GTEST_SKIP() << "the batch is one ubatch: nothing is finished before the stop";
@@ -359,17 +375,14 @@ TEST_P(SeqCancel, AStopInALaterUbatchKeepsTheFinishedOnes) {
     int32_t committed[k_seqs] = {0};
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.n_decode_calls, 2);
+    EXPECT_GE(r.n_decode_calls, 2);
     EXPECT_EQ(st.cancelled[2], 1);
     for (llama_seq_id s : {0, 1, 3}) {
         EXPECT_EQ(committed[s], k_len) << "sequence " << s;
     }
-    if (has_recurrent_state()) {
-        EXPECT_EQ(committed[2], 0) << "recurrent state: the call is undone to its start";
-    } else {
-        EXPECT_GT(committed[2], 0) << "the finished ubatches hold sequence 2's first tokens";
-        EXPECT_LT(committed[2], k_len);
-    }
+    // Recurrent state: one ubatch per call, so the stop undoes the third call alone.
+    EXPECT_GT(committed[2], 0) << "the finished ubatches hold sequence 2's first tokens";
+    EXPECT_LT(committed[2], k_len);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), committed[2] - 1);
     if (committed[2] > 0) {
         EXPECT_EQ(seq_state(ctx.get(), 2), decode_prefix_alone(prompts[2], 2, committed[2]).state)
@@ -390,6 +403,9 @@ TEST_P(SeqCancel, AStopInALaterUbatchKeepsTheFinishedOnes) {
 TEST_P(SeqCancel, OutputsOfFinishedUbatchesStayReadable) {
     if (GetParam() != k_len) {
         GTEST_SKIP() << "the batch is one ubatch: nothing is finished before the stop";
+    }
+    if (outputs_moved(GetParam())) {
+        GTEST_SKIP() << "recurrent state: outputs go to the last call from the start (AHookStopUndoesOneSlice...)";
     }
     auto ctx = unified_context(GetParam());
     ASSERT_NE(ctx, nullptr);
@@ -562,7 +578,7 @@ TEST_P(SeqCancel, TheCancelledEntryIsStoredWhenTheSequenceIsDropped) {
     p.abort_callback_data = &w;
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.n_decode_calls, 2);
+    EXPECT_GE(r.n_decode_calls, 2);
     EXPECT_EQ(w.seen, 1) << "seq_cancelled[2] was not set while the other sequences were decoded";
 }
 
@@ -588,8 +604,48 @@ TEST_P(SeqCancel, AllSequencesStoppedInALaterUbatch) {
     for (llama_seq_id s = 0; s < k_seqs; ++s) {
         EXPECT_EQ(st.cancelled[s], 1);
         EXPECT_LT(committed[s], k_len);
-        EXPECT_EQ(committed[s] > 0, !has_recurrent_state()) << "sequence " << s;
+        EXPECT_LE(committed[s], k_len) << "sequence " << s;
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), committed[s] - 1) << "sequence " << s;
+    }
+}
+
+// With a hook (and on recurrent state) a stop undoes a whole llama_decode call: with per-sequence
+// bytes the server batch goes one ubatch per call with every output moved to the last one, so a
+// sequence stopped by the hook in the third slice leaves the first two committed, its share of them
+// included, and the others' outputs readable.
+TEST_P(SeqCancel, AHookStopUndoesOneSliceOfAServerBatch) {
+    if (GetParam() != k_len) {
+        GTEST_SKIP() << "the batch is one ubatch";
+    }
+    fixtures::node_trigger count;
+    auto counted = fixtures::make_hooked(suite_model(), k_n, k_len, &count, k_seqs);
+    multi_batch b(prompts);
+    seq_stop plain;
+    llama_cancel_decode_params pc = plain.params(-1, 0);
+    pc.hook = counted.hook.get();
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(counted.ctx.get(), b.get(), &pc, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_decode_calls, k_n / k_len) << "one call per ubatch";
+
+    seq_stop st;
+    fixtures::node_trigger trig;
+    trig.flag = &st.bytes[2];
+    trig.at   = count.calls * 5 / 8; // inside the third of 4 equal calls
+    auto hc = fixtures::make_hooked(suite_model(), k_n, k_len, &trig, k_seqs);
+    llama_cancel_decode_params p = st.params(-1, 0);
+    p.hook = hc.hook.get();
+    int32_t committed[k_seqs] = {0};
+    ASSERT_EQ(llama_cancel_decode(hc.ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(st.cancelled[2], 1);
+    EXPECT_EQ(committed[2], 2 * k_len - 2 * (k_len - 1)) << "sequence 2's share of the two finished slices (the "
+                                                         "first 64 tokens without outputs: 31, 31 and 2)";
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(hc.ctx.get()), 2), committed[2] - 1);
+    EXPECT_EQ(r.output_base, -1) << "outputs moved to the last slice: read through seq_output";
+    for (llama_seq_id s : {0, 1, 3}) {
+        EXPECT_EQ(committed[s], k_len);
+        EXPECT_EQ(seq_state(hc.ctx.get(), s), seq_state(counted.ctx.get(), s)) << "memory of sequence " << s;
+        EXPECT_EQ(logits_at(hc.ctx.get(), st.output[s]), logits_at(counted.ctx.get(), plain.output[s]))
+            << "sequence " << s;
     }
 }
 
