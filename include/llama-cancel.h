@@ -299,7 +299,8 @@ extern "C" {
         // Per-sequence cancel: seq_flags[s] is the caller-owned byte of sequence s (NULL: none),
         // for s < n_seq_flags; NULL seq_flags: none. When the byte of a sequence that has tokens in
         // the batch is set during the call, the llama_decode call in flight stops (it may hold other
-        // sequences' tokens) and is rolled back as a cancel is: to its finished ubatches on a KV
+        // sequences' tokens, and it stops even without that sequence's, which may come in a later
+        // call: the drop is not delayed) and is rolled back as a cancel is: to its finished ubatches on a KV
         // cache decoded whole, to its start with a hook or recurrent state (see sliced_outputs).
         // That sequence keeps what is committed (n_committed_seq[s]) and its remaining tokens are
         // dropped (for a token in several sequences, only that sequence id); the call goes on with

@@ -376,7 +376,9 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
                           pending.next_index());
             break;
         }
-        calls.watch(pending.flags_in(n));
+        // Every pending sequence's byte, not only those in this call: a host waits for the drop, and
+        // a call without that sequence would otherwise run to its end first (the others redo it).
+        calls.watch(pending.flags_in(pending.size()));
         llama_cancel_hook_reset(p.hook);
         llama_cancel::take_stateless_stop();
         llama_cancel::hook_take_longest_view_ms(p.hook);
@@ -389,7 +391,8 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
         budget.end_call(n, std::max(llama_cancel::hook_take_longest_view_ms(p.hook),
                                     llama_cancel::take_stateless_longest_view_ms()));
         const bool graph = graph_stopped(p);
-        const bool by_seq = (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged_in(n);
+        const bool by_seq =
+            (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged_in(pending.size());
         // A call a sequence's byte aborted on a KV cache keeps its finished ubatches, as a cancel
         // does: only the ubatch in flight is computed again.
         if (by_seq && o.ret == 2 && !graph && !plan.with_state && keep_finished_ubatches(ctx, pending, n)) {

@@ -135,6 +135,14 @@ class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithPar
         }
     }
 
+    // Sequence 1 starts with sequence 0's first `n` tokens (held once by multi_batch(prompts, n)).
+    void share_prefix(int n) {
+        std::copy(prompts[0].begin(), prompts[0].begin() + n, prompts[1].begin());
+    }
+
+    static constexpr const char * k_no_shared_tokens =
+        "llama.cpp's recurrent memory takes no token in several sequences (llama_decode returns 1)";
+
     std::vector<std::vector<llama_token>> prompts;
 };
 
@@ -254,9 +262,7 @@ TEST_P(SeqCancel, ByteOfASequenceWithoutTokensChangesNothing) {
 TEST_P(SeqCancel, SharedTokensLoseOnlyTheCancelledSequence) {
     auto ctx = context(GetParam());
     const int shared = 8;
-    for (int i = 0; i < shared; ++i) {
-        prompts[1][i] = prompts[0][i]; // sequence 1 starts with sequence 0's first tokens, held once
-    }
+    share_prefix(shared); // sequence 1 starts with sequence 0's first tokens, held once
     multi_batch b(prompts, shared);
     seq_stop st;
     st.bytes[1] = 1;
@@ -493,12 +499,10 @@ TEST_P(SeqCancel, AllSequencesStoppedMidCall) {
 // entry (dropped before anything runs), which the survivors must match byte for byte and bit for bit.
 TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
     if (llama_model_is_recurrent(suite_model())) {
-        GTEST_SKIP() << "llama.cpp's recurrent memory takes no token in several sequences (llama_decode returns 1)";
+        GTEST_SKIP() << k_no_shared_tokens;
     }
     const int shared = 8;
-    for (int i = 0; i < shared; ++i) {
-        prompts[1][i] = prompts[0][i];
-    }
+    share_prefix(shared);
     multi_batch b(prompts, shared);
     for (llama_seq_id stopped : {0, 1}) {
         auto ref = unified_context(GetParam());
@@ -534,12 +538,10 @@ TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
 // shared tokens nothing committed. Memory holds exactly the committed tokens (none here).
 TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
     if (llama_model_is_recurrent(suite_model())) {
-        GTEST_SKIP() << "llama.cpp's recurrent memory takes no token in several sequences (llama_decode returns 1)";
+        GTEST_SKIP() << k_no_shared_tokens;
     }
     const int shared = 8;
-    for (int i = 0; i < shared; ++i) {
-        prompts[1][i] = prompts[0][i];
-    }
+    share_prefix(shared);
     multi_batch b(prompts, shared);
     auto ctx = unified_context(GetParam());
     seq_stop st;
