@@ -1,5 +1,6 @@
 // No exception crosses the C ABI: every extern "C" entry point that can throw runs its body
-// through abi_guard, which turns any exception into the entry point's own error report.
+// through abi_guard, which turns any exception into the entry point's own error report. (The eval
+// callbacks, which ggml calls, catch what they could throw themselves: src/eval_callback.cpp.)
 #pragma once
 
 #include "llama-cancel.h"

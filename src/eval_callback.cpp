@@ -42,10 +42,24 @@ const void * asked_device(const ggml_tensor * t) {
 }
 
 // A checkpoint passed: the view's rate, and now and then the checkpoint's own round trip.
-void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t) {
-    const double done = now_ms();
-    const double trip = policy.wants_round_trip() ? llama_cancel::round_trip_ms(t, now_ms) : -1.0;
-    policy.passed(done, trip);
+void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t) noexcept {
+    try {
+        const double done = now_ms();
+        const double trip = policy.wants_round_trip() ? llama_cancel::round_trip_ms(t, now_ms) : -1.0;
+        policy.passed(done, trip);
+    } catch (...) {
+        policy.reset(); // out of memory: the view measures nothing (no exception may reach ggml)
+    }
+}
+
+// Whether a checkpoint ends the view at `t`. The policy's node records can allocate; should that
+// fail, a checkpoint at every node is the safe answer (no exception may reach ggml).
+bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t) noexcept {
+    try {
+        return policy.place(t, asked_device(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+    } catch (...) {
+        return true;
+    }
 }
 
 } // namespace
@@ -68,8 +82,7 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         return !ask; // nothing can stop it: no checkpoint, no synchronize
     }
     if (ask) {
-        return llama_cancel::flag_is_set(byte) ||
-               t_policy.place(t, asked_device(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+        return llama_cancel::flag_is_set(byte) || checkpoint_due(t_policy, t);
     }
     llama_cancel::wait_computed(t);
     if (llama_cancel::flag_is_set(byte)) {
@@ -195,7 +208,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
             h->chain_asked = false;
             return true;
         }
-        const bool due = h->policy.place(t, asked_device(t), now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+        const bool due = checkpoint_due(h->policy, t);
         h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
         h->chain_node  = t;
         return h->chain_asked || due;
