@@ -310,11 +310,10 @@ bool graph_stopped(const llama_cancel_decode_params & p) {
     return llama_cancel_hook_stopped(p.hook) || stateless;
 }
 
-// After an aborted llama_decode call over the next `n` pending tokens on a KV cache: a token of
-// several sequences in the aborted ubatch is still held by all but the first (llama.cpp removes the
-// ubatch's positions by each token's first sequence id); those positions go too.
-void remove_partly_held(llama_context * ctx, const llama_cancel::pending_batch & pending, int32_t n) {
-    for (const auto & f : pending.partly_held(n, seq_pos_max(ctx))) {
+// Removes each (sequence, position) pair's sequence from that position on: a KV cache removes any
+// suffix exactly.
+void remove_from(llama_context * ctx, const std::vector<std::pair<llama_seq_id, llama_pos>> & from) {
+    for (const auto & f : from) {
         llama_memory_seq_rm(llama_get_memory(ctx), f.first, f.second, -1);
     }
 }
@@ -329,9 +328,7 @@ bool keep_finished_ubatches(llama_context * ctx, llama_cancel::pending_batch & p
     if (!pending.keep_held(n, seq_pos_max(ctx), llama_get_embeddings(ctx) != nullptr, requeue)) {
         return false;
     }
-    for (const auto & r : requeue) {
-        llama_memory_seq_rm(llama_get_memory(ctx), r.first, r.second, -1); // a KV cache removes any suffix
-    }
+    remove_from(ctx, requeue);
     return true;
 }
 
@@ -378,7 +375,7 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
         }
         // Every pending sequence's byte, not only those in this call: a host waits for the drop, and
         // a call without that sequence would otherwise run to its end first (the others redo it).
-        calls.watch(pending.flags_in(pending.size()));
+        calls.watch(pending.flags());
         llama_cancel_hook_reset(p.hook);
         llama_cancel::take_stateless_stop();
         llama_cancel::hook_take_longest_view_ms(p.hook);
@@ -391,8 +388,7 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
         budget.end_call(n, std::max(llama_cancel::hook_take_longest_view_ms(p.hook),
                                     llama_cancel::take_stateless_longest_view_ms()));
         const bool graph = graph_stopped(p);
-        const bool by_seq =
-            (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged_in(pending.size());
+        const bool by_seq = (graph || o.ret == 2) && !llama_cancel::flag_is_set(p.flag) && pending.flagged();
         // A call a sequence's byte aborted on a KV cache keeps its finished ubatches, as a cancel
         // does: only the ubatch in flight is computed again.
         if (by_seq && o.ret == 2 && !graph && !plan.with_state && keep_finished_ubatches(ctx, pending, n)) {
@@ -413,8 +409,10 @@ outcome run_decode(llama_context * ctx, const llama_cancel_decode_params & p, co
             o.ret = 0;
             continue; // a sequence's byte: the next turn drops it and decodes the rest again
         }
+        // A token of several sequences in an aborted KV ubatch is still held by all but its first
+        // (llama.cpp removes the ubatch's positions by each token's first sequence id): those go too.
         if (o.ret == 2 && !graph && !plan.with_state) {
-            remove_partly_held(ctx, pending, n);
+            remove_from(ctx, pending.partly_held(n, seq_pos_max(ctx)));
         }
         if (graph || o.ret != 0) {
             o.stopped = graph || o.ret == 2;
@@ -520,7 +518,7 @@ int32_t decode(
     llama_cancel::pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)), p.seq_flags,
                                         p.n_seq_flags);
     if (plan.outputs_last) {
-        pending.move_outputs_last(false);
+        pending.move_outputs_last();
     }
     outcome o;
     {

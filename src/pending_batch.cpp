@@ -76,11 +76,11 @@ bool pending_batch::drop_flagged() {
     return true;
 }
 
-bool pending_batch::flagged_in(int32_t n) const {
+bool pending_batch::flagged() const {
     if (!per_seq()) {
         return false;
     }
-    for (llama_seq_id s : seqs_in(n)) {
+    for (llama_seq_id s : seqs_in(size())) {
         if (s < n_flags_ && flag_is_set(flags_[s])) {
             return true;
         }
@@ -100,9 +100,9 @@ std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
     return seqs;
 }
 
-const std::vector<const int8_t *> & pending_batch::flags_in(int32_t n) {
+const std::vector<const int8_t *> & pending_batch::flags() {
     call_flags_.clear();
-    for (llama_seq_id s : seqs_in(n)) {
+    for (llama_seq_id s : seqs_in(size())) {
         if (s < n_flags_ && flags_[s] != nullptr) {
             call_flags_.push_back(flags_[s]);
         }
@@ -174,19 +174,19 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
                                [&](const auto & r) { return r.first == s && pos_[i] >= r.second; });
         });
     };
-    std::vector<int32_t> committed, rest;
+    std::vector<bool> committed(batch_.n_tokens, false); // by batch index
     for (int32_t k = 0; k < n; ++k) {
         const int32_t i = index_[next_ + k];
         if (again(i) && seqs_[i].size() > 1) {
             requeue.clear();
             return false; // removing it from one sequence would leave it in the others
         }
-        (held[k] && !again(i) ? committed : rest).push_back(i);
+        committed[i] = held[k] && !again(i);
     }
-    std::copy(committed.begin(), committed.end(), index_.begin() + next_);
-    std::copy(rest.begin(), rest.end(), index_.begin() + next_ + static_cast<int32_t>(committed.size()));
-    next_ += static_cast<int32_t>(committed.size());
-    gaps_ = gaps_ || !committed.empty();
+    const auto first = index_.begin() + next_;
+    const auto rest  = std::stable_partition(first, first + n, [&](int32_t i) { return committed[i]; });
+    next_ += static_cast<int32_t>(rest - first);
+    gaps_ = gaps_ || rest != first;
     return true;
 }
 
@@ -208,30 +208,25 @@ std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_held(int32
     return from;
 }
 
-bool pending_batch::move_outputs_last(bool embeddings_context) {
+void pending_batch::move_outputs_last() {
     std::vector<llama_seq_id> in_tail; // sequences from whose first output on tokens go last
-    std::vector<int32_t>      head, tail;
+    std::vector<bool>         last(batch_.n_tokens, false); // by batch index
     for (int32_t j = next_; j < static_cast<int32_t>(index_.size()); ++j) {
         const int32_t i = index_[j];
         const auto &  seqs = seqs_[i];
-        bool last = is_output(i, 0, 0, embeddings_context) ||
-                    std::any_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) {
-                        return std::find(in_tail.begin(), in_tail.end(), s) != in_tail.end();
-                    });
-        if (last) {
-            for (const llama_seq_id s : seqs) { // a shared token takes its other sequences along
-                if (std::find(in_tail.begin(), in_tail.end(), s) == in_tail.end()) {
-                    in_tail.push_back(s);
-                }
+        last[i] = is_output(i, 0, 0, false) || std::any_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) {
+                      return std::find(in_tail.begin(), in_tail.end(), s) != in_tail.end();
+                  });
+        for (const llama_seq_id s : seqs) { // a shared token takes its other sequences along
+            if (last[i] && std::find(in_tail.begin(), in_tail.end(), s) == in_tail.end()) {
+                in_tail.push_back(s);
             }
         }
-        (last ? tail : head).push_back(i);
     }
-    const bool moved = !tail.empty() && !head.empty() && tail.front() < head.back();
-    std::copy(head.begin(), head.end(), index_.begin() + next_);
-    std::copy(tail.begin(), tail.end(), index_.begin() + next_ + static_cast<int32_t>(head.size()));
-    gaps_ = gaps_ || moved;
-    return moved;
+    const auto first = index_.begin() + next_;
+    const auto head  = [&](int32_t i) { return !last[i]; };
+    gaps_ = gaps_ || !std::is_partitioned(first, index_.end(), head); // the tokens change order
+    std::stable_partition(first, index_.end(), head);
 }
 
 bool pending_batch::output_before_end(int32_t n, bool embeddings_context) const {

@@ -36,12 +36,13 @@ class pending_batch {
 
     // Drops every sequence with tokens left whose byte is set now. True when one was dropped.
     bool drop_flagged();
-    // True when the byte of a sequence among the next `n` tokens is set.
-    bool flagged_in(int32_t n) const;
+    // True when the byte of a sequence with tokens left is set.
+    bool flagged() const;
     // The sequences of the next `n` tokens, each once.
     std::vector<llama_seq_id> seqs_in(int32_t n) const;
-    // Their bytes (not NULL), for the abort callback and the hook during the next call.
-    const std::vector<const int8_t *> & flags_in(int32_t n);
+    // The bytes (not NULL) of the sequences with tokens left, for the abort callback and the hook
+    // during the next call: a byte stops it even when its sequence's tokens come in a later call.
+    const std::vector<const int8_t *> & flags();
     // The next `n` tokens as a llama_batch: valid until the next call of next().
     llama_batch next(int32_t n);
     // The next `n` tokens are committed; remembers them as the last call's, for outputs.
@@ -61,8 +62,9 @@ class pending_batch {
     std::vector<std::pair<llama_seq_id, llama_pos>> partly_held(int32_t n, const std::vector<llama_pos> & pos_max) const;
     // Puts every token that asks for an output, and every later token of its sequences, after the
     // others (batch order kept within each part and so within each sequence), so that slices of
-    // the others hold no output and the outputs all go in the last call. True when that moved any.
-    bool move_outputs_last(bool embeddings_context);
+    // the others hold no output and the outputs all go in the last call (not in an embeddings
+    // context, whose every token is an output).
+    void move_outputs_last();
     // True when one of the next `n` tokens, short of the last pending one, asks for an output.
     bool output_before_end(int32_t n, bool embeddings_context) const;
 
