@@ -106,19 +106,13 @@ struct outcome {
     int32_t n_cancelled    = 0;
 };
 
-// Stores `flag` at time `at` (the last millisecond spun, as common::store_at does), then polls
+// Stores `flag` at time `at` (common::store_when), then polls
 // `watched` (when given) until it is set or the decode is `done`: when the library dropped the
 // sequence, to ~0.2 ms plus a scheduler wake-up.
 std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, const std::atomic<bool> * done,
                             double * t_store, double * t_seen) {
     return std::thread([=] {
-        while (common::now_ms() < at - 1.0) {
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        while (common::now_ms() < at) {
-        }
-        *t_store = common::now_ms();
-        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+        *t_store = common::store_when(flag, at);
         while (watched != nullptr) {
             if (__atomic_load_n(watched, __ATOMIC_ACQUIRE) != 0) {
                 *t_seen = common::now_ms();

@@ -17,17 +17,20 @@ std::string format_ms(double ms) {
     return buf;
 }
 
+double store_when(int8_t * flag, double at) {
+    // Sleeping costs up to a scheduler tick of lateness; the last millisecond is spun instead.
+    while (now_ms() < at - 1.0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    while (now_ms() < at) {
+    }
+    const double t = now_ms();
+    __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
 std::thread store_at(int8_t * flag, double at, double * t_store) {
-    return std::thread([=] {
-        // Sleeping costs up to a scheduler tick of lateness; the last millisecond is spun instead.
-        while (now_ms() < at - 1.0) {
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        while (now_ms() < at) {
-        }
-        *t_store = now_ms();
-        __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
-    });
+    return std::thread([=] { *t_store = store_when(flag, at); });
 }
 
 } // namespace common
