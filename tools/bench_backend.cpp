@@ -66,7 +66,7 @@ timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const st
     }
     timed r;
     const double thread0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID), process0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
-    r.status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
+    r.status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously: wait for what the host would
     const double t_ret = common::now_ms();
     r.thread_cpu_ms  = cpu_ms(CLOCK_THREAD_CPUTIME_ID) - thread0;
@@ -107,7 +107,9 @@ struct contenders {
         hp.interval_ms = o.interval_ms;
         hook.reset(llama_cancel_hook_init(&hp));
         llama_context_params cp = llama_context_default_params();
-        llama_cancel_hook_bind(hook.get(), &cp);
+        if (!hook || !llama_cancel_hook_bind(hook.get(), &cp)) {
+            return false;
+        }
         opt.cb_eval      = cp.cb_eval;
         opt.cb_eval_data = cp.cb_eval_user_data;
         ctx[with_hook]   = common::make_context(model, opt);

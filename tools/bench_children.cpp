@@ -110,10 +110,10 @@ void print_memory_header(const options & opt) {
     std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
                 "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
                 "share is its measured copy time per slice (per token) over the decode\n\n", k_row_threads, opt.runs);
-    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | sliced overhead "
-                "| whole overhead | token ms | snap share | token overhead | committed | exact |\n");
-    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|----------------:"
-                "|---------------:|---------:|-----------:|---------------:|----------:|:------|\n");
+    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | prefill overhead "
+                "| token ms | snap share | token overhead | committed | exact |\n");
+    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|-----------------:"
+                "|---------:|-----------:|---------------:|----------:|:------|\n");
     std::fflush(stdout);
 }
 

@@ -136,7 +136,7 @@ class cpu_bench {
         common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag = flag;
-        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
+        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr);
         if (t_ret != nullptr) {
             *t_ret = now_ms();
         }
@@ -236,7 +236,7 @@ class cpu_bench {
             p.flag                = &flag;
             p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
-            return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
+            return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr);
         };
         decode();
         trig.at    = trig.calls * 8 / 10;

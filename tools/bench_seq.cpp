@@ -6,7 +6,7 @@
 //
 // Per run: (a) plain: the batch with seq_flags set, no byte stored: T0. (b) single: one random
 // sequence's byte stored at a random 20-80% of T0's median; its stop latency is the time from the
-// store until seq_cancelled[s] is set (the library stores it when it drops the sequence; polled
+// store until seqs[s].cancelled is set (the library stores it when it drops the sequence; polled
 // every ~0.2 ms), and the survivors' extra time is T1 - median(T0). The target: the median extra <=
 // the ubatch in flight (median(T0) x n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the
 // 4 sequences' bytes stored at once: store-to-return latency. (d) solo: the single-sequence figure
@@ -101,7 +101,7 @@ struct outcome {
     int32_t status         = LLAMA_CANCEL_OK;
     double  ms             = 0.0; // whole decode
     double  after_store_ms = 0.0; // from the store to the return
-    double  seen_ms        = -1.0; // from the store to the watched seq_cancelled entry set (-1: not set)
+    double  seen_ms        = -1.0; // from the store to the watched seqs[s].cancelled entry set (-1: not set)
     bool    finished_first = false;
     int32_t n_cancelled    = 0;
 };
@@ -109,7 +109,7 @@ struct outcome {
 // Stores `flag` at time `at` (common::store_when), then polls
 // `watched` (when given) until it is set or the decode is `done`: when the library dropped the
 // sequence, to ~0.2 ms plus a scheduler wake-up.
-std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, const std::atomic<bool> * done,
+std::thread store_and_watch(int8_t * flag, double at, const int32_t * watched, const std::atomic<bool> * done,
                             double * t_store, double * t_seen) {
     return std::thread([=] {
         *t_store = common::store_when(flag, at);
@@ -129,7 +129,8 @@ std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, co
 // One decode of `batch` on `ctx` from empty memory; with `store` another thread stores it at
 // `at_ms` after the start and watches `watched`.
 outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_batch & batch,
-                  llama_cancel_decode_params p, int8_t * store, double at_ms, const int8_t * watched) {
+                  llama_cancel_decode_params p, llama_cancel_seq_result * seqs, int8_t * store, double at_ms,
+                  const int32_t * watched) {
     llama_memory_clear(llama_get_memory(ctx), true);
     p.hook = hook;
     llama_cancel_decode_result r;
@@ -141,7 +142,7 @@ outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_b
         writer = store_and_watch(store, t0 + at_ms, watched, &done, &t_store, &t_seen);
     }
     outcome o;
-    o.status = llama_cancel_decode(ctx, batch.get(), &p, &r, nullptr, 0);
+    o.status = llama_cancel_decode(ctx, batch.get(), &p, &r, seqs);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously
     const double t_ret = common::now_ms();
     done.store(true, std::memory_order_release);
@@ -160,11 +161,11 @@ outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_b
 }
 
 // The shared batch with the sequences' bytes of `sb`.
-outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms, const int8_t * watched = nullptr) {
+outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms, const int32_t * watched = nullptr) {
     common::multi_seq_batch batch(b.prompts, k_len);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     sb.fill(p);
-    return decode_on(b.ctx.get(), b.hook.get(), batch, p, store, at_ms, watched);
+    return decode_on(b.ctx.get(), b.hook.get(), batch, p, sb.seqs(), store, at_ms, watched);
 }
 
 // The solo sequence, its batch byte stored at `at_ms` when `store` is given.
@@ -172,7 +173,7 @@ outcome decode_solo(bench_setup & b, int8_t * store, double at_ms) {
     common::seq_batch batch(b.solo_prompt, 0, static_cast<int32_t>(b.solo_prompt.size()), 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = store;
-    return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, store, at_ms, nullptr);
+    return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, nullptr, store, at_ms, nullptr);
 }
 
 // Survivors' last logits against the plain run's: mismatching sequences (bit for bit) and the
@@ -220,7 +221,7 @@ struct bench_results {
 std::vector<std::vector<float>> plain_logits(bench_setup & b, const common::seq_bytes & sb) {
     std::vector<std::vector<float>> out;
     for (int s = 0; s < k_seqs; ++s) {
-        out.push_back(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]));
+        out.push_back(common::logits_at(b.ctx.get(), b.model.get(), sb.output(s)));
     }
     return out;
 }
@@ -231,11 +232,11 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     common::seq_bytes sb(k_seqs);
     const int    seq  = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
     const double frac = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
-    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50(), &sb.cancelled[seq]);
+    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50(), sb.cancelled_entry(seq));
     std::fprintf(stderr, "  run %d single: sequence %d at %.0f%%: %.1f ms, status %d, %d dropped, %.2f ms to the drop%s\n",
                  run, seq, 100 * frac, o.ms, o.status, o.n_cancelled, o.seen_ms,
                  o.finished_first ? ", finished first" : "");
-    if (o.finished_first || sb.cancelled[seq] == 0) {
+    if (o.finished_first || !sb.cancelled(seq)) {
         (o.finished_first ? r.single_first : r.single_missed)++;
         return;
     }
@@ -244,7 +245,7 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     r.seq_stop.add(o.seen_ms, false, true);
     for (int s = 0; s < k_seqs; ++s) {
         if (s != seq && o.status == LLAMA_CANCEL_OK) {
-            r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]), want[s], run, s);
+            r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output(s)), want[s], run, s);
         }
     }
 }

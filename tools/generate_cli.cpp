@@ -168,7 +168,7 @@ struct media_prompt {
     int32_t generate(llama_context * ctx, const llama_cancel_generate_params & gp, std::vector<llama_token> & out,
                      llama_cancel_generate_result & r) {
         return llama_cancel_generate_mtmd(mctx.get(), encode_hook.get(), ctx, chunks.get(), 0, 0, &gp, out.data(),
-                                          static_cast<int32_t>(out.size()), &r, nullptr);
+                                          static_cast<int32_t>(out.size()), &r);
     }
 };
 #else

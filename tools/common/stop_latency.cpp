@@ -61,7 +61,7 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
         writer = store_at(&flag, t0 + at_ms, &t_store);
     }
     one_run o;
-    o.status = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr, 0);
+    o.status = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr);
     llama_synchronize(ctx);
     const double t_ret = now_ms();
     if (writer.joinable()) {
