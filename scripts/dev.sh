@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llama-cancel's one entry point for set-up, build, tests and benchmark.
 #
-#   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job)
+#   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job): the headline
+#                                 rows, a few minutes; --all for every row (llama-cancel bench --help)
 #   scripts/dev.sh test           build, then run every test, then the ASan/UBSan and TSan
 #                                 builds' tests, the fuzz run, and the arm64 core tests under
 #                                 qemu-user (what .ci/run calls; LLAMA_CANCEL_ARM64=0 leaves arm64 out)
@@ -275,7 +276,7 @@ case "$cmd" in
         ;;
     run) in_env "$@" ;;
     *)
-        sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 2
         ;;
 esac
