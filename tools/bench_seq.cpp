@@ -5,14 +5,15 @@
 // token's output, the way a server batches its slots.
 //
 // Per run: (a) plain: the batch with seq_flags set, no byte stored: T0. (b) single: one random
-// sequence's byte stored at a random 20-80% of T0's median (or of a faster recent run, see batch_ref); its stop latency is the time from the
-// store until seqs[s].cancelled is set (the library stores it when it drops the sequence; polled
-// every ~0.2 ms), and the survivors' extra time is T1 - median(T0). The target: the median extra <=
-// the ubatch in flight (median(T0) x n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the
-// 4 sequences' bytes stored at once: store-to-return latency. (d) solo: the single-sequence figure
-// side by side: one sequence of 512 tokens in its own context (same n_ubatch), the batch byte
-// stored at such a point, store-to-return latency; the cancelled sequence's stop is "within" it
-// when its median is at most the solo p95.
+// sequence's byte stored at a random 20-80% of T0's median (or of a faster recent run, see
+// batch_ref); its stop latency is the time from the store until seqs[s].cancelled is set (the
+// library stores it when it drops the sequence; polled every ~0.2 ms), and the survivors' extra
+// time is T1 - median(T0). The target: the median extra <= the ubatch in flight (median(T0) x
+// n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the 4 sequences' bytes
+// stored at once: store-to-return latency. (d) solo: the single-sequence figure side by side: one
+// sequence of 512 tokens in its own context (same n_ubatch), the batch byte stored at such a point,
+// store-to-return latency; the cancelled sequence's stop is "within" it when its median is at most
+// the solo p95.
 // Runs whose decode returned before the store are counted apart ("finished first"), never as 0 ms.
 #include "commands.h"
 #include "common/args.h"
