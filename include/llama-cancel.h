@@ -161,7 +161,7 @@ extern "C" {
         ggml_abort_callback        abort_callback;      // the caller's own, consulted too and installed again on return
         void *                     abort_callback_data; // its user data
         const int8_t * const *     seq_flags;           // a byte per sequence (entries may be NULL): drops it alone; NULL: none
-        float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#budget)
+        float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#stop-time-budget)
         int32_t                    n_seq;               // entries of seq_flags and of the `seqs` results; 0: none
     };
 
