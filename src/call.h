@@ -6,6 +6,7 @@
 // they read only their own user data.
 #pragma once
 
+#include "abort_reach.h"
 #include "llama.h"
 
 #include <cstdint>
@@ -23,6 +24,10 @@ struct call {
     void *                      abort_data     = nullptr;
     double                      cap_ms = 0.0;       // cap on the checkpoint interval (a budget's share); 0: none
     slice_budget *              budget = nullptr;   // node clock of a stop-time budget; NULL: none
+    // The call installed an abort callback on the context: nodes of backends that take it need no
+    // eval-callback checkpoint (abort_reach.h). False for an encode (clip takes none).
+    bool                        abort_installed = false;
+    abort_reach                 reach;
 
     // Written by the callbacks during one graph; begin_graph() clears them.
     bool     eval_stopped    = false; // an eval callback stopped the graph (llama_decode still returns 0)

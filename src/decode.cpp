@@ -363,6 +363,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     call.abort_data     = p.abort_callback_data;
     call.cap_ms         = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
     call.budget         = budget.active() ? &budget : nullptr;
+    call.abort_installed = true; // abort_guard below
     decode_run run{ctx, p, plan, budget, pending, call, {}, {}};
     run.seqs = seqs;
     {

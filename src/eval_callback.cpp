@@ -61,6 +61,11 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && device != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
         }
+        // The call's abort callback stops this node's backend by itself: a checkpoint would only
+        // cost a synchronize (and on Metal, command-buffer overlap).
+        if (c != nullptr && c->abort_installed && c->reach.stops_on_abort(t)) {
+            return false;
+        }
         return policy.place(t, device, now_ms(), llama_cancel::sleeps_until_almost_ready(t));
     } catch (...) {
         return true;
