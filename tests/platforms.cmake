@@ -49,3 +49,10 @@ if(CLANGXX)
     add_test(NAME clang_warnings_c_header
         COMMAND ${CLANGXX} -x c -std=c11 -fsyntax-only ${clang_warnings} ${llama_system_includes} ${LLAMA_CANCEL_HEADER})
 endif()
+
+# llamadart-native's shape: Release with IPO, llama-cancel static inside the host's one library, an
+# FFI loader (C, dlopen/dlsym) that binds every exported name and stops a decode through them.
+add_test(NAME llamadart_consumer
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/llamadart_consumer.sh ${PROJECT_SOURCE_DIR}
+        ${CMAKE_CURRENT_BINARY_DIR}/llamadart_consumer ${TINY_MODEL})
+set_tests_properties(llamadart_consumer PROPERTIES FIXTURES_REQUIRED models TIMEOUT 900)
