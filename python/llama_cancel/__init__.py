@@ -221,9 +221,10 @@ class Library:
             flags = (C.POINTER(C.c_int8) * n_seq)(*[f.ptr if f else None for f in seq_flags])
             p.seq_flags = C.cast(flags, C.POINTER(C.POINTER(C.c_int8)))
         p.n_seq = n_seq
-        if seqs is None:
-            seqs = (llama_cancel_seq_result * n_seq)() if n_seq > 0 else None
-        elif len(seqs) != n_seq:
+        if seqs is None and n_seq > 0:
+            # Impossible values, so that a field the library failed to write cannot pass for an answer.
+            seqs = (llama_cancel_seq_result * n_seq)(*[(-2, -2, -2)] * n_seq)
+        elif seqs is not None and len(seqs) != n_seq:
             raise ValueError(f"seqs has {len(seqs)} entries, the call {n_seq} sequences")
         result = llama_cancel_decode_result()
         status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), seqs)

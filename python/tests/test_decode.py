@@ -29,6 +29,9 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         cls.lib.llama.llama_free(cls.ctx)
         cls.lib.llama.llama_model_free(cls.model)
 
+    def setUp(self):
+        self.flag.clear()  # whatever a failed test left
+
     def decode(self, toks):
         batch, keep = self.lib.tokens_batch(toks)
         return self.lib.decode(self.ctx, batch, self.flag, abort_callback=self.probe.abort_callback,
