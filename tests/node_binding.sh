@@ -2,14 +2,20 @@
 # Packs the Node binding (npm pack: what a host installs) and runs its tests with node's test runner
 # on the packed copy, koffi resolving from bindings/node/node_modules (npm ci from the lockfile;
 # scripts/dev.sh does it). Without koffi: exit 77 (skipped) with the reason, and in CI (CI=true),
-# where the README says koffi is installed, a failure with the reason.
+# where the README says koffi is installed, a failure with the reason; the same without npm.
 # usage: node_binding.sh NODE BINDING_DIR
 set -euo pipefail
 node=$1
 dir=$(cd "$2" && pwd)
 case "${CI:-}" in true | TRUE | True | 1) ci=1 ;; *) ci=0 ;; esac
+missing=""
 if [ ! -f "$dir/node_modules/koffi/package.json" ]; then
-    echo "koffi is not installed in $dir/node_modules (npm ci failed or did not run: npm ci --prefix $dir)"
+    missing="koffi is not installed in $dir/node_modules (npm ci failed or did not run: npm ci --prefix $dir)"
+elif ! command -v npm >/dev/null; then
+    missing="npm is not installed (it packs the binding)"
+fi
+if [ -n "$missing" ]; then
+    echo "$missing"
     if [ "$ci" = 1 ]; then
         echo "FAIL: in CI (CI=$CI) a missing dependency fails the test instead of skipping it"
         exit 1
