@@ -209,13 +209,15 @@ class Library:
         """llama_cancel_decode: (status, llama_cancel_decode_result, list of llama_cancel_seq_result).
         seq_flags: a Flag (or None) per sequence; setting one drops that sequence alone. The per-sequence
         results have len(seq_flags) entries, else n_seq (0: none). `seqs`: an array of
-        llama_cancel_seq_result of that length to write into instead, for a thread that polls
-        seqs[s].cancelled while the call runs."""
+        llama_cancel_seq_result of that length (or any, without seq_flags and n_seq) to write into
+        instead, for a thread that polls seqs[s].cancelled while the call runs."""
         p = self._c.llama_cancel_decode_default_params()
         p.flag = flag.ptr if flag else None
         p.hook = hook
         p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
         p.max_stop_ms = max_stop_ms
+        if seqs is not None and seq_flags is None and n_seq == 0:
+            n_seq = len(seqs)
         if seq_flags is not None:
             n_seq = len(seq_flags)
             flags = (C.POINTER(C.c_int8) * n_seq)(*[f.ptr if f else None for f in seq_flags])

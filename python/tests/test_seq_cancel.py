@@ -83,9 +83,11 @@ class DecodeSeqs(unittest.TestCase):
         flags[1].set()
         b = self.batch([0, 1])
         try:
-            status, result, seqs = self.lib.decode_seqs(ctx, b, flags)
+            mine = (llama_cancel.llama_cancel_seq_result * SEQS)()  # the caller's array, another thread may poll it
+            status, result, seqs = self.lib.decode_seqs(ctx, b, flags, seqs=mine)
             self.assertEqual(status, llama_cancel.OK, result.message)
             self.assertEqual([(q.cancelled, q.n_committed) for q in seqs], [(0, N), (1, 0)])
+            self.assertEqual([(q.cancelled, q.n_committed) for q in mine], [(0, N), (1, 0)])
             got, want = self.logits(ctx, seqs[0].output), self.alone(0)
             self.assertTrue(got and want, "both decodes have sequence 0's output")
             self.assertEqual(got, want)
