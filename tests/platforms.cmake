@@ -56,3 +56,32 @@ add_test(NAME llamadart_consumer
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/llamadart_consumer.sh ${PROJECT_SOURCE_DIR}
         ${CMAKE_CURRENT_BINARY_DIR}/llamadart_consumer ${TINY_MODEL})
 set_tests_properties(llamadart_consumer PROPERTIES FIXTURES_REQUIRED models TIMEOUT 900)
+
+# The registry rule (src/abort_reach.h, header-only, built into the test): the real registries'
+# answers, abort_reach with a test double, and end to end with a hook on cpu, blas and vulkan. The
+# registries this build must find are named, so that a missing module fails the test.
+set(abort_reach_expect "")
+llama_cancel_has_backend(rpc rpc_module)
+llama_cancel_has_backend(blas blas_module)
+foreach(registry Vulkan RPC BLAS)
+    if((registry STREQUAL "Vulkan" AND HAVE_VULKAN) OR (registry STREQUAL "RPC" AND rpc_module)
+       OR (registry STREQUAL "BLAS" AND blas_module))
+        list(APPEND abort_reach_expect ${registry})
+    endif()
+endforeach()
+string(REPLACE ";" "," abort_reach_expect "${abort_reach_expect}")
+set(abort_reach_filter_cpu "Registries.*:AbortReachDouble.ClaimedRegistry*:AbortReachDouble.NodeWithout*:EndToEnd.*")
+set(abort_reach_filter_blas "AbortReachDouble.Blas*:EndToEnd.*")
+set(abort_reach_filter_vulkan "AbortReachDouble.HostMemory*:EndToEnd.*")
+set(abort_reach_program SOURCES test_abort_reach.cpp NO_FIXTURES
+    INCLUDES ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include LINK llama-cancel llama)
+foreach(setup cpu blas vulkan)
+    if(NOT setup STREQUAL "cpu" AND NOT setup IN_LIST BACKEND_SETUPS)
+        continue()
+    endif()
+    llama_cancel_test(NAME test_abort_reach_${setup} TARGET test_abort_reach ${abort_reach_program}
+        FIXTURES models ARGS --gtest_filter=${abort_reach_filter_${setup}}
+        ENV "LLAMA_CANCEL_BACKEND=${setup}" "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}"
+            "LLAMA_CANCEL_EXPECT_REGISTRIES=${abort_reach_expect}" "GGML_VK_VISIBLE_DEVICES=0")
+    set(abort_reach_program "")
+endforeach()
