@@ -42,7 +42,7 @@ int main(int argc, char ** argv) {
         llama_memory_clear(llama_get_memory(ctx.get()), true);
         common::seq_batch b(prompt, 0, 256, 0);
         llama_cancel_decode_result r;
-        const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
+        const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr);
         llama_synchronize(ctx.get());
         if (st != LLAMA_CANCEL_OK) {
             std::fprintf(stderr, "decode %d after the kill: %s (%s)\n", i, llama_cancel_status_str(st), r.message);
