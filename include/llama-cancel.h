@@ -101,7 +101,6 @@ extern "C" {
     // llama_decode then returns 2. On recurrent models that leaves a half-advanced state:
     // llama_cancel_decode puts it back exactly.
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
-
     // ggml_backend_sched_eval_callback for llama_context_params.cb_eval or mtmd_context_params.cb_eval,
     // cb_eval_user_data = the byte: the one hook that reaches GPU-API, RPC and BLAS backends and clip
     // encodes. Checkpoints about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart (state kept
@@ -116,7 +115,6 @@ extern "C" {
 #define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 10.0
 
     struct llama_cancel_hook; // opaque; one per context, used on that context's thread
-
     struct llama_cancel_hook_params {
         double                           interval_ms; // compute between checkpoints; <= 0: the default
         const int8_t *                   flag;        // byte read outside llama_cancel_* calls; NULL: none
@@ -163,7 +161,7 @@ extern "C" {
         ggml_abort_callback        abort_callback;      // the caller's own, consulted too and installed again on return
         void *                     abort_callback_data; // its user data
         const int8_t * const *     seq_flags;           // a byte per sequence (entries may be NULL): drops it alone; NULL: none
-        float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#budget)
+        float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#stop-time-budget)
         int32_t                    n_seq;               // entries of seq_flags and of the `seqs` results; 0: none
     };
 
@@ -187,7 +185,6 @@ extern "C" {
 
     // Defaults: everything NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
-
     // llama_decode(ctx, batch) under the byte: read by the abort callback (CPU, Metal) and, with a
     // hook or the stateless eval callback bound, at checkpoints on every backend. On the ctx's
     // thread; the batch, params and results stay the caller's. `params` NULL: defaults; `result`
@@ -200,25 +197,17 @@ extern "C" {
     //   with a hook or recurrent state (then the call is undone whole). A byte set on entry: at once.
     // - A sequence's byte drops that sequence alone: it keeps its committed tokens, the others go on.
     // - ERROR: bad argument or llama_decode failure, result->message says which.
-    LLAMA_CANCEL_API int32_t llama_cancel_decode(
-            struct llama_context                    * ctx,
-            struct llama_batch                        batch,
-            const struct llama_cancel_decode_params * params,
-            struct llama_cancel_decode_result       * result,
-            struct llama_cancel_seq_result          * seqs);
-
+    LLAMA_CANCEL_API int32_t llama_cancel_decode(struct llama_context * ctx, struct llama_batch batch,
+        const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result,
+        struct llama_cancel_seq_result * seqs);
     // Output of batch index i (negative: from the last output) after llama_cancel_decode returned OK
     // into `result`, on every path (hook, recurrent state, budget slices). After a sequence was
     // dropped (output_base -1), read the others' last outputs through seqs[s].output instead.
     // NULL when that output does not exist. Owned by ctx until its next decode; ctx's thread.
-    LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(
-            struct llama_context                    * ctx,
-            const struct llama_cancel_decode_result * result,
-            int32_t                                   i);
-    LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(
-            struct llama_context                    * ctx,
-            const struct llama_cancel_decode_result * result,
-            int32_t                                   i);
+    LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(struct llama_context * ctx,
+        const struct llama_cancel_decode_result * result, int32_t i);
+    LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(struct llama_context * ctx,
+        const struct llama_cancel_decode_result * result, int32_t i);
 
     //
     // Token loop
@@ -259,21 +248,14 @@ extern "C" {
 
     // Defaults: n_predict 32, sequence 0, greedy, the rest NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
-
     // Decodes `prompt` after what seq_id holds (n_prompt 0: go on from the last logits), then samples
     // and decodes up to n_predict tokens into `out` (n_out_max >= n_predict entries). The byte is read
     // inside every decode and between tokens; memory always holds whole, committed steps, so the
     // context is ready to resume from result->n_past. Returns OK (length or end of generation),
     // CANCELLED or ERROR. On the ctx's thread; `result` may be NULL.
-    LLAMA_CANCEL_API int32_t llama_cancel_generate(
-            struct llama_context                      * ctx,
-            const llama_token                         * prompt,
-            int32_t                                     n_prompt,
-            const struct llama_cancel_generate_params * params,
-            llama_token                               * out,
-            int32_t                                     n_out_max,
-            struct llama_cancel_generate_result       * result);
-
+    LLAMA_CANCEL_API int32_t llama_cancel_generate(struct llama_context * ctx, const llama_token * prompt,
+        int32_t n_prompt, const struct llama_cancel_generate_params * params, llama_token * out,
+        int32_t n_out_max, struct llama_cancel_generate_result * result);
     // Static name of a stop reason; never NULL.
     LLAMA_CANCEL_API const char * llama_cancel_stop_reason_str(int32_t reason);
 
@@ -290,11 +272,8 @@ extern "C" {
     // params.progress_callback is chained). The model (llama_model_free it), or NULL with status
     // CANCELLED or ERROR (missing or unreadable file, a folder, not GGUF, corrupt). Blocks the
     // calling thread; `result` may be NULL.
-    LLAMA_CANCEL_API struct llama_model * llama_cancel_model_load(
-            const char                      * path,
-            struct llama_model_params         params,
-            const int8_t                    * flag,
-            struct llama_cancel_load_result * result);
+    LLAMA_CANCEL_API struct llama_model * llama_cancel_model_load(const char * path,
+        struct llama_model_params params, const int8_t * flag, struct llama_cancel_load_result * result);
 
     //
     // Multimodal (mtmd): declared without mtmd.h, always defined
@@ -302,20 +281,13 @@ extern "C" {
 
     struct mtmd_context;
     struct mtmd_input_chunks;
-
     // mtmd_init_from_file with `encode_hook` (NULL: none) as cb_eval, n_threads (<= 0: mtmd's
     // default), use_gpu, the rest as mtmd_context_params_default(); the byte stops the projector load.
     // The context (mtmd_free it before the hook), or NULL with status and message. Hosts that fill
     // mtmd_context_params themselves set cb_eval and cb_eval_user_data the same way.
-    LLAMA_CANCEL_API struct mtmd_context * llama_cancel_mtmd_init_from_file(
-            const char                      * mmproj_path,
-            const struct llama_model        * text_model,
-            struct llama_cancel_hook        * encode_hook,
-            int32_t                           n_threads,
-            bool                              use_gpu,
-            const int8_t                    * flag,
-            struct llama_cancel_load_result * result);
-
+    LLAMA_CANCEL_API struct mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path,
+        const struct llama_model * text_model, struct llama_cancel_hook * encode_hook, int32_t n_threads,
+        bool use_gpu, const int8_t * flag, struct llama_cancel_load_result * result);
     struct llama_cancel_mtmd_params {
         const int8_t *             flag;        // the byte; NULL: never cancels
         struct llama_cancel_hook * decode_hook; // the hook bound to the llama context; NULL: none
@@ -335,37 +307,24 @@ extern "C" {
 
     // Defaults: sequence 0, the context's n_batch, the rest NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
-
     // mtmd_helper_eval_chunks(chunks[first_chunk..], from n_past, logits for the last token) under
     // the byte: inside every encode (encode_hook: the hook bound to mctx, or NULL), every decode and
     // between chunks. CANCELLED leaves exactly chunks [first_chunk, n_chunks_done) in memory (the
     // stopped chunk is removed whole, a garbage encode is never decoded); call again from
     // n_chunks_done and n_past to resume, bit-identical (CPU). ERROR keeps the same memory rule.
     // On the thread that owns lctx and mctx; `params` NULL: defaults; `result` may be NULL.
-    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(
-            struct mtmd_context                   * mctx,
-            struct llama_cancel_hook              * encode_hook,
-            struct llama_context                  * lctx,
-            const struct mtmd_input_chunks        * chunks,
-            int32_t                                 first_chunk,
-            llama_pos                               n_past,
-            const struct llama_cancel_mtmd_params * params,
-            struct llama_cancel_mtmd_result       * result);
-
+    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(struct mtmd_context * mctx,
+        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
+        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
+        const struct llama_cancel_mtmd_params * params, struct llama_cancel_mtmd_result * result);
     // llama_cancel_generate after evaluating chunks[first_chunk..] from n_past (params->flag,
     // ->hook as decode hook, ->seq_id, ->n_batch, ->max_stop_ms). A stop in the prompt generates
     // nothing; result->n_chunks_done and n_past say where to resume.
-    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(
-            struct mtmd_context                       * mctx,
-            struct llama_cancel_hook                  * encode_hook,
-            struct llama_context                      * lctx,
-            const struct mtmd_input_chunks            * chunks,
-            int32_t                                     first_chunk,
-            llama_pos                                   n_past,
-            const struct llama_cancel_generate_params * params,
-            llama_token                               * out,
-            int32_t                                     n_out_max,
-            struct llama_cancel_generate_result       * result);
+    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(struct mtmd_context * mctx,
+        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
+        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
+        const struct llama_cancel_generate_params * params, llama_token * out, int32_t n_out_max,
+        struct llama_cancel_generate_result * result);
 
 #ifdef __cplusplus
 }

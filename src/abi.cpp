@@ -3,6 +3,7 @@
 #include "llama-cancel.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace {
@@ -22,53 +23,79 @@ struct struct_entry {
 #define LC_END         { nullptr, 0 }
 
 const field_entry hook_params[] = {
-    LC_FIELD(llama_cancel_hook_params, flag), LC_FIELD(llama_cancel_hook_params, interval_ms),
+    LC_FIELD(llama_cancel_hook_params, interval_ms), LC_FIELD(llama_cancel_hook_params, flag),
     LC_FIELD(llama_cancel_hook_params, chain), LC_FIELD(llama_cancel_hook_params, chain_data), LC_END,
 };
 const field_entry hook_stats[] = {
     LC_FIELD(llama_cancel_hook_stats, checkpoints), LC_FIELD(llama_cancel_hook_stats, asks),
-    LC_FIELD(llama_cancel_hook_stats, budget_flops), LC_FIELD(llama_cancel_hook_stats, stopped),
-    LC_FIELD(llama_cancel_hook_stats, interval_ms), LC_FIELD(llama_cancel_hook_stats, round_trip_ms), LC_END,
+    LC_FIELD(llama_cancel_hook_stats, budget_flops), LC_FIELD(llama_cancel_hook_stats, interval_ms),
+    LC_FIELD(llama_cancel_hook_stats, round_trip_ms), LC_END,
 };
 const field_entry decode_params[] = {
-    LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, abort_callback),
-    LC_FIELD(llama_cancel_decode_params, abort_callback_data), LC_FIELD(llama_cancel_decode_params, hook),
-    LC_FIELD(llama_cancel_decode_params, sliced_outputs), LC_FIELD(llama_cancel_decode_params, max_stop_ms),
-    LC_FIELD(llama_cancel_decode_params, seq_flags), LC_FIELD(llama_cancel_decode_params, n_seq_flags),
-    LC_FIELD(llama_cancel_decode_params, seq_cancelled), LC_FIELD(llama_cancel_decode_params, seq_output), LC_END,
+    LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, hook),
+    LC_FIELD(llama_cancel_decode_params, abort_callback), LC_FIELD(llama_cancel_decode_params, abort_callback_data),
+    LC_FIELD(llama_cancel_decode_params, seq_flags), LC_FIELD(llama_cancel_decode_params, max_stop_ms),
+    LC_FIELD(llama_cancel_decode_params, n_seq), LC_END,
+};
+const field_entry seq_result[] = {
+    LC_FIELD(llama_cancel_seq_result, n_committed), LC_FIELD(llama_cancel_seq_result, output),
+    LC_FIELD(llama_cancel_seq_result, cancelled), LC_END,
 };
 const field_entry decode_result[] = {
     LC_FIELD(llama_cancel_decode_result, status), LC_FIELD(llama_cancel_decode_result, decode_ret),
     LC_FIELD(llama_cancel_decode_result, n_committed), LC_FIELD(llama_cancel_decode_result, output_base),
-    LC_FIELD(llama_cancel_decode_result, message), LC_FIELD(llama_cancel_decode_result, n_decode_calls),
+    LC_FIELD(llama_cancel_decode_result, n_decode_calls), LC_FIELD(llama_cancel_decode_result, n_seq_cancelled),
     LC_FIELD(llama_cancel_decode_result, longest_node_ms), LC_FIELD(llama_cancel_decode_result, budget_missed),
-    LC_FIELD(llama_cancel_decode_result, n_seq_cancelled), LC_END,
+    LC_FIELD(llama_cancel_decode_result, message), LC_END,
 };
 const field_entry generate_params[] = {
-    LC_FIELD(llama_cancel_generate_params, flag), LC_FIELD(llama_cancel_generate_params, n_predict),
-    LC_FIELD(llama_cancel_generate_params, seq_id), LC_FIELD(llama_cancel_generate_params, sampler),
-    LC_FIELD(llama_cancel_generate_params, hook), LC_FIELD(llama_cancel_generate_params, on_token),
-    LC_FIELD(llama_cancel_generate_params, on_token_data), LC_FIELD(llama_cancel_generate_params, max_stop_ms), LC_END,
+    LC_FIELD(llama_cancel_generate_params, flag), LC_FIELD(llama_cancel_generate_params, hook),
+    LC_FIELD(llama_cancel_generate_params, sampler), LC_FIELD(llama_cancel_generate_params, on_token),
+    LC_FIELD(llama_cancel_generate_params, on_token_data), LC_FIELD(llama_cancel_generate_params, max_stop_ms),
+    LC_FIELD(llama_cancel_generate_params, n_predict), LC_FIELD(llama_cancel_generate_params, seq_id),
+    LC_FIELD(llama_cancel_generate_params, n_batch), LC_END,
 };
 const field_entry generate_result[] = {
     LC_FIELD(llama_cancel_generate_result, status), LC_FIELD(llama_cancel_generate_result, stop_reason),
     LC_FIELD(llama_cancel_generate_result, n_prompt_committed), LC_FIELD(llama_cancel_generate_result, n_generated),
     LC_FIELD(llama_cancel_generate_result, n_generated_committed), LC_FIELD(llama_cancel_generate_result, n_past),
-    LC_FIELD(llama_cancel_generate_result, message), LC_END,
+    LC_FIELD(llama_cancel_generate_result, n_chunks_done), LC_FIELD(llama_cancel_generate_result, message), LC_END,
 };
 const field_entry load_result[] = {
     LC_FIELD(llama_cancel_load_result, status), LC_FIELD(llama_cancel_load_result, message), LC_END,
 };
 const field_entry mtmd_params[] = {
     LC_FIELD(llama_cancel_mtmd_params, flag), LC_FIELD(llama_cancel_mtmd_params, decode_hook),
-    LC_FIELD(llama_cancel_mtmd_params, seq_id), LC_FIELD(llama_cancel_mtmd_params, n_batch),
-    LC_FIELD(llama_cancel_mtmd_params, logits_last), LC_FIELD(llama_cancel_mtmd_params, max_stop_ms),
-    LC_FIELD(llama_cancel_mtmd_params, seq_flags), LC_FIELD(llama_cancel_mtmd_params, n_seq_flags), LC_END,
+    LC_FIELD(llama_cancel_mtmd_params, seq_flags), LC_FIELD(llama_cancel_mtmd_params, max_stop_ms),
+    LC_FIELD(llama_cancel_mtmd_params, n_seq), LC_FIELD(llama_cancel_mtmd_params, seq_id),
+    LC_FIELD(llama_cancel_mtmd_params, n_batch), LC_END,
 };
 const field_entry mtmd_result[] = {
     LC_FIELD(llama_cancel_mtmd_result, status), LC_FIELD(llama_cancel_mtmd_result, n_chunks_done),
     LC_FIELD(llama_cancel_mtmd_result, n_past), LC_FIELD(llama_cancel_mtmd_result, message), LC_END,
 };
+
+// No padding anywhere (between fields or at the end) on 64-bit targets: the sum of the field
+// sizes is the struct's size, so a field added to a struct always changes its size.
+#if UINTPTR_MAX == UINT64_MAX
+template <typename... F> constexpr size_t sum_of(F... sizes) {
+    return (sizes + ... + size_t{0});
+}
+#    define LC_NO_HOLES(S, ...) static_assert(sizeof(S) == sum_of(__VA_ARGS__), #S " has padding")
+#    define LC_SZ(S, F)         sizeof(S::F)
+LC_NO_HOLES(llama_cancel_hook_params, LC_SZ(llama_cancel_hook_params, interval_ms),
+            LC_SZ(llama_cancel_hook_params, flag), LC_SZ(llama_cancel_hook_params, chain),
+            LC_SZ(llama_cancel_hook_params, chain_data));
+LC_NO_HOLES(llama_cancel_hook_stats, 5 * sizeof(uint64_t));
+LC_NO_HOLES(llama_cancel_decode_params, 5 * sizeof(void *), sizeof(float), sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_seq_result, 3 * sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_decode_result, 8 * sizeof(int32_t), 256);
+LC_NO_HOLES(llama_cancel_generate_params, 5 * sizeof(void *), 4 * sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_generate_result, 7 * sizeof(int32_t), 256);
+LC_NO_HOLES(llama_cancel_load_result, sizeof(int32_t), 256);
+LC_NO_HOLES(llama_cancel_mtmd_params, 3 * sizeof(void *), 4 * sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_mtmd_result, 3 * sizeof(int32_t), 256);
+#endif
 
 #define LC_STRUCT(S, FIELDS) { #S, sizeof(S), FIELDS }
 
@@ -78,6 +105,7 @@ const struct_entry structs[] = {
     LC_STRUCT(llama_cancel_hook_params, hook_params),
     LC_STRUCT(llama_cancel_hook_stats, hook_stats),
     LC_STRUCT(llama_cancel_decode_params, decode_params),
+    LC_STRUCT(llama_cancel_seq_result, seq_result),
     LC_STRUCT(llama_cancel_decode_result, decode_result),
     LC_STRUCT(llama_cancel_generate_params, generate_params),
     LC_STRUCT(llama_cancel_generate_result, generate_result),
@@ -107,9 +135,9 @@ extern "C" int32_t llama_cancel_version(void) {
     return LLAMA_CANCEL_VERSION;
 }
 
-extern "C" size_t llama_cancel_struct_size(const char * name) {
+extern "C" int64_t llama_cancel_struct_size(const char * name) {
     const struct_entry * s = find_struct(name);
-    return s != nullptr ? s->size : 0;
+    return s != nullptr ? static_cast<int64_t>(s->size) : 0;
 }
 
 extern "C" int64_t llama_cancel_field_offset(const char * name, const char * field) {
@@ -123,19 +151,6 @@ extern "C" int64_t llama_cancel_field_offset(const char * name, const char * fie
         }
     }
     return -1;
-}
-
-extern "C" const char * llama_cancel_field_name(const char * name, int32_t i) {
-    const struct_entry * s = find_struct(name);
-    if (s == nullptr || s->fields == nullptr || i < 0) {
-        return nullptr;
-    }
-    for (const field_entry * f = s->fields; f->name != nullptr; ++f, --i) {
-        if (i == 0) {
-            return f->name;
-        }
-    }
-    return nullptr;
 }
 
 extern "C" bool llama_cancel_has_mtmd(void) {

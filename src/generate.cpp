@@ -37,8 +37,12 @@ void fill(llama_batch & b, const llama_token * tokens, int32_t n, llama_pos pos,
     }
 }
 
+// The most likely next token; -1 when the context has no logits (an embeddings-only context).
 llama_token greedy(llama_context * ctx, int32_t n_vocab) {
     const float * logits = llama_get_logits_ith(ctx, -1);
+    if (logits == nullptr) {
+        return -1;
+    }
     return static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
 }
 
@@ -70,11 +74,10 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     auto next_pos = [&] { return llama_memory_seq_pos_max(mem, p.seq_id) + 1; };
 
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag           = p.flag;
-    dp.hook           = p.hook;
-    dp.sliced_outputs = true; // the loop samples the last output by negative index
-    dp.max_stop_ms    = p.max_stop_ms;
-    llama_cancel_decode_result dr;
+    dp.flag        = p.flag;
+    dp.hook        = p.hook;
+    dp.max_stop_ms = p.max_stop_ms;
+    llama_cancel_decode_result dr{};
 
     auto finish = [&](int32_t status, int32_t reason) {
         if (r != nullptr) {
@@ -89,13 +92,14 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     };
 
     // Prefill in chunks of n_batch; each is a cancellable decode.
-    const int32_t n_batch = static_cast<int32_t>(llama_n_batch(ctx));
+    const int32_t ctx_batch = static_cast<int32_t>(llama_n_batch(ctx));
+    const int32_t n_batch   = p.n_batch > 0 ? std::min(p.n_batch, ctx_batch) : ctx_batch;
     batch_guard   batch(std::max(1, std::min(n_prompt, n_batch))); // at least one: the token loop uses it
     int32_t       done = 0;
     while (done < n_prompt) {
         const int32_t n = std::min(n_batch, n_prompt - done);
         fill(batch.b, prompt + done, n, next_pos(), p.seq_id);
-        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr, 0);
+        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr);
         done += st == LLAMA_CANCEL_OK ? n : dr.n_committed;
         if (r != nullptr) {
             r->n_prompt_committed = done;
@@ -111,6 +115,11 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
             return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
         }
         const llama_token tok = p.sampler != nullptr ? llama_sampler_sample(p.sampler, ctx, -1) : greedy(ctx, n_vocab);
+        if (tok < 0) {
+            std::snprintf(dr.message, sizeof(dr.message), "%s",
+                          "the context has no logits to sample from (an embeddings-only context?)");
+            return finish(LLAMA_CANCEL_ERROR, LLAMA_CANCEL_STOP_ERROR);
+        }
         if (llama_vocab_is_eog(vocab, tok)) {
             return finish(LLAMA_CANCEL_OK, LLAMA_CANCEL_STOP_EOG);
         }
@@ -122,7 +131,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
             return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
         }
         fill(batch.b, &tok, 1, next_pos(), p.seq_id);
-        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr, 0);
+        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr);
         if (st != LLAMA_CANCEL_OK) {
             return finish(st, st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR);
         }

@@ -10,16 +10,14 @@
 namespace {
 
 int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
-                      const mtmd_input_chunks * chunks, size_t first_chunk, llama_pos n_past,
+                      const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
                       const llama_cancel_generate_params & gp, llama_token * out, int32_t n_out_max,
-                      llama_cancel_generate_result * result, size_t * n_chunks_done) {
+                      llama_cancel_generate_result * result) {
     if (gp.n_predict < 0) {
         // Refused before the prompt: nothing is evaluated.
-        if (n_chunks_done != nullptr) {
-            *n_chunks_done = first_chunk;
-        }
         if (result != nullptr) {
-            result->n_past = n_past;
+            result->n_chunks_done = first_chunk;
+            result->n_past        = n_past;
         }
         llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "n_predict is %d; it must be 0 or more", gp.n_predict);
         llama_cancel::mark_error(result);
@@ -29,15 +27,14 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
     mp.flag        = gp.flag;
     mp.decode_hook = gp.hook;
     mp.seq_id      = gp.seq_id;
-    mp.logits_last = true;
-    llama_cancel_mtmd_result mr;
+    mp.n_batch     = gp.n_batch;
+    mp.max_stop_ms = gp.max_stop_ms;
+    llama_cancel_mtmd_result mr{};
     const int32_t st = llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, &mp, &mr);
-    if (n_chunks_done != nullptr) {
-        *n_chunks_done = mr.n_chunks_done;
-    }
     if (st != LLAMA_CANCEL_OK) {
         if (result != nullptr) {
             std::memset(result, 0, sizeof(*result));
+            result->n_chunks_done      = mr.n_chunks_done;
             result->status             = st;
             result->stop_reason        = st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR;
             result->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
@@ -50,6 +47,7 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
     const int32_t rc = llama_cancel_generate(lctx, nullptr, 0, &gp, out, n_out_max, result);
     if (result != nullptr) {
         result->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
+        result->n_chunks_done      = mr.n_chunks_done;
     }
     return rc;
 }
@@ -58,16 +56,14 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
 
 extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
                                               llama_context * lctx, const mtmd_input_chunks * chunks,
-                                              size_t first_chunk, llama_pos n_past,
+                                              int32_t first_chunk, llama_pos n_past,
                                               const llama_cancel_generate_params * params, llama_token * out,
-                                              int32_t n_out_max, llama_cancel_generate_result * result,
-                                              size_t * n_chunks_done) {
+                                              int32_t n_out_max, llama_cancel_generate_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     const llama_cancel_generate_params gp = params != nullptr ? *params : llama_cancel_generate_default_params();
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
-        return generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, gp, out, n_out_max, result,
-                             n_chunks_done);
+        return generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, gp, out, n_out_max, result);
     });
 }

@@ -6,22 +6,27 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sys/stat.h>
+#include <filesystem>
+#include <system_error>
 
 bool llama_cancel::check_gguf_file(const char * path, char * message, size_t size) {
-    struct stat st{};
-    if (stat(path, &st) != 0) {
-        std::snprintf(message, size, "cannot open %s: %s", path, std::strerror(errno));
+    // std::filesystem with an error code: portable (no POSIX stat) and no exception.
+    namespace fs = std::filesystem;
+    std::error_code       ec;
+    const fs::file_status st = fs::status(fs::u8path(path), ec);
+    if (ec) {
+        std::snprintf(message, size, "cannot open %s: %s", path, ec.message().c_str());
         return false;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (fs::is_directory(st)) {
         std::snprintf(message, size, "%s is a folder, not a GGUF file", path);
         return false;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!fs::is_regular_file(st)) {
         std::snprintf(message, size, "%s is not a regular file", path);
         return false;
     }
+    const uintmax_t file_size = fs::file_size(fs::u8path(path), ec);
     FILE * f = std::fopen(path, "rb");
     if (f == nullptr) {
         std::snprintf(message, size, "cannot open %s: %s", path, std::strerror(errno));
@@ -31,8 +36,8 @@ bool llama_cancel::check_gguf_file(const char * path, char * message, size_t siz
     const size_t n        = std::fread(magic, 1, sizeof(magic), f);
     std::fclose(f);
     if (n != sizeof(magic) || std::memcmp(magic, "GGUF", 4) != 0) {
-        std::snprintf(message, size, "%s is not a GGUF file (%zu bytes, no GGUF magic)", path,
-                      static_cast<size_t>(st.st_size));
+        std::snprintf(message, size, "%s is not a GGUF file (%llu bytes, no GGUF magic)", path,
+                      static_cast<unsigned long long>(ec ? 0 : file_size));
         return false;
     }
     return true;

@@ -9,7 +9,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
-#include "eval_callback.h"
+#include "call.h"
 #include "flag.h"
 #include "memory_checkpoint.h"
 #include "status.h"
@@ -97,19 +97,18 @@ struct eval_state {
 
 // The byte of the evaluated sequence among the per-sequence bytes, or NULL.
 const int8_t * seq_flag_of(const llama_cancel_mtmd_params & p) {
-    return p.seq_flags != nullptr && p.seq_id < p.n_seq_flags ? p.seq_flags[p.seq_id] : nullptr;
+    return p.seq_flags != nullptr && p.seq_id < p.n_seq ? p.seq_flags[p.seq_id] : nullptr;
 }
 
 // Text and embedding decodes: the chunk's last output is read by negative index (llama_get_logits_ith(-1)).
 // A stop-time budget slices causal decodes only: non-causal attention must see the slice whole.
 llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p, bool causal = true) {
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag           = p.flag;
-    dp.seq_flags      = p.seq_flags; // the sequence's own byte drops it: the decode is then cancelled
-    dp.n_seq_flags    = p.n_seq_flags;
-    dp.hook           = p.decode_hook;
-    dp.sliced_outputs = true;
-    dp.max_stop_ms    = causal ? p.max_stop_ms : 0.0f;
+    dp.flag        = p.flag;
+    dp.seq_flags   = p.seq_flags; // the sequence's own byte drops it: the decode is then cancelled
+    dp.n_seq       = p.n_seq;
+    dp.hook        = p.decode_hook;
+    dp.max_stop_ms = causal ? p.max_stop_ms : 0.0f;
     return dp;
 }
 
@@ -123,13 +122,13 @@ chunk_outcome eval_text(eval_state & s, const mtmd_input_chunk * chunk, llama_po
         return chunk_fail("text chunk without tokens");
     }
     const llama_cancel_decode_params dp = decode_params(s.p);
-    llama_cancel_decode_result dr;
+    llama_cancel_decode_result dr{};
     const int32_t n_tokens = static_cast<int32_t>(n);
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
         const int32_t k    = std::min(s.n_batch, n_tokens - a);
         const bool    last = a + k == n_tokens;
         const llama_batch b  = s.batch.get(tokens + a, nullptr, k, pos0 + a, output_last && last);
-        const int32_t     st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr, 0);
+        const int32_t     st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr);
         if (st != LLAMA_CANCEL_OK) {
             return from_decode(st, dr, "text");
         }
@@ -147,38 +146,24 @@ struct causal_guard {
     }
 };
 
-// The encode hook reads the call's byte and the sequence's; its own byte is put back after.
-struct hook_flag_guard {
-    llama_cancel_hook * hook;
-    const int8_t *      saved;
-    const int8_t *      seq_flag;
-    hook_flag_guard(llama_cancel_hook * h, const int8_t * flag, const int8_t * seq)
-        : hook(h), saved(llama_cancel_hook_get_flag(h)), seq_flag(seq) {
-        llama_cancel_hook_set_flag(hook, flag);
-        llama_cancel::hook_watch_seq_flags(hook, &seq_flag, seq_flag != nullptr ? 1 : 0);
-        llama_cancel_hook_reset(hook);
-    }
-    ~hook_flag_guard() {
-        llama_cancel::hook_watch_seq_flags(hook, nullptr, 0);
-        llama_cancel_hook_set_flag(hook, saved);
-    }
-    hook_flag_guard(const hook_flag_guard &) = delete;
-    hook_flag_guard & operator=(const hook_flag_guard &) = delete;
-};
-
 chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
     const char *  name     = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio";
     const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk));
 
     // The encode: the hook bound to mctx reads the byte at its checkpoints. A graph it stopped
     // still returns 0, so its stopped state (or the byte, for a stateless callback) decides.
-    int32_t ret     = 0;
-    bool    stopped = false;
+    // The encode is a call of its own: the hook (or the stateless callback) bound to mctx reads
+    // its bytes, and reports a graph it stopped.
+    llama_cancel::call encode;
+    encode.flag      = s.p.flag;
+    encode.seq_flags = {s.seq_flag};
+    int32_t ret      = 0;
     {
-        hook_flag_guard guard(s.encode_hook, s.p.flag, s.seq_flag);
-        ret     = mtmd_encode_chunk(s.mctx, chunk);
-        stopped = llama_cancel_hook_stopped(s.encode_hook);
+        llama_cancel::call_scope scope(encode);
+        llama_cancel_hook_reset(s.encode_hook);
+        ret = mtmd_encode_chunk(s.mctx, chunk);
     }
+    const bool stopped = encode.eval_stopped || llama_cancel_hook_stopped(s.encode_hook);
     if (stopped || s.stop_set()) {
         chunk_outcome o;
         o.status = LLAMA_CANCEL_CANCELLED;
@@ -201,7 +186,7 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
         causal.ctx = s.lctx;
     }
     const llama_cancel_decode_params dp = decode_params(s.p, causal.ctx == nullptr);
-    llama_cancel_decode_result dr;
+    llama_cancel_decode_result dr{};
     const size_t n_embd = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
         const int32_t k    = std::min(s.n_batch, n_tokens - a);
@@ -209,7 +194,7 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
         const int32_t st =
             llama_cancel_decode(s.lctx, s.batch.get(nullptr, embd + static_cast<size_t>(a) * n_embd, k, pos0 + a,
                                                     output_last && last),
-                                &dp, &dr, nullptr, 0);
+                                &dp, &dr, nullptr);
         if (st != LLAMA_CANCEL_OK) {
             return from_decode(st, dr, name);
         }
@@ -219,7 +204,7 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
 
 // The arguments llama.cpp and mtmd would otherwise assert on or reject without saying why; the
 // n_batch to use in `n_batch`. LLAMA_CANCEL_OK when all are fine.
-int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_chunks * chunks, size_t first_chunk,
+int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_chunks * chunks, int32_t first_chunk,
                    llama_pos n_past, const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r,
                    int32_t * n_batch) {
     if (mctx == nullptr) {
@@ -232,8 +217,8 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
         return fail(r, "chunks is NULL");
     }
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
-    if (first_chunk > n_chunks) {
-        return fail(r, "first_chunk %zu is past the end of the %zu chunks", first_chunk, n_chunks);
+    if (first_chunk < 0 || static_cast<size_t>(first_chunk) > n_chunks) {
+        return fail(r, "first_chunk %d is outside [0, %zu]", first_chunk, n_chunks);
     }
     if (n_past < 0) {
         return fail(r, "n_past is %d; positions start at 0", n_past);
@@ -242,15 +227,15 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
     if (p.seq_id < 0 || static_cast<uint32_t>(p.seq_id) >= n_seq_max) {
         return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, n_seq_max);
     }
-    if (p.n_seq_flags < 0 || (p.seq_flags != nullptr && p.n_seq_flags == 0)) {
-        return fail(r, "n_seq_flags is %d; seq_flags needs n_seq_flags > 0 entries", p.n_seq_flags);
+    if (p.n_seq < 0 || (p.seq_flags != nullptr && p.n_seq == 0)) {
+        return fail(r, "n_seq is %d; seq_flags needs n_seq > 0 entries", p.n_seq);
     }
     const int32_t ctx_n_batch = static_cast<int32_t>(llama_n_batch(lctx));
     *n_batch = p.n_batch > 0 ? p.n_batch : ctx_n_batch;
     if (*n_batch > ctx_n_batch) {
         return fail(r, "n_batch %d is more than the context's n_batch %d", *n_batch, ctx_n_batch);
     }
-    for (size_t i = first_chunk; i < n_chunks; ++i) {
+    for (size_t i = static_cast<size_t>(first_chunk); i < n_chunks; ++i) {
         const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks, i);
         if (c == nullptr) {
             return fail(r, "chunk %zu is NULL", i);
@@ -268,7 +253,7 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
 }
 
 int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
-                    const mtmd_input_chunks * chunks, size_t first_chunk, llama_pos n_past,
+                    const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
                     const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
     if (r != nullptr) {
         r->n_chunks_done = first_chunk;
@@ -287,7 +272,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     // recurrent state on models that have one).
     llama_cancel::memory_checkpoint checkpoint;
     const bool with_state = llama_cancel::memory_checkpoint::needs_state(lctx);
-    for (size_t i = first_chunk; i < n_chunks; ++i) {
+    for (size_t i = static_cast<size_t>(first_chunk); i < n_chunks; ++i) {
         if (s.stop_set()) {
             if (r != nullptr) {
                 r->status = LLAMA_CANCEL_CANCELLED;
@@ -295,7 +280,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
             return LLAMA_CANCEL_CANCELLED;
         }
         const mtmd_input_chunk * chunk       = mtmd_input_chunks_get(chunks, i);
-        const bool               output_last = p.logits_last && i + 1 == n_chunks;
+        const bool               output_last = i + 1 == n_chunks;
         chunk_outcome            o;
         if (!checkpoint.capture(lctx, {p.seq_id}, with_state)) {
             return fail(r, "chunk %zu: could not copy the recurrent state of sequence %d", i, p.seq_id);
@@ -325,7 +310,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         }
         pos += mtmd_input_chunk_get_n_pos(chunk);
         if (r != nullptr) {
-            r->n_chunks_done = i + 1;
+            r->n_chunks_done = static_cast<int32_t>(i + 1);
             r->n_past        = pos;
         }
     }
@@ -343,21 +328,20 @@ extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
     p.decode_hook = nullptr;
     p.seq_id      = 0;
     p.n_batch     = 0;
-    p.logits_last = true;
     return p;
 }
 
 
 extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
                                                  llama_context * lctx, const mtmd_input_chunks * chunks,
-                                                 size_t first_chunk, llama_pos n_past,
+                                                 int32_t first_chunk, llama_pos n_past,
                                                  const llama_cancel_mtmd_params * params,
                                                  llama_cancel_mtmd_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
-    // The guards have restored causal attention and the hook's byte by the time an exception
+    // The guards have restored causal attention and the current call by the time an exception
     // reaches abi_guard.
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, result);

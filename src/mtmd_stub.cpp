@@ -14,13 +14,11 @@ const char * const no_mtmd = "built without libmtmd";
 
 // The same defaults as the libmtmd build (src/mtmd_chunks.cpp): a host reads them either way.
 extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
-    llama_cancel_mtmd_params p{};
-    p.logits_last = true;
-    return p;
+    return llama_cancel_mtmd_params{};
 }
 
 extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                                 const mtmd_input_chunks *, size_t first_chunk, llama_pos n_past,
+                                                 const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
                                                  const llama_cancel_mtmd_params *, llama_cancel_mtmd_result * result) {
     // As for any error: memory holds chunks [first_chunk, n_chunks_done), here none.
     if (result != nullptr) {
@@ -40,14 +38,12 @@ extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const l
 }
 
 extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                              const mtmd_input_chunks *, size_t first_chunk, llama_pos n_past,
+                                              const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
                                               const llama_cancel_generate_params *, llama_token *, int32_t,
-                                              llama_cancel_generate_result * result, size_t * n_chunks_done) {
-    if (n_chunks_done != nullptr) {
-        *n_chunks_done = first_chunk;
-    }
+                                              llama_cancel_generate_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
+        result->n_chunks_done = first_chunk;
         result->stop_reason = LLAMA_CANCEL_STOP_ERROR;
         result->n_past      = n_past;
     }

@@ -148,7 +148,8 @@ void pending_batch::consume(int32_t n) {
 
 bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
                               std::vector<std::pair<llama_seq_id, llama_pos>> & requeue) {
-    requeue.clear();
+    // Filled here and handed out only on success: a false leaves the caller's vector as it was.
+    std::vector<std::pair<llama_seq_id, llama_pos>> again_from;
     std::vector<bool> held(n);
     for (int32_t k = 0; k < n; ++k) {
         const int32_t i = index_[next_ + k];
@@ -162,15 +163,15 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
         const bool output = is_output(i, n, k, embeddings_context);
         for (const llama_seq_id s : seqs_[i]) {
             const bool going_on = !(s < n_flags_ && flag_is_set(flags_[s]));
-            const bool seen = std::any_of(requeue.begin(), requeue.end(), [&](const auto & r) { return r.first == s; });
+            const bool seen = std::any_of(again_from.begin(), again_from.end(), [&](const auto & r) { return r.first == s; });
             if (held[k] && output && going_on && !seen) {
-                requeue.emplace_back(s, pos_[i]);
+                again_from.emplace_back(s, pos_[i]);
             }
         }
     }
     const auto again = [&](int32_t i) {
         return std::any_of(seqs_[i].begin(), seqs_[i].end(), [&](llama_seq_id s) {
-            return std::any_of(requeue.begin(), requeue.end(),
+            return std::any_of(again_from.begin(), again_from.end(),
                                [&](const auto & r) { return r.first == s && pos_[i] >= r.second; });
         });
     };
@@ -178,7 +179,6 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
     for (int32_t k = 0; k < n; ++k) {
         const int32_t i = index_[next_ + k];
         if (again(i) && seqs_[i].size() > 1) {
-            requeue.clear();
             return false; // removing it from one sequence would leave it in the others
         }
         committed[i] = held[k] && !again(i);
@@ -187,6 +187,7 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
     const auto rest  = std::stable_partition(first, first + n, [&](int32_t i) { return committed[i]; });
     next_ += static_cast<int32_t>(rest - first);
     gaps_ = gaps_ || rest != first;
+    requeue = std::move(again_from);
     return true;
 }
 

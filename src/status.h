@@ -11,7 +11,11 @@ template <typename Result, typename... Args>
 void set_status(Result * result, int32_t status, const char * fmt, Args... args) {
     if (result != nullptr) {
         result->status = status;
-        std::snprintf(result->message, sizeof(result->message), fmt, args...);
+        if constexpr (sizeof...(Args) == 0) {
+            std::snprintf(result->message, sizeof(result->message), "%s", fmt); // a plain message
+        } else {
+            std::snprintf(result->message, sizeof(result->message), fmt, args...);
+        }
     }
 }
 

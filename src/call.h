@@ -1,0 +1,60 @@
+// One cancellable call (a llama_cancel_decode, one encode of an mtmd chunk): what the callbacks read
+// while its graphs run, and what they report back to it. The function that makes the call owns the
+// object and makes it this thread's current call for its duration (call_scope). ggml runs the abort
+// callback and cb_eval on the thread that computes the graph, which is the thread making the call,
+// so both callbacks find it there, whatever user data the host bound them with. Outside any call
+// they read only their own user data.
+#pragma once
+
+#include "llama.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llama_cancel {
+
+class slice_budget;
+
+struct call {
+    // Set by the caller, read by the callbacks.
+    const int8_t *              flag = nullptr;     // the call's byte
+    std::vector<const int8_t *> seq_flags;          // bytes of the sequences still pending
+    ggml_abort_callback         abort_callback = nullptr; // the caller's own, consulted beside the bytes
+    void *                      abort_data     = nullptr;
+    double                      cap_ms = 0.0;       // cap on the checkpoint interval (a budget's share); 0: none
+    slice_budget *              budget = nullptr;   // node clock of a stop-time budget; NULL: none
+
+    // Written by the callbacks during one graph; begin_graph() clears them.
+    bool     eval_stopped    = false; // an eval callback stopped the graph (llama_decode still returns 0)
+    double   longest_view_ms = 0.0;   // longest compute between two checkpoints on a device
+    uint64_t device_asks     = 0;     // asks about device nodes so far (never cleared: a clock)
+
+    // The call's byte or a pending sequence's is set.
+    bool stop_requested() const;
+    void begin_graph() {
+        eval_stopped    = false;
+        longest_view_ms = 0.0;
+    }
+};
+
+// This thread's current call, or NULL.
+call * current_call();
+
+// Makes `c` the thread's current call until destroyed, then puts the previous one back (an mtmd
+// chunk's call holds the decodes' calls inside it).
+class call_scope {
+  public:
+    explicit call_scope(call & c);
+    ~call_scope();
+    call_scope(const call_scope &) = delete;
+    call_scope & operator=(const call_scope &) = delete;
+
+  private:
+    call * previous_;
+};
+
+// ggml_abort_callback with the call as user data: the node clock of a budget, the bytes, the
+// caller's own callback.
+bool call_abort_callback(void * c);
+
+} // namespace llama_cancel
