@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <ostream>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -140,6 +141,8 @@ const auto * const g_environment = fixtures::add_backend_environment([] {
 // Where a batch asks for outputs: its last token only (as every prefill does), or also token 10,
 // before the last ubatch.
 enum class outputs { last, early };
+// How gtest names the parameter in its messages.
+void PrintTo(outputs o, std::ostream * os) { *os << (o == outputs::last ? "last_output" : "early_output"); }
 
 // A stop with default decode params keeps its finished slices, except for a batch with an output
 // before its last ubatch on a context where a stop undoes a whole llama_decode call (a hook bound,
