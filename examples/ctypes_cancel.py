@@ -53,7 +53,8 @@ flag = llama_cancel.Flag()               # the host owns the byte; it must outli
 probe_cb, probe, wait_inside = hold_inside_decode(flag, 300)
 out = {}
 worker = threading.Thread(target=lambda: out.update(r=lc.decode(ctx, batch, flag, abort_callback=probe_cb,
-                                                                abort_callback_data=probe)))
+                                                                abort_callback_data=probe)),
+                          daemon=True)          # should it hang, the assert below ends the process
 worker.start()
 wait_inside()
 flag.set()                               # the user presses "stop": one byte store, from any thread

@@ -14,6 +14,9 @@ thread_local call * t_current = nullptr;
 } // namespace
 
 bool call::stop_requested() const {
+    if (hold) {
+        return false;
+    }
     if (flag_is_set(flag)) {
         return true;
     }
@@ -41,6 +44,9 @@ bool call_abort_callback(void * user_data) {
     auto * c = static_cast<call *>(user_data);
     if (c->budget != nullptr) {
         c->budget->on_node(now_ms(), c->device_asks);
+    }
+    if (c->hold) {
+        return false;
     }
     return c->stop_requested() || (c->abort_callback != nullptr && c->abort_callback(c->abort_data));
 }

@@ -6,6 +6,7 @@
 // they read only their own user data.
 #pragma once
 
+#include "abort_reach.h"
 #include "llama.h"
 
 #include <cstdint>
@@ -23,16 +24,25 @@ struct call {
     void *                      abort_data     = nullptr;
     double                      cap_ms = 0.0;       // cap on the checkpoint interval (a budget's share); 0: none
     slice_budget *              budget = nullptr;   // node clock of a stop-time budget; NULL: none
+    // The call installed an abort callback on the context: nodes of backends that take it need no
+    // eval-callback checkpoint (abort_reach.h). False for an encode (clip takes none).
+    bool                        abort_installed = false;
+    abort_reach                 reach;
+    // The graph in flight runs to its end whatever the bytes say (no checkpoint, no stop): a step
+    // cheaper to finish than to snapshot. The call looks at the bytes once it returns.
+    bool                        hold = false;
 
     // Written by the callbacks during one graph; begin_graph() clears them.
     bool     eval_stopped    = false; // an eval callback stopped the graph (llama_decode still returns 0)
+    bool     held_stop       = false; // a chained cb_eval asked to stop a held graph
     double   longest_view_ms = 0.0;   // longest compute between two checkpoints on a device
     uint64_t device_asks     = 0;     // asks about device nodes so far (never cleared: a clock)
 
-    // The call's byte or a pending sequence's is set.
+    // The call's byte or a pending sequence's is set (never while the call holds its graph).
     bool stop_requested() const;
     void begin_graph() {
         eval_stopped    = false;
+        held_stop       = false;
         longest_view_ms = 0.0;
     }
 };

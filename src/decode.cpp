@@ -88,9 +88,9 @@ constexpr double k_hook_budget_share = 0.7;
 struct abort_guard {
     llama_context *                    ctx;
     const llama_cancel_decode_params & p;
-    abort_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::call & call)
+    abort_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::call & call, bool holds)
         : ctx(c), p(params) {
-        if (call.abort_callback != nullptr || call.budget != nullptr || p.seq_flags != nullptr) {
+        if (call.abort_callback != nullptr || call.budget != nullptr || p.seq_flags != nullptr || holds) {
             llama_set_abort_callback(ctx, llama_cancel::call_abort_callback, &call);
         } else {
             llama_set_abort_callback(ctx, llama_cancel_abort_callback, const_cast<int8_t *>(p.flag));
@@ -181,6 +181,13 @@ struct decode_run {
         return true;
     }
 
+    // A generation step (at most one token per sequence) on recurrent state: cheaper to let it run to
+    // its end than to copy the state before it, and a stop then waits one step at most. Not with
+    // the caller's own abort callback, which may ask for a stop inside the graph.
+    bool holds(int32_t n) const {
+        return plan.with_state && p.abort_callback == nullptr && pending.one_token_per_seq(n);
+    }
+
     // One llama_decode over the next n pending tokens.
     int32_t decode_next(int32_t n) {
         // Every pending sequence's byte, not only those in this call: a host waits for the drop.
@@ -217,7 +224,7 @@ struct decode_run {
                 undo_call();
                 return false;
             case call_end::failed:
-                if (plan.with_state) {
+                if (plan.with_state && !call.hold) {
                     undo_call();
                 }
                 return false;
@@ -238,14 +245,22 @@ struct decode_run {
                 break;
             }
             const int32_t n = next_size();
+            call.hold = holds(n);
             // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
-            if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state)) {
+            if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state && !call.hold)) {
                 std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d",
                               pending.next_index());
                 break;
             }
             o.ret = decode_next(n);
-            if (!settle(n, o.ret)) {
+            const bool held_stop = call.hold && call.held_stop;
+            const bool more      = settle(n, o.ret);
+            call.hold = false;
+            if (!more) {
+                break;
+            }
+            if (held_stop) {
+                o.stopped = true; // the chained cb_eval's stop, after the held step committed
                 break;
             }
             o.ret = o.ret == 2 ? 0 : o.ret; // a sequence's stop, handled: the decode goes on
@@ -363,11 +378,12 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     call.abort_data     = p.abort_callback_data;
     call.cap_ms         = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
     call.budget         = budget.active() ? &budget : nullptr;
+    call.abort_installed = true; // abort_guard below
     decode_run run{ctx, p, plan, budget, pending, call, {}, {}};
     run.seqs = seqs;
     {
         llama_cancel::call_scope scope(call);
-        abort_guard               guard(ctx, p, call);
+        abort_guard               guard(ctx, p, call, plan.with_state);
         run.run();
     }
     const int32_t status = status_of(run.o, pending);

@@ -61,6 +61,11 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && device != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
         }
+        // A held graph stops nowhere. The call's abort callback stops this node's backend by
+        // itself: a checkpoint would only cost a synchronize.
+        if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {
+            return false;
+        }
         return policy.place(t, device, now_ms(), llama_cancel::sleeps_until_almost_ready(t));
     } catch (...) {
         return true;
@@ -86,7 +91,10 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         return !ask; // nothing can stop it: no checkpoint, no synchronize
     }
     call * c = llama_cancel::current_call();
-    auto stop = [&] { return llama_cancel::flag_is_set(byte) || (c != nullptr && c->stop_requested()); };
+    auto stop = [&] {
+        return c != nullptr ? c->stop_requested() || (!c->hold && llama_cancel::flag_is_set(byte))
+                            : llama_cancel::flag_is_set(byte);
+    };
     if (ask) {
         apply_cap(t_policy, c);
         return stop() || checkpoint_due(t_policy, t, c);
@@ -214,6 +222,10 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         keep_going = p.chain(t, false, p.chain_data);
     }
     h->chain_asked = false;
+    if (!keep_going && c != nullptr && c->hold) {
+        c->held_stop = true; // a held graph runs on; the call stops once it returns
+        keep_going   = true;
+    }
     // A stop by a byte, or by the chained callback: either way the graph is incomplete.
     if (h->stopped || h->stop_requested(c) || !keep_going) {
         h->stopped = true;

@@ -88,6 +88,19 @@ bool pending_batch::flagged() const {
     return false;
 }
 
+bool pending_batch::one_token_per_seq(int32_t n) const {
+    std::vector<llama_seq_id> seen;
+    for (int32_t k = 0; k < n; ++k) {
+        for (const llama_seq_id s : seqs_[index_[next_ + k]]) {
+            if (std::find(seen.begin(), seen.end(), s) != seen.end()) {
+                return false;
+            }
+            seen.push_back(s);
+        }
+    }
+    return true;
+}
+
 std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
     std::vector<llama_seq_id> seqs;
     for (int32_t j = next_; j < next_ + n && j < static_cast<int32_t>(index_.size()); ++j) {

@@ -40,6 +40,8 @@ class pending_batch {
     bool flagged() const;
     // The sequences of the next `n` tokens, each once.
     std::vector<llama_seq_id> seqs_in(int32_t n) const;
+    // True when no sequence has more than one of the next `n` tokens (a generation step).
+    bool one_token_per_seq(int32_t n) const;
     // The bytes (not NULL) of the sequences with tokens left, for the abort callback and the hook
     // during the next call: a byte stops it even when its sequence's tokens come in a later call.
     const std::vector<const int8_t *> & flags();

@@ -10,7 +10,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import llama_cancel  # noqa: E402
-from llama_cancel import llama_cancel_decode_result  # noqa: E402
+from llama_cancel import llama_cancel_decode_result, llama_cancel_seq_result  # noqa: E402
 
 lib_path, model_path, probe_path = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
@@ -67,7 +67,7 @@ def worker():
     result["ret"] = llama.llama_decode(ctx, llama.llama_batch_get_one(tokens, 256))
 
 
-t = threading.Thread(target=worker)
+t = threading.Thread(target=worker, daemon=True)  # a hung decode fails the check below, not the exit
 t.start()
 deadline = time.monotonic() + 60
 while not probe.started and t.is_alive() and time.monotonic() < deadline:  # the graph runs on the worker
@@ -85,17 +85,22 @@ llama.llama_set_abort_callback(ctx, None, None)
 flag.value = 0
 params = cancel.llama_cancel_decode_default_params()
 params.flag = C.pointer(flag)
+params.n_seq = 1  # no per-sequence bytes: n_seq sizes the results array alone
 res = llama_cancel_decode_result()
-committed = (C.c_int32 * 1)()
-status = cancel.llama_cancel_decode(ctx, llama.llama_batch_get_one(tokens, 64), C.byref(params), C.byref(res),
-                                    committed, 1)
-check(status == 0 and res.n_committed == 64 and committed[0] == 64, f"llama_cancel_decode ok, 64 committed ({status})")
+seqs = (llama_cancel_seq_result * 1)((-7, -7, -7))  # impossible values: each one must be written
+status = cancel.llama_cancel_decode(ctx, llama.llama_batch_get_one(tokens, 64), C.byref(params), C.byref(res), seqs)
+check(status == 0 and res.n_committed == 64 and seqs[0].n_committed == 64 and seqs[0].cancelled == 0,
+      f"llama_cancel_decode ok, 64 committed ({status}, {seqs[0].n_committed}, {seqs[0].cancelled})")
+check(seqs[0].output >= 0 and bool(llama.llama_get_logits_ith(ctx, seqs[0].output)),
+      f"seqs[0].output names the last output ({seqs[0].output})")
+logits = cancel.llama_cancel_get_logits_ith(ctx, C.byref(res), 63)
+address = lambda ptr: C.cast(ptr, C.c_void_p).value  # noqa: E731
+check(bool(logits) and address(logits) == address(llama.llama_get_logits_ith(ctx, -1)),
+      "llama_cancel_get_logits_ith(batch index 63) is the last output")
 flag.value = 1
-status = cancel.llama_cancel_decode(ctx, llama.llama_batch_get_one(tokens, 64), C.byref(params), C.byref(res),
-                                    committed, 1)
+status = cancel.llama_cancel_decode(ctx, llama.llama_batch_get_one(tokens, 64), C.byref(params), C.byref(res), seqs)
 check(status == 1 and llama.llama_memory_seq_pos_max(mem, 0) == 63, "byte set on entry: cancelled, memory kept")
-status = cancel.llama_cancel_decode(None, llama.llama_batch_get_one(tokens, 4), C.byref(params), C.byref(res),
-                                    None, 0)
+status = cancel.llama_cancel_decode(None, llama.llama_batch_get_one(tokens, 4), C.byref(params), C.byref(res), None)
 check(status == -1 and b"NULL" in res.message, f"NULL context: error with message '{res.message.decode()}'")
 
 llama.llama_free(ctx)

@@ -1,13 +1,53 @@
 #!/usr/bin/env bash
-# Runs the Node binding's tests with node's test runner, from bindings/node so that koffi resolves
-# from its node_modules (npm ci from the lockfile; scripts/dev.sh does it). Exit 77 (skipped) with
-# the reason when koffi is not installed. usage: node_binding.sh NODE BINDING_DIR
+# Packs the Node binding (npm pack: what a host installs) and runs its tests with node's test runner
+# on the packed copy, koffi resolving from bindings/node/node_modules (npm ci from the lockfile;
+# scripts/dev.sh does it). Without koffi: exit 77 (skipped) with the reason, and in CI (CI=true),
+# where the README says koffi is installed, a failure with the reason; the same without npm.
+# usage: node_binding.sh NODE BINDING_DIR
 set -euo pipefail
 node=$1
-dir=$2
+dir=$(cd "$2" && pwd)
+case "${CI:-}" in true | TRUE | True | 1) ci=1 ;; *) ci=0 ;; esac
+missing=""
 if [ ! -f "$dir/node_modules/koffi/package.json" ]; then
-    echo "SKIP: koffi is not installed in $dir/node_modules (run: npm ci --prefix $dir)"
+    missing="koffi is not installed in $dir/node_modules (npm ci failed or did not run: npm ci --prefix $dir)"
+elif ! command -v npm >/dev/null; then
+    missing="npm is not installed (it packs the binding)"
+fi
+if [ -n "$missing" ]; then
+    echo "$missing"
+    if [ "$ci" = 1 ]; then
+        echo "FAIL: in CI (CI=$CI) a missing dependency fails the test instead of skipping it"
+        exit 1
+    fi
+    echo "SKIP"
     exit 77
 fi
+
+# The package as `npm pack` makes it: its file list, then the tests against the unpacked copy.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd "$dir" && npm pack --silent --pack-destination "$work" >/dev/null)
+tarball=$(ls "$work"/llama-cancel-*.tgz)
+listing=$(tar -tzf "$tarball" | sort)
+echo "packed $(basename "$tarball"):" $listing
+for f in package/index.js package/package.json package/README.md; do
+    grep -qx "$f" <<<"$listing" || { echo "FAIL: $f is not in the package"; exit 1; }
+done
+if grep -q -E '^package/(test|node_modules)/' <<<"$listing"; then
+    echo "FAIL: tests or node_modules in the package"
+    exit 1
+fi
+mkdir -p "$work/node_modules/llama-cancel"
+tar -xzf "$tarball" -C "$work/node_modules/llama-cancel" --strip-components=1
+for dep in "$dir"/node_modules/*; do # koffi and its platform package, as npm would install them
+    ln -s "$dep" "$work/node_modules/$(basename "$dep")"
+done
+
+timeout_opt=()
+if "$node" --help | grep -q -- --test-timeout; then
+    timeout_opt=(--test-timeout=180000) # per test; every wait inside is bounded more tightly
+fi
 cd "$dir"
-exec "$node" --test --test-reporter=spec test/*.test.js
+LLAMA_CANCEL_NODE_MODULE="$work/node_modules/llama-cancel" \
+    "$node" --test --test-reporter=spec "${timeout_opt[@]}" test/*.test.js

@@ -9,9 +9,10 @@
 //
 // The struct layouts below are copies of llama-cancel.h and llama.h; load() compares each with the
 // library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
+// A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
 
-const VERSION = [0, 4, 0]; // the header version these declarations follow
+const VERSION = [1, 0, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 
@@ -40,37 +41,41 @@ const T = {
         samplers: P, n_samplers: 'size_t', ctx_other: P,
     }),
     llama_cancel_hook_params: koffi.struct('llama_cancel_hook_params', {
-        flag: P, interval_ms: 'float', chain: P, chain_data: P,
+        interval_ms: 'double', flag: P, chain: P, chain_data: P,
     }),
     llama_cancel_hook_stats: koffi.struct('llama_cancel_hook_stats', {
-        checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', stopped: 'bool',
-        interval_ms: 'double', round_trip_ms: 'double',
+        checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', interval_ms: 'double',
+        round_trip_ms: 'double',
     }),
     llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
-        flag: P, abort_callback: P, abort_callback_data: P, hook: P, sliced_outputs: 'bool', max_stop_ms: 'float',
-        seq_flags: P, n_seq_flags: 'int32_t', seq_cancelled: P, seq_output: P,
+        flag: P, hook: P, abort_callback: P, abort_callback_data: P, seq_flags: P, max_stop_ms: 'float',
+        n_seq: 'int32_t',
+    }),
+    llama_cancel_seq_result: koffi.struct('llama_cancel_seq_result', {
+        n_committed: 'int32_t', output: 'int32_t', cancelled: 'int32_t',
     }),
     llama_cancel_decode_result: koffi.struct('llama_cancel_decode_result', {
         status: 'int32_t', decode_ret: 'int32_t', n_committed: 'int32_t', output_base: 'int32_t',
-        message: koffi.array('char', 256), n_decode_calls: 'int32_t', longest_node_ms: 'float', budget_missed: 'bool', n_seq_cancelled: 'int32_t',
+        n_decode_calls: 'int32_t', n_seq_cancelled: 'int32_t', longest_node_ms: 'float', budget_missed: 'int32_t',
+        message: koffi.array('char', 256),
     }),
     llama_cancel_generate_params: koffi.struct('llama_cancel_generate_params', {
-        flag: P, n_predict: 'int32_t', seq_id: 'int32_t', sampler: P, hook: P, on_token: P, on_token_data: P,
-        max_stop_ms: 'float',
+        flag: P, hook: P, sampler: P, on_token: P, on_token_data: P, max_stop_ms: 'float', n_predict: 'int32_t',
+        seq_id: 'int32_t', n_batch: 'int32_t',
     }),
     llama_cancel_generate_result: koffi.struct('llama_cancel_generate_result', {
         status: 'int32_t', stop_reason: 'int32_t', n_prompt_committed: 'int32_t', n_generated: 'int32_t',
-        n_generated_committed: 'int32_t', n_past: 'int32_t', message: koffi.array('char', 256),
+        n_generated_committed: 'int32_t', n_past: 'int32_t', n_chunks_done: 'int32_t', message: koffi.array('char', 256),
     }),
     llama_cancel_load_result: koffi.struct('llama_cancel_load_result', {
         status: 'int32_t', message: koffi.array('char', 256),
     }),
     llama_cancel_mtmd_params: koffi.struct('llama_cancel_mtmd_params', {
-        flag: P, decode_hook: P, seq_id: 'int32_t', n_batch: 'int32_t', logits_last: 'bool', max_stop_ms: 'float',
-        seq_flags: P, n_seq_flags: 'int32_t',
+        flag: P, decode_hook: P, seq_flags: P, max_stop_ms: 'float', n_seq: 'int32_t', seq_id: 'int32_t',
+        n_batch: 'int32_t',
     }),
     llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
-        status: 'int32_t', n_chunks_done: 'size_t', n_past: 'int32_t', message: koffi.array('char', 256),
+        status: 'int32_t', n_chunks_done: 'int32_t', n_past: 'int32_t', message: koffi.array('char', 256),
     }),
 };
 // Checked field by field; llama.h's structs by size (the library names no llama.h field).
@@ -80,35 +85,33 @@ const LLAMA_STRUCTS = ['llama_batch', 'llama_model_params', 'llama_context_param
 // Every function of llama-cancel.h, and the llama.h / ggml ones a host needs around it.
 const CANCEL_FUNCTIONS = [
     ['llama_cancel_version', 'int32_t', []],
-    ['llama_cancel_struct_size', 'size_t', ['const char *']],
+    ['llama_cancel_struct_size', 'int64_t', ['const char *']],
     ['llama_cancel_field_offset', 'int64_t', ['const char *', 'const char *']],
-    ['llama_cancel_field_name', 'const char *', ['const char *', 'int32_t']],
+    ['llama_cancel_status_str', 'const char *', ['int32_t']],
     ['llama_cancel_has_mtmd', 'bool', []],
     ['llama_cancel_abort_callback', 'bool', [P]],
     ['llama_cancel_eval_callback', 'bool', [P, 'bool', P]],
     ['llama_cancel_hook_default_params', T.llama_cancel_hook_params, []],
     ['llama_cancel_hook_init', P, [P]],
     ['llama_cancel_hook_free', 'void', [P]],
-    ['llama_cancel_hook_bind', 'void', [P, P]],
+    ['llama_cancel_hook_bind', 'bool', [P, P]],
     ['llama_cancel_hook_eval_callback', 'bool', [P, 'bool', P]],
     ['llama_cancel_hook_set_flag', 'void', [P, P]],
-    ['llama_cancel_hook_get_flag', P, [P]],
     ['llama_cancel_hook_stopped', 'bool', [P]],
     ['llama_cancel_hook_reset', 'void', [P]],
     ['llama_cancel_hook_get_stats', T.llama_cancel_hook_stats, [P]],
     ['llama_cancel_decode_default_params', T.llama_cancel_decode_params, []],
-    ['llama_cancel_decode', 'int32_t', [P, T.llama_batch, P, P, P, 'int32_t']],
+    ['llama_cancel_decode', 'int32_t', [P, T.llama_batch, P, P, P]],
     ['llama_cancel_get_logits_ith', P, [P, P, 'int32_t']],
     ['llama_cancel_get_embeddings_ith', P, [P, P, 'int32_t']],
     ['llama_cancel_generate_default_params', T.llama_cancel_generate_params, []],
     ['llama_cancel_generate', 'int32_t', [P, P, 'int32_t', P, P, 'int32_t', P]],
     ['llama_cancel_stop_reason_str', 'const char *', ['int32_t']],
     ['llama_cancel_model_load', P, ['const char *', T.llama_model_params, P, P]],
-    ['llama_cancel_status_str', 'const char *', ['int32_t']],
     ['llama_cancel_mtmd_init_from_file', P, ['const char *', P, P, 'int32_t', 'bool', P, P]],
     ['llama_cancel_mtmd_default_params', T.llama_cancel_mtmd_params, []],
-    ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'size_t', 'int32_t', P, P]],
-    ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'size_t', 'int32_t', P, P, 'int32_t', P, P]],
+    ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P]],
+    ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P, 'int32_t', P]],
 ];
 const LLAMA_FUNCTIONS = [
     ['llama_model_default_params', T.llama_model_params, []],
@@ -175,7 +178,7 @@ function declare(lib, table) {
 // Throws AbiMismatch when its version or any struct layout differs from the declarations above.
 function load(path) {
     const where = path || process.env.LLAMA_CANCEL_LIBRARY ||
-        (process.platform === 'darwin' ? 'libllama-cancel.dylib' : 'libllama-cancel.so.0');
+        (process.platform === 'darwin' ? `libllama-cancel.${VERSION[0]}.dylib` : `libllama-cancel.so.${VERSION[0]}`);
     return new Library(where);
 }
 
@@ -198,8 +201,9 @@ class Library {
     abiProblems() {
         const problems = [];
         const [major, minor, patch] = this.version();
-        if (major !== VERSION[0] || minor < VERSION[1] || (major === 0 && minor !== VERSION[1])) {
-            problems.push(`library version ${major}.${minor}.${patch}, binding written for ${VERSION.join('.')}`);
+        if (major !== VERSION[0] || minor < VERSION[1]) {
+            problems.push(`library version ${major}.${minor}.${patch}, binding written for ${VERSION.join('.')} ` +
+                `(needs ${VERSION[0]}.x with x >= ${VERSION[1]})`);
         }
         for (const name of [...CANCEL_STRUCTS, ...LLAMA_STRUCTS]) problems.push(...this.structProblems(name, T[name]));
         return problems;
@@ -211,18 +215,19 @@ class Library {
         const size = Number(this.c.llama_cancel_struct_size(name));
         if (size !== koffi.sizeof(type)) out.push(`${name}: ${size} bytes in the library, ${koffi.sizeof(type)} here`);
         if (!name.startsWith('llama_cancel_')) return out;
-        const declared = type.members ? Object.keys(type.members) : [];
+        const declared = Object.keys(type.members);
+        let end = 0;
         for (const field of declared) {
             const offset = Number(this.c.llama_cancel_field_offset(name, field));
             if (offset !== koffi.offsetof(type, field)) {
                 out.push(`${name}.${field}: offset ${offset} in the library, ${koffi.offsetof(type, field)} here`);
             }
+            end = Math.max(end, koffi.offsetof(type, field) + koffi.sizeof(type.members[field].type));
         }
-        // Fields the library has and this copy lacks (padding can hide one from the size).
-        for (let i = 0; ; ++i) {
-            const field = this.c.llama_cancel_field_name(name, i);
-            if (field === null) break;
-            if (!declared.includes(field)) out.push(`${name}.${field}: in the library, not declared here`);
+        // The header's structs have no padding on 64-bit targets: a field this copy lacks at the end,
+        // which the copy's tail padding would hide from the size, shows as a gap before the end.
+        if (koffi.sizeof('void *') === 8 && end !== size) {
+            out.push(`${name}: the fields declared here end at byte ${end}, the library's struct at ${size}`);
         }
         return out;
     }
@@ -255,13 +260,15 @@ class Library {
     }
 
     // llama_init_from_model with the default context parameters and `fields` set on them; `hook`
-    // bound as the eval callback.
+    // bound as the eval callback (throws when fields already set cb_eval: chain it through hook()).
     context(model, fields = {}, hook = null) {
         const cp = Object.assign(this.llama.llama_context_default_params(), fields);
         if (!hook) return this.llama.llama_init_from_model(model, cp);
         const native = nativeStruct(T.llama_context_params, cp);
         try {
-            this.c.llama_cancel_hook_bind(hook, native);
+            if (!this.c.llama_cancel_hook_bind(hook, native)) {
+                throw new Error('llama_cancel_hook_bind refused: cb_eval is already set (chain it through hook())');
+            }
             return this.llama.llama_init_from_model(model, koffi.decode(native, T.llama_context_params));
         } finally {
             koffi.free(native);
@@ -285,56 +292,70 @@ class Library {
         return { batch: this.llama.llama_batch_get_one(tokens.ptr, tokens.length), tokens };
     }
 
-    // The native per-sequence arrays of opts.seqFlags (Flag or null per sequence), or null.
-    seqArrays(seqFlags) {
-        if (!seqFlags || seqFlags.length === 0) return null;
-        const n = seqFlags.length;
-        const flags = koffi.alloc('void *', n);
-        koffi.encode(flags, koffi.array('void *', n), seqFlags.map((f) => (f ? f.ptr : null)));
-        const cancelled = koffi.alloc('int8_t', n);
-        const output = new NativeInt32Array(new Array(n).fill(-1));
+    // A copy of the logits of batch index i after decode() returned OK with `result` (the result
+    // object it gave), through llama_cancel_get_logits_ith: right on every path; null when absent.
+    logitsIth(ctx, result, i) {
+        const native = nativeStruct(T.llama_cancel_decode_result, result);
+        try {
+            const ptr = this.c.llama_cancel_get_logits_ith(ctx, native, i);
+            if (!ptr) return null;
+            const n = this.llama.llama_vocab_n_tokens(this.llama.llama_model_get_vocab(this.llama.llama_get_model(ctx)));
+            return Array.from(koffi.decode(ptr, koffi.array('float', n)));
+        } finally {
+            koffi.free(native);
+        }
+    }
+
+    // The per-sequence arrays in native memory: the bytes of opts.seqFlags (a Flag or null per
+    // sequence) and the results, of seqFlags.length entries, else opts.nSeq; null when none.
+    seqArrays(seqFlags, nSeq) {
+        const n = seqFlags ? seqFlags.length : (nSeq || 0);
+        if (n === 0) return null;
+        let flags = null;
+        if (seqFlags) {
+            flags = koffi.alloc('void *', n);
+            koffi.encode(flags, koffi.array('void *', n), seqFlags.map((f) => (f ? f.ptr : null)));
+        }
+        // Impossible values, so that a field the library failed to write cannot pass for an answer.
+        const seqs = koffi.alloc(T.llama_cancel_seq_result, n);
+        koffi.encode(seqs, koffi.array(T.llama_cancel_seq_result, n),
+            new Array(n).fill({ n_committed: -2, output: -2, cancelled: -2 }));
         return {
-            n, flags, cancelled, output,
-            read: () => ({ seqCancelled: Array.from(koffi.decode(cancelled, koffi.array('int8_t', n)), (c) => c !== 0),
-                           seqOutput: output.toArray() }),
-            free: () => { koffi.free(flags); koffi.free(cancelled); output.free(); },
+            n, flags, seqs,
+            read: () => koffi.decode(seqs, koffi.array(T.llama_cancel_seq_result, n)),
+            free: () => { if (flags) koffi.free(flags); koffi.free(seqs); },
         };
     }
 
     decodeCall(ctx, batch, opts) {
-        const seq = this.seqArrays(opts.seqFlags);
+        const seq = this.seqArrays(opts.seqFlags, opts.nSeq);
         const params = nativeStruct(T.llama_cancel_decode_params, {
             ...this.c.llama_cancel_decode_default_params(),
             flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
             abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
-            sliced_outputs: !!opts.slicedOutputs, max_stop_ms: opts.maxStopMs || 0,
-            seq_flags: seq ? seq.flags : null, n_seq_flags: seq ? seq.n : 0,
-            seq_cancelled: seq ? seq.cancelled : null, seq_output: seq ? seq.output.ptr : null,
+            seq_flags: seq ? seq.flags : null, max_stop_ms: opts.maxStopMs || 0, n_seq: seq ? seq.n : 0,
         });
         const result = nativeStruct(T.llama_cancel_decode_result);
-        const nSeq = opts.nSeq || 0;
-        const perSeq = nSeq > 0 ? new NativeInt32Array(new Array(nSeq).fill(0)) : null;
-        const args = [ctx, batch, params, result, perSeq ? perSeq.ptr : null, nSeq];
+        const args = [ctx, batch, params, result, seq ? seq.seqs : null];
         const finish = (status) => {
-            const out = { status, result: koffi.decode(result, T.llama_cancel_decode_result),
-                          perSeq: perSeq ? perSeq.toArray() : [], ...(seq ? seq.read() : {}) };
-            koffi.free(params); koffi.free(result); if (perSeq) perSeq.free(); if (seq) seq.free();
+            const out = { status, result: koffi.decode(result, T.llama_cancel_decode_result), seqs: seq ? seq.read() : [] };
+            koffi.free(params); koffi.free(result); if (seq) seq.free();
             return out;
         };
         return { args, finish };
     }
 
-    // llama_cancel_decode on this thread: { status, result, perSeq }, with seqCancelled (booleans)
-    // and seqOutput (llama_get_logits_ith indices, -1: none) when opts.seqFlags is given. opts:
-    // flag, hook, abortCallback / abortCallbackData (native), slicedOutputs, nSeq, maxStopMs,
-    // seqFlags (a Flag or null per sequence: setting one drops that sequence alone).
+    // llama_cancel_decode on this thread: { status, result, seqs }, seqs[s] = { n_committed, output
+    // (llama_get_logits_ith index of its last output, -1: none), cancelled (1: dropped) } per
+    // sequence. opts: flag, hook, abortCallback / abortCallbackData (native), maxStopMs, seqFlags (a
+    // Flag or null per sequence: setting one drops that sequence alone), nSeq (results without bytes).
     decode(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return finish(this.c.llama_cancel_decode(...args));
     }
 
     // The same through koffi's asynchronous call: it runs on a worker thread while this (the main)
-    // thread stays free to store the byte. Resolves to { status, result, perSeq }.
+    // thread stays free to store the byte. Resolves to { status, result, seqs }.
     decodeAsync(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return new Promise((resolve, reject) => {
@@ -350,6 +371,7 @@ class Library {
             flag: opts.flag ? opts.flag.ptr : null, n_predict: nPredict, seq_id: opts.seqId || 0,
             sampler: opts.sampler || null, hook: opts.hook || null,
             on_token: opts.onToken || null, on_token_data: opts.onTokenData || null, max_stop_ms: opts.maxStopMs || 0,
+            n_batch: opts.nBatch || 0,
         });
         const result = nativeStruct(T.llama_cancel_generate_result);
         const args = [ctx, tokens.ptr, prompt.length, params, out.ptr, nPredict, result];
@@ -363,7 +385,8 @@ class Library {
     }
 
     // llama_cancel_generate (the token loop): { status, result, tokens }. opts: flag, hook, seqId,
-    // sampler, onToken / onTokenData (native), maxStopMs.
+    // sampler, onToken / onTokenData (native), maxStopMs, nBatch (prompt tokens per decode; 0: the
+    // context's).
     generate(ctx, prompt, nPredict, opts = {}) {
         const { args, finish } = this.generateCall(ctx, prompt, nPredict, opts);
         return finish(this.c.llama_cancel_generate(...args));

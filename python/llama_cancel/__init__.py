@@ -20,7 +20,8 @@ from . import abi, llama, mtmd
 from .abi import (CANCELLED, ERROR, OK, STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,  # noqa: F401
                   llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
-                  llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result)
+                  llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
+                  llama_cancel_seq_result)
 
 __version__ = "%d.%d.%d" % (abi.VERSION_MAJOR, abi.VERSION_MINOR, abi.VERSION_PATCH)
 
@@ -78,7 +79,8 @@ def _candidate_paths():
     found = ctypes.util.find_library("llama-cancel")
     if found:
         paths.append(found)
-    paths.append("libllama-cancel.dylib" if sys.platform == "darwin" else "libllama-cancel.so.0")
+    major = abi.VERSION_MAJOR
+    paths.append(f"libllama-cancel.{major}.dylib" if sys.platform == "darwin" else f"libllama-cancel.so.{major}")
     return paths
 
 
@@ -131,8 +133,9 @@ class Library:
         """Differences between the loaded library and this module's declarations; empty when none."""
         problems = []
         major, minor, patch = self.version()
-        if major != abi.VERSION_MAJOR or minor < abi.VERSION_MINOR or (major == 0 and minor != abi.VERSION_MINOR):
-            problems.append(f"library version {major}.{minor}.{patch}, module written for {__version__}")
+        if major != abi.VERSION_MAJOR or minor < abi.VERSION_MINOR:
+            problems.append(f"library version {major}.{minor}.{patch}, module written for {__version__} "
+                            f"(needs {abi.VERSION_MAJOR}.x with x >= {abi.VERSION_MINOR})")
         for s in abi.STRUCTS:
             problems += self._struct_problems(s, fields=True)
         for s in llama.STRUCTS:
@@ -140,22 +143,23 @@ class Library:
         return problems
 
     def _struct_problems(self, s, fields):
+        """Size, and with `fields` every field's offset, of `s` against the library's struct of that name."""
         name = s.__name__.encode()
         size = self._c.llama_cancel_struct_size(name)
         out = []
         if size != C.sizeof(s):
             out.append(f"{s.__name__}: {size} bytes in the library, {C.sizeof(s)} here")
-        for field, _ in (s._fields_ if fields else []):
+        if not fields:
+            return out
+        for field, _ in s._fields_:
             offset = self._c.llama_cancel_field_offset(name, field.encode())
             if offset != getattr(s, field).offset:
                 out.append(f"{s.__name__}.{field}: offset {offset} in the library, {getattr(s, field).offset} here")
-        declared = {f for f, _ in s._fields_}
-        for i in range(256 if fields else 0):  # fields the library has and this copy lacks
-            field = self._c.llama_cancel_field_name(name, i)
-            if field is None:
-                break
-            if field.decode() not in declared:
-                out.append(f"{s.__name__}.{field.decode()}: in the library, not declared here")
+        # The header's structs have no padding on 64-bit targets: a field this copy lacks at the end,
+        # which the copy's tail padding would hide from the size, shows as a gap before the end.
+        end = max(getattr(s, f).offset + getattr(s, f).size for f, _ in s._fields_)
+        if C.sizeof(C.c_void_p) == 8 and end != size:
+            out.append(f"{s.__name__}: the fields declared here end at byte {end}, the library's struct at {size}")
         return out
 
     def check_abi(self):
@@ -188,8 +192,8 @@ class Library:
         cp = self.llama.llama_context_default_params()
         for k, v in fields.items():
             setattr(cp, k, v)
-        if hook:
-            self._c.llama_cancel_hook_bind(hook, C.byref(cp))
+        if hook and not self._c.llama_cancel_hook_bind(hook, C.byref(cp)):
+            raise ValueError("llama_cancel_hook_bind refused: cb_eval is already set (chain it through hook())")
         return self.llama.llama_init_from_model(model, cp)
 
     def hook(self, flag=None, interval_ms=0.0, chain=None, chain_data=None):
@@ -200,47 +204,52 @@ class Library:
         p.chain, p.chain_data = chain, chain_data
         return self._c.llama_cancel_hook_init(C.byref(p))
 
-    def _decode_params(self, flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms):
+    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
+               n_seq=0, max_stop_ms=0.0, seq_flags=None, seqs=None):
+        """llama_cancel_decode: (status, llama_cancel_decode_result, list of llama_cancel_seq_result).
+        seq_flags: a Flag (or None) per sequence; setting one drops that sequence alone. The per-sequence
+        results have len(seq_flags) entries, else n_seq (0: none). `seqs`: an array of
+        llama_cancel_seq_result of that length (or any, without seq_flags and n_seq) to write into
+        instead, for a thread that polls seqs[s].cancelled while the call runs."""
         p = self._c.llama_cancel_decode_default_params()
         p.flag = flag.ptr if flag else None
         p.hook = hook
         p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
-        p.sliced_outputs, p.max_stop_ms = sliced_outputs, max_stop_ms
-        return p
-
-    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
-               sliced_outputs=False, n_seq=0, max_stop_ms=0.0):
-        """llama_cancel_decode: (status, llama_cancel_decode_result, per-sequence committed counts)."""
-        p = self._decode_params(flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms)
+        p.max_stop_ms = max_stop_ms
+        if seqs is not None and seq_flags is None and n_seq == 0:
+            n_seq = len(seqs)
+        if seq_flags is not None:
+            n_seq = len(seq_flags)
+            flags = (C.POINTER(C.c_int8) * n_seq)(*[f.ptr if f else None for f in seq_flags])
+            p.seq_flags = C.cast(flags, C.POINTER(C.POINTER(C.c_int8)))
+        p.n_seq = n_seq
+        if seqs is None and n_seq > 0:
+            # Impossible values, so that a field the library failed to write cannot pass for an answer.
+            seqs = (llama_cancel_seq_result * n_seq)(*[(-2, -2, -2)] * n_seq)
+        elif seqs is not None and len(seqs) != n_seq:
+            raise ValueError(f"seqs has {len(seqs)} entries, the call {n_seq} sequences")
         result = llama_cancel_decode_result()
-        per_seq = (C.c_int32 * n_seq)() if n_seq > 0 else None
-        status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), per_seq, n_seq)
-        return status, result, list(per_seq) if per_seq is not None else []
+        status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), seqs)
+        return status, result, list(seqs) if seqs is not None else []
 
-    def decode_seqs(self, ctx, batch, seq_flags, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
-                    sliced_outputs=False, max_stop_ms=0.0):
-        """llama_cancel_decode with a byte per sequence: seq_flags[s] is sequence s's Flag (or None);
-        setting it drops that sequence alone and the others go on. Returns (status, result,
-        committed tokens per sequence, cancelled per sequence (bool), the llama_get_logits_ith index
-        of each sequence's last output (-1: none or dropped))."""
-        n = len(seq_flags)
-        p = self._decode_params(flag, hook, abort_callback, abort_callback_data, sliced_outputs, max_stop_ms)
-        flags = (C.POINTER(C.c_int8) * n)(*[f.ptr if f else None for f in seq_flags])
-        cancelled, output, committed = (C.c_int8 * n)(), (C.c_int32 * n)(), (C.c_int32 * n)()
-        p.seq_flags, p.n_seq_flags = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), n
-        p.seq_cancelled = C.cast(cancelled, C.POINTER(C.c_int8))
-        p.seq_output = C.cast(output, C.POINTER(C.c_int32))
-        result = llama_cancel_decode_result()
-        status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), committed, n)
-        return status, result, list(committed), [c != 0 for c in cancelled], list(output)
+    def decode_seqs(self, ctx, batch, seq_flags, **kw):
+        """decode() with a byte per sequence: seq_flags[s] is sequence s's Flag (or None). The same
+        (status, result, seqs); seqs[s].n_committed, .output (llama_get_logits_ith index of its last
+        output, -1: none or dropped) and .cancelled (1 once dropped)."""
+        return self.decode(ctx, batch, seq_flags=seq_flags, **kw)
 
-    def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
-                 on_token=None, on_token_data=None, max_stop_ms=0.0):
-        """llama_cancel_generate: (status, llama_cancel_generate_result, generated tokens)."""
+    def _generate_params(self, n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch):
         p = self._c.llama_cancel_generate_default_params()
         p.flag = flag.ptr if flag else None
         p.n_predict, p.seq_id, p.sampler, p.hook, p.max_stop_ms = n_predict, seq_id, sampler, hook, max_stop_ms
-        p.on_token, p.on_token_data = on_token, on_token_data
+        p.on_token, p.on_token_data, p.n_batch = on_token, on_token_data, n_batch
+        return p
+
+    def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
+                 on_token=None, on_token_data=None, max_stop_ms=0.0, n_batch=0):
+        """llama_cancel_generate: (status, llama_cancel_generate_result, generated tokens). n_batch:
+        prompt tokens per decode (0: the context's)."""
+        p = self._generate_params(n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
         tokens = (C.c_int32 * max(len(prompt), 1))(*prompt)
         out = (C.c_int32 * max(n_predict, 1))()
         result = llama_cancel_generate_result()
@@ -253,11 +262,19 @@ class Library:
         arr = (C.c_int32 * len(tokens))(*tokens)
         return self.llama.llama_batch_get_one(arr, len(tokens)), arr
 
+    def n_vocab(self, ctx):
+        return self.llama.llama_vocab_n_tokens(self.llama.llama_model_get_vocab(self.llama.llama_get_model(ctx)))
+
     def last_logits(self, ctx, n=None):
-        """A copy of the logits of the last output of the last decode."""
-        n = n or self.llama.llama_vocab_n_tokens(self.llama.llama_model_get_vocab(self.llama.llama_get_model(ctx)))
+        """A copy of the logits of the last output of the last decode (None when there is none)."""
         ptr = self.llama.llama_get_logits_ith(ctx, -1)
-        return list(ptr[:n]) if ptr else None
+        return list(ptr[:n or self.n_vocab(ctx)]) if ptr else None
+
+    def logits_ith(self, ctx, result, i, n=None):
+        """A copy of the logits of batch index i after decode() returned OK into `result`
+        (llama_cancel_get_logits_ith: right on every path); None when that output does not exist."""
+        ptr = self._c.llama_cancel_get_logits_ith(ctx, C.byref(result), i)
+        return list(ptr[:n or self.n_vocab(ctx)]) if ptr else None
 
     # --- multimodal (llama_cancel_has_mtmd()) ---
 
@@ -280,14 +297,34 @@ class Library:
             raise ValueError(f"mtmd_tokenize returned {ret}")
         return chunks
 
-    def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
-                         decode_hook=None, seq_id=0, n_batch=0, logits_last=True, max_stop_ms=0.0):
-        """llama_cancel_mtmd_eval_chunks: (status, llama_cancel_mtmd_result)."""
+    def _mtmd_params(self, flag, decode_hook, seq_id, n_batch, max_stop_ms, seq_flags):
         p = self._c.llama_cancel_mtmd_default_params()
         p.flag = flag.ptr if flag else None
-        p.decode_hook, p.seq_id, p.n_batch, p.logits_last = decode_hook, seq_id, n_batch, logits_last
-        p.max_stop_ms = max_stop_ms
+        p.decode_hook, p.seq_id, p.n_batch, p.max_stop_ms = decode_hook, seq_id, n_batch, max_stop_ms
+        if seq_flags is not None:
+            flags = (C.POINTER(C.c_int8) * len(seq_flags))(*[f.ptr if f else None for f in seq_flags])
+            p.seq_flags, p.n_seq = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), len(seq_flags)
+            p._keep = flags  # alive as long as the params
+        return p
+
+    def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
+                         decode_hook=None, seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None):
+        """llama_cancel_mtmd_eval_chunks (logits of the last token): (status, llama_cancel_mtmd_result).
+        seq_flags: a Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation."""
+        p = self._mtmd_params(flag, decode_hook, seq_id, n_batch, max_stop_ms, seq_flags)
         result = llama_cancel_mtmd_result()
         status = self._c.llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
                                                        C.byref(p), C.byref(result))
         return status, result
+
+    def generate_mtmd(self, mctx, encode_hook, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None,
+                      hook=None, seq_id=0, sampler=None, on_token=None, on_token_data=None, max_stop_ms=0.0,
+                      n_batch=0):
+        """llama_cancel_generate_mtmd: (status, llama_cancel_generate_result, generated tokens);
+        result.n_chunks_done and result.n_past say where a stopped prompt resumes."""
+        p = self._generate_params(n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
+        out = (C.c_int32 * max(n_predict, 1))()
+        result = llama_cancel_generate_result()
+        status = self._c.llama_cancel_generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, C.byref(p),
+                                                    out, n_predict, C.byref(result))
+        return status, result, list(out[:result.n_generated])

@@ -5,14 +5,13 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 0, 4, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 0, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
 # enum llama_cancel_stop_reason
 STOP_LENGTH, STOP_EOG, STOP_CANCELLED, STOP_ERROR = 0, 1, 2, 3
 
-EVAL_NODE_WORK = 1.0e9
 HOOK_DEFAULT_INTERVAL_MS = 10.0
 
 llama_token = C.c_int32
@@ -26,41 +25,45 @@ eval_callback_t = C.CFUNCTYPE(C.c_bool, C.c_void_p, C.c_bool, C.c_void_p)
 # bool (*)(llama_token, void *): llama_cancel_token_callback
 token_callback_t = C.CFUNCTYPE(C.c_bool, llama_token, C.c_void_p)
 
+_flag = C.POINTER(C.c_int8)
+
 
 class llama_cancel_hook_params(C.Structure):
     # chain: native function pointers only (a Python callback would run on ggml's thread)
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("interval_ms", C.c_float), ("chain", C.c_void_p),
-                ("chain_data", C.c_void_p)]
+    _fields_ = [("interval_ms", C.c_double), ("flag", _flag), ("chain", C.c_void_p), ("chain_data", C.c_void_p)]
 
 
 class llama_cancel_hook_stats(C.Structure):
     _fields_ = [("checkpoints", C.c_uint64), ("asks", C.c_uint64), ("budget_flops", C.c_double),
-                ("stopped", C.c_bool), ("interval_ms", C.c_double), ("round_trip_ms", C.c_double)]
+                ("interval_ms", C.c_double), ("round_trip_ms", C.c_double)]
 
 
 class llama_cancel_decode_params(C.Structure):
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p),
-                ("hook", C.c_void_p), ("sliced_outputs", C.c_bool), ("max_stop_ms", C.c_float),
-                ("seq_flags", C.POINTER(C.POINTER(C.c_int8))), ("n_seq_flags", C.c_int32),
-                ("seq_cancelled", C.POINTER(C.c_int8)), ("seq_output", C.POINTER(C.c_int32))]
+    _fields_ = [("flag", _flag), ("hook", C.c_void_p), ("abort_callback", C.c_void_p),
+                ("abort_callback_data", C.c_void_p), ("seq_flags", C.POINTER(_flag)), ("max_stop_ms", C.c_float),
+                ("n_seq", C.c_int32)]
+
+
+class llama_cancel_seq_result(C.Structure):
+    _fields_ = [("n_committed", C.c_int32), ("output", C.c_int32), ("cancelled", C.c_int32)]
 
 
 class llama_cancel_decode_result(C.Structure):
     _fields_ = [("status", C.c_int32), ("decode_ret", C.c_int32), ("n_committed", C.c_int32),
-                ("output_base", C.c_int32), ("message", C.c_char * 256), ("n_decode_calls", C.c_int32),
-                ("longest_node_ms", C.c_float), ("budget_missed", C.c_bool), ("n_seq_cancelled", C.c_int32)]
+                ("output_base", C.c_int32), ("n_decode_calls", C.c_int32), ("n_seq_cancelled", C.c_int32),
+                ("longest_node_ms", C.c_float), ("budget_missed", C.c_int32), ("message", C.c_char * 256)]
 
 
 class llama_cancel_generate_params(C.Structure):
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("n_predict", C.c_int32), ("seq_id", llama_seq_id),
-                ("sampler", C.c_void_p), ("hook", C.c_void_p), ("on_token", C.c_void_p), ("on_token_data", C.c_void_p),
-                ("max_stop_ms", C.c_float)]
+    _fields_ = [("flag", _flag), ("hook", C.c_void_p), ("sampler", C.c_void_p), ("on_token", C.c_void_p),
+                ("on_token_data", C.c_void_p), ("max_stop_ms", C.c_float), ("n_predict", C.c_int32),
+                ("seq_id", llama_seq_id), ("n_batch", C.c_int32)]
 
 
 class llama_cancel_generate_result(C.Structure):
     _fields_ = [("status", C.c_int32), ("stop_reason", C.c_int32), ("n_prompt_committed", C.c_int32),
-                ("n_generated", C.c_int32), ("n_generated_committed", C.c_int32), ("n_past", llama_pos),
-                ("message", C.c_char * 256)]
+                ("n_generated", C.c_int32), ("n_generated_committed", C.c_int32), ("n_past", C.c_int32),
+                ("n_chunks_done", C.c_int32), ("message", C.c_char * 256)]
 
 
 class llama_cancel_load_result(C.Structure):
@@ -68,18 +71,17 @@ class llama_cancel_load_result(C.Structure):
 
 
 class llama_cancel_mtmd_params(C.Structure):
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("decode_hook", C.c_void_p), ("seq_id", llama_seq_id),
-                ("n_batch", C.c_int32), ("logits_last", C.c_bool), ("max_stop_ms", C.c_float),
-                ("seq_flags", C.POINTER(C.POINTER(C.c_int8))), ("n_seq_flags", C.c_int32)]
+    _fields_ = [("flag", _flag), ("decode_hook", C.c_void_p), ("seq_flags", C.POINTER(_flag)),
+                ("max_stop_ms", C.c_float), ("n_seq", C.c_int32), ("seq_id", llama_seq_id), ("n_batch", C.c_int32)]
 
 
 class llama_cancel_mtmd_result(C.Structure):
-    _fields_ = [("status", C.c_int32), ("n_chunks_done", C.c_size_t), ("n_past", llama_pos),
+    _fields_ = [("status", C.c_int32), ("n_chunks_done", C.c_int32), ("n_past", C.c_int32),
                 ("message", C.c_char * 256)]
 
 
 # The structs of llama-cancel.h this module declares, checked field by field at load.
-STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_decode_params,
+STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_decode_params, llama_cancel_seq_result,
            llama_cancel_decode_result, llama_cancel_generate_params, llama_cancel_generate_result,
            llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result)
 
@@ -88,42 +90,39 @@ def prototypes(llama):
     """name -> (restype, argtypes) of every function of llama-cancel.h; `llama` is the module with
     llama.h's structs (llama_batch, llama_model_params, llama_context_params)."""
     P, I32, B, F, V = C.c_void_p, C.c_int32, C.c_bool, C.POINTER(C.c_float), None
-    flag = C.POINTER(C.c_int8)
+    decode_result = C.POINTER(llama_cancel_decode_result)
     return {
         "llama_cancel_version": (I32, []),
-        "llama_cancel_struct_size": (C.c_size_t, [C.c_char_p]),
+        "llama_cancel_struct_size": (C.c_int64, [C.c_char_p]),
         "llama_cancel_field_offset": (C.c_int64, [C.c_char_p, C.c_char_p]),
-        "llama_cancel_field_name": (C.c_char_p, [C.c_char_p, I32]),
+        "llama_cancel_status_str": (C.c_char_p, [I32]),
         "llama_cancel_has_mtmd": (B, []),
         "llama_cancel_abort_callback": (B, [P]),
         "llama_cancel_eval_callback": (B, [P, B, P]),
         "llama_cancel_hook_default_params": (llama_cancel_hook_params, []),
         "llama_cancel_hook_init": (P, [C.POINTER(llama_cancel_hook_params)]),
         "llama_cancel_hook_free": (V, [P]),
-        "llama_cancel_hook_bind": (V, [P, C.POINTER(llama.llama_context_params)]),
+        "llama_cancel_hook_bind": (B, [P, C.POINTER(llama.llama_context_params)]),
         "llama_cancel_hook_eval_callback": (B, [P, B, P]),
-        "llama_cancel_hook_set_flag": (V, [P, flag]),
-        "llama_cancel_hook_get_flag": (flag, [P]),
+        "llama_cancel_hook_set_flag": (V, [P, _flag]),
         "llama_cancel_hook_stopped": (B, [P]),
         "llama_cancel_hook_reset": (V, [P]),
         "llama_cancel_hook_get_stats": (llama_cancel_hook_stats, [P]),
         "llama_cancel_decode_default_params": (llama_cancel_decode_params, []),
-        "llama_cancel_decode": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_decode_params),
-                                      C.POINTER(llama_cancel_decode_result), C.POINTER(I32), I32]),
-        "llama_cancel_get_logits_ith": (F, [P, C.POINTER(llama_cancel_decode_result), I32]),
-        "llama_cancel_get_embeddings_ith": (F, [P, C.POINTER(llama_cancel_decode_result), I32]),
+        "llama_cancel_decode": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_decode_params), decode_result,
+                                      C.POINTER(llama_cancel_seq_result)]),
+        "llama_cancel_get_logits_ith": (F, [P, decode_result, I32]),
+        "llama_cancel_get_embeddings_ith": (F, [P, decode_result, I32]),
         "llama_cancel_generate_default_params": (llama_cancel_generate_params, []),
         "llama_cancel_generate": (I32, [P, C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_params),
                                         C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
         "llama_cancel_stop_reason_str": (C.c_char_p, [I32]),
-        "llama_cancel_model_load": (P, [C.c_char_p, llama.llama_model_params, flag,
+        "llama_cancel_model_load": (P, [C.c_char_p, llama.llama_model_params, _flag,
                                         C.POINTER(llama_cancel_load_result)]),
-        "llama_cancel_status_str": (C.c_char_p, [I32]),
-        "llama_cancel_mtmd_init_from_file": (P, [C.c_char_p, P, P, I32, B, flag, C.POINTER(llama_cancel_load_result)]),
+        "llama_cancel_mtmd_init_from_file": (P, [C.c_char_p, P, P, I32, B, _flag, C.POINTER(llama_cancel_load_result)]),
         "llama_cancel_mtmd_default_params": (llama_cancel_mtmd_params, []),
-        "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, P, C.c_size_t, llama_pos, C.POINTER(llama_cancel_mtmd_params),
+        "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
                                                 C.POINTER(llama_cancel_mtmd_result)]),
-        "llama_cancel_generate_mtmd": (I32, [P, P, P, P, C.c_size_t, llama_pos, C.POINTER(llama_cancel_generate_params),
-                                             C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result),
-                                             C.POINTER(C.c_size_t)]),
+        "llama_cancel_generate_mtmd": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
+                                             C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
     }

@@ -15,6 +15,7 @@ WAIT_MS = 20000  # every wait on the other thread is bounded; past it the test f
 
 
 def env(name):
+    """A path CTest sets; without it the test is skipped, which conftest.py fails in CI."""
     value = os.environ.get(name)
     if not value:
         raise unittest.SkipTest(f"{name} is not set (run through CTest)")
@@ -75,12 +76,17 @@ class CrossThreadCancel:
 
         def worker():
             out["tid"] = threading.get_native_id()
-            out["value"] = call()
+            try:
+                out["value"] = call()
+            except BaseException as e:  # re-raised on the test's thread below
+                out["error"] = e
             out["returned"] = time.perf_counter()
 
         self.flag.clear()
         self.probe.arm(hold_at)
-        t = threading.Thread(target=worker)
+        # A daemon: should the call never return, the test fails after WAIT_MS and the process
+        # still exits instead of waiting for the worker.
+        t = threading.Thread(target=worker, daemon=True)
         t.start()
         started = self.probe.so.host_probe_wait_started(self.probe.ptr, WAIT_MS)
         stored = time.perf_counter()
@@ -89,6 +95,8 @@ class CrossThreadCancel:
         testcase.assertTrue(started, f"the worker never reached call {hold_at} (of {self.probe.calls()})")
         testcase.assertFalse(t.is_alive(), "the worker did not return after the store")
         testcase.assertFalse(self.probe.so.host_probe_timed_out(self.probe.ptr), "the probe never saw the store")
+        if "error" in out:
+            raise out["error"]
         so, ptr = self.probe.so, self.probe.ptr
         testcase.assertEqual(so.host_probe_decode_tid(ptr), out["tid"], "callbacks ran on the worker thread")
         testcase.assertNotEqual(out["tid"], so.host_probe_gettid(), "the store came from another thread")

@@ -1,6 +1,7 @@
 """The module's view of the ABI matches the loaded library: version, every struct and field of the
-header, and a wrong layout is reported instead of used."""
+header, no padding holes, and a wrong layout is reported instead of used."""
 import ctypes as C
+import os
 import re
 import unittest
 
@@ -30,6 +31,8 @@ class Abi(unittest.TestCase):
                 for p in ("MAJOR", "MINOR", "PATCH")]
         self.assertEqual(list(self.lib.version()), want)
         self.assertEqual(llama_cancel.__version__, "%d.%d.%d" % tuple(want))
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproject.toml")) as f:
+            self.assertIn('\nversion = "%d.%d.%d"' % tuple(want), f.read(), "python/pyproject.toml's version")
 
     def test_library_knows_every_struct_and_field_of_the_header(self):
         structs = header_structs(self.header)
@@ -40,12 +43,17 @@ class Abi(unittest.TestCase):
                 self.assertGreaterEqual(self.lib.llama_cancel_field_offset(name.encode(), field.encode()), 0,
                                         f"{name}.{field} missing from src/abi.cpp")
 
-    def test_library_lists_the_fields_in_the_headers_order(self):
+    def test_library_structs_have_no_padding_holes(self):
+        """In the header's order each field starts where the one before it ends, and the last ends
+        at the struct's size: size and offsets are then the whole check (a bounded loop per struct)."""
+        declared = {s.__name__: s for s in abi.STRUCTS}
         for name, fields in header_structs(self.header).items():
-            listed = []
-            while (f := self.lib.llama_cancel_field_name(name.encode(), len(listed))) is not None:
-                listed.append(f.decode())
-            self.assertEqual(listed, fields, name)
+            s, at = declared[name], 0
+            for field in fields:
+                self.assertEqual(self.lib.llama_cancel_field_offset(name.encode(), field.encode()), at,
+                                 f"{name}.{field}: a hole before it, or out of the header's order")
+                at += getattr(s, field).size
+            self.assertEqual(self.lib.llama_cancel_struct_size(name.encode()), at, f"{name}: padding at its end")
 
     def test_module_declares_every_struct_with_the_headers_fields(self):
         structs = header_structs(self.header)
@@ -58,20 +66,42 @@ class Abi(unittest.TestCase):
             self.assertGreater(self.lib.llama_cancel_struct_size(s.encode()), 0)
 
     def test_a_changed_layout_is_reported(self):
-        class llama_cancel_decode_params(C.Structure):  # the last field missing: padding keeps the size
-            _fields_ = abi.llama_cancel_decode_params._fields_[:-1]
-        problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
-        self.assertTrue(any("not declared here" in p for p in problems), problems)
+        fields = abi.llama_cancel_decode_params._fields_
 
-        class llama_cancel_decode_result(C.Structure):  # the fields after `message` missing
-            _fields_ = abi.llama_cancel_decode_result._fields_[:5]
-        problems = self.lib._struct_problems(llama_cancel_decode_result, fields=True)
+        class llama_cancel_decode_params(C.Structure):  # the first field missing: every offset moves
+            _fields_ = fields[1:]
+        problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
+        self.assertTrue(any("llama_cancel_decode_params.hook: offset" in p for p in problems), problems)
         self.assertTrue(any("bytes in the library" in p for p in problems), problems)
-        self.assertEqual(self.lib.llama_cancel_field_name(b"llama_cancel_decode_result", 0), b"status")
-        self.assertIsNone(self.lib.llama_cancel_field_name(b"llama_cancel_decode_result", 1000))
+
+        class llama_cancel_decode_params(C.Structure):  # the last field missing: tail padding keeps the size
+            _fields_ = fields[:-1]
+        self.assertEqual(C.sizeof(llama_cancel_decode_params), C.sizeof(abi.llama_cancel_decode_params))
+        problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
+        self.assertTrue(any("fields declared here end at byte 44" in p for p in problems), problems)
+
+        class llama_cancel_seq_result(C.Structure):  # a field narrowed (int8 `cancelled`): same size and offsets
+            _fields_ = abi.llama_cancel_seq_result._fields_[:2] + [("cancelled", C.c_int8)]
+        self.assertEqual(C.sizeof(llama_cancel_seq_result), C.sizeof(abi.llama_cancel_seq_result))
+        problems = self.lib._struct_problems(llama_cancel_seq_result, fields=True)
+        self.assertTrue(any("fields declared here end at byte 9" in p for p in problems), problems)
+
+    def test_unknown_names_answer_zero_and_minus_one(self):
         self.assertEqual(self.lib.llama_cancel_struct_size(b"no_such_struct"), 0)
         self.assertEqual(self.lib.llama_cancel_field_offset(b"llama_cancel_decode_params", b"nope"), -1)
         self.assertEqual(self.lib.llama_cancel_struct_size(None), 0)
+
+    def test_an_older_or_newer_major_is_refused(self):
+        v = self.lib._c.llama_cancel_version
+        for fake, ok in ((abi.VERSION_MAJOR * 10000 + abi.VERSION_MINOR * 100, True),
+                         (abi.VERSION_MAJOR * 10000 + (abi.VERSION_MINOR + 1) * 100, True),
+                         ((abi.VERSION_MAJOR + 1) * 10000, False), ((abi.VERSION_MAJOR - 1) * 10000 + 9999, False)):
+            self.lib._c.llama_cancel_version = lambda: fake  # noqa: B023 (used at once)
+            try:
+                problems = [p for p in self.lib.abi_problems() if p.startswith("library version")]
+            finally:
+                self.lib._c.llama_cancel_version = v
+            self.assertEqual(problems == [], ok, (fake, problems))
 
     def test_status_names(self):
         self.assertEqual(self.lib.llama_cancel_status_str(llama_cancel.CANCELLED), b"cancelled")

@@ -29,6 +29,9 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         cls.lib.llama.llama_free(cls.ctx)
         cls.lib.llama.llama_model_free(cls.model)
 
+    def setUp(self):
+        self.flag.clear()  # whatever a failed test left
+
     def decode(self, toks):
         batch, keep = self.lib.tokens_batch(toks)
         return self.lib.decode(self.ctx, batch, self.flag, abort_callback=self.probe.abort_callback,
@@ -44,8 +47,10 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         def clean():
             self.fresh()
             return self.decode(toks)
-        decode_ms, (status, _, _) = host.timed(clean)
+        decode_ms, (status, result, _) = host.timed(clean)
         self.assertEqual(status, llama_cancel.OK)
+        want = self.lib.logits_ith(self.ctx, result, N_TOKENS - 1)
+        self.assertTrue(want, "the clean decode has its last output")
         n_calls = self.probe.calls() // 3  # three clean decodes since armed
         self.assertGreater(n_calls, 0)
 
@@ -54,19 +59,24 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         for i in range(RUNS):
             self.fresh()
             hold_at = int(n_calls * (0.3 + 0.36 * i / (RUNS - 1)))
-            (status, result, per_seq), ms = cancel.run(self, lambda: self.decode(toks), hold_at)
+            (status, result, seqs), ms = cancel.run(self, lambda: self.decode(toks), hold_at)
             latencies.append(ms)
             self.assertEqual(status, llama_cancel.CANCELLED, result.message)
             self.assertEqual(result.status, llama_cancel.CANCELLED)
             self.assertEqual(result.n_committed % N_UBATCH, 0, "only whole ubatches are committed")
             self.assertLess(result.n_committed, N_TOKENS)
-            self.assertEqual(per_seq, [result.n_committed])
+            self.assertEqual([(q.n_committed, q.output, q.cancelled) for q in seqs], [(result.n_committed, -1, 0)])
             self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), result.n_committed - 1)
 
-        # Resume the last one from its committed position.
-        status, result, _ = self.decode(toks[result.n_committed:])
+        # Resume the last one from its committed position: the last token's logits, read by batch
+        # index, are those of an uninterrupted decode.
+        rest = toks[result.n_committed:]
+        status, result, _ = self.decode(rest)
         self.assertEqual(status, llama_cancel.OK, result.message)
         self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), N_TOKENS - 1)
+        resumed = self.lib.logits_ith(self.ctx, result, len(rest) - 1)
+        self.assertTrue(resumed, "the resumed decode has its last output")
+        self.assertEqual(resumed, want, "resumed logits are bit-identical")
 
         worst = max(latencies)
         print(f"\npython decode: {RUNS}/{RUNS} cancelled from the main thread; store-to-return latency "

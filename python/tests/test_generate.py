@@ -46,6 +46,14 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
         self.assertEqual(status, llama_cancel.OK, result.message)
         return out
 
+    def test_prompt_in_smaller_decodes_generates_the_same(self):
+        ref = self.reference()
+        self.fresh()
+        status, result, out = self.generate(self.prompt, N_PREDICT, n_batch=8)  # the context's n_batch is 16
+        self.assertEqual(status, llama_cancel.OK, result.message)
+        self.assertEqual((result.n_prompt_committed, result.n_chunks_done), (N_PROMPT, 0))
+        self.assertEqual(out, ref)
+
     def test_stop_between_tokens(self):
         ref = self.reference()
         self.fresh()

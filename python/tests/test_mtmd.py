@@ -9,14 +9,16 @@ import llama_cancel
 import host
 
 
-class MtmdWithoutLibmtmd(unittest.TestCase):
+class MtmdNullArguments(unittest.TestCase):
     def test_clear_error(self):
+        """Without libmtmd every call says so; with it, NULL contexts are named."""
         lib = host.lib()
-        if lib.has_mtmd:
-            self.skipTest("this library has libmtmd")
         status, result = lib.mtmd_eval_chunks(None, None, None, None)
         self.assertEqual(status, llama_cancel.ERROR)
-        self.assertEqual(result.message, b"built without libmtmd")
+        if lib.has_mtmd:
+            self.assertIn(b"NULL", result.message)
+        else:
+            self.assertEqual(result.message, b"built without libmtmd")
 
 
 class MtmdCancelledFromMainThread(unittest.TestCase):
@@ -65,6 +67,7 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         eval_ms, (status, result) = host.timed(clean, runs=2)
         self.assertEqual(status, llama_cancel.OK, result.message)
         want = self.lib.last_logits(self.ctx)
+        self.assertTrue(want, "the clean evaluation has the last token's logits")
         n_asks = self.probe.calls() // 2  # the image chunk's encode, twice
 
         self.lib.llama.llama_memory_clear(self.mem, True)
@@ -79,6 +82,16 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         status, resumed = self.evaluate(result.n_chunks_done, result.n_past)
         self.assertEqual(status, llama_cancel.OK, resumed.message)
         self.assertEqual(self.lib.last_logits(self.ctx), want, "resumed logits are bit-identical")
+        self.assertEqual(resumed.n_chunks_done, self.n_chunks)
+
+        # The token loop after the chunks: a stop-free run from the start generates from those logits.
+        self.lib.llama.llama_memory_clear(self.mem, True)
+        status, gen, out = self.lib.generate_mtmd(self.mctx, self.encode_hook, self.ctx, self.chunks, 4, flag=self.flag,
+                                                  n_batch=32)
+        self.assertEqual(status, llama_cancel.OK, gen.message)
+        self.assertEqual((gen.n_chunks_done, gen.n_past), (self.n_chunks, resumed.n_past + gen.n_generated_committed))
+        self.assertEqual(len(out), gen.n_generated)
+        self.assertGreater(gen.n_generated, 0)
         print(f"\npython mtmd: encode stopped from the main thread {ms:.2f} ms after the store "
               f"({100 * ms / eval_ms:.1f}% of the {eval_ms:.1f} ms evaluation), resumed bit-identical", flush=True)
 

@@ -1,7 +1,6 @@
 """llama_cancel_decode with a byte per sequence (Library.decode_seqs): a batch of two sequences, one
 of them cancelled from the main thread while a worker decodes; the other is whole, its output
 readable, and its logits bit-identical to a decode of its tokens alone."""
-import ctypes as C
 import unittest
 
 import llama_cancel
@@ -59,18 +58,20 @@ class DecodeSeqs(unittest.TestCase):
         probe = host.Probe(flags[0])  # holds the graph until sequence 0's byte is stored
         b = self.batch([0, 1])
         try:
-            (status, result, committed, cancelled, output), _ = host.CrossThreadCancel(probe, flags[0]).run(
+            (status, result, seqs), _ = host.CrossThreadCancel(probe, flags[0]).run(
                 self, lambda: self.lib.decode_seqs(ctx, b, flags, abort_callback=probe.abort_callback,
                                                    abort_callback_data=probe.ptr), 5)
             self.assertEqual(status, llama_cancel.OK, result.message)
             self.assertEqual(result.n_seq_cancelled, 1)
-            self.assertEqual(cancelled, [True, False])
-            self.assertEqual(committed, [0, N])
+            self.assertEqual([q.cancelled for q in seqs], [1, 0])
+            self.assertEqual([q.n_committed for q in seqs], [0, N])
             self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(mem, 0), -1)
             self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(mem, 1), N - 1)
-            self.assertEqual(output[0], -1)
-            self.assertGreaterEqual(output[1], 0)
-            self.assertEqual(self.logits(ctx, output[1]), self.alone(1), "sequence 1 as its tokens alone leave it")
+            self.assertEqual(seqs[0].output, -1)
+            self.assertGreaterEqual(seqs[1].output, 0)
+            got, want = self.logits(ctx, seqs[1].output), self.alone(1)
+            self.assertTrue(got and want, "both decodes have sequence 1's output")
+            self.assertEqual(got, want, "sequence 1 as its tokens alone leave it")
         finally:
             probe.close()
             self.lib.llama.llama_batch_free(b)
@@ -82,10 +83,14 @@ class DecodeSeqs(unittest.TestCase):
         flags[1].set()
         b = self.batch([0, 1])
         try:
-            status, result, committed, cancelled, output = self.lib.decode_seqs(ctx, b, flags)
+            mine = (llama_cancel.llama_cancel_seq_result * SEQS)()  # the caller's array, another thread may poll it
+            status, result, seqs = self.lib.decode_seqs(ctx, b, flags, seqs=mine)
             self.assertEqual(status, llama_cancel.OK, result.message)
-            self.assertEqual((cancelled, committed), ([False, True], [N, 0]))
-            self.assertEqual(self.logits(ctx, output[0]), self.alone(0))
+            self.assertEqual([(q.cancelled, q.n_committed) for q in seqs], [(0, N), (1, 0)])
+            self.assertEqual([(q.cancelled, q.n_committed) for q in mine], [(0, N), (1, 0)])
+            got, want = self.logits(ctx, seqs[0].output), self.alone(0)
+            self.assertTrue(got and want, "both decodes have sequence 0's output")
+            self.assertEqual(got, want)
         finally:
             self.lib.llama.llama_batch_free(b)
             self.lib.llama.llama_free(ctx)

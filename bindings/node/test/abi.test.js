@@ -2,31 +2,64 @@
 // The binding's layouts match the loaded library, and a wrong one is reported, not used.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const koffi = require('koffi');
-const { library, llamaCancel } = require('./host');
+const { library, llamaCancel, moduleDir } = require('./host');
 
 test('version and every layout match the library', () => {
     const lib = library();
     const members = Object.keys(llamaCancel.types.llama_cancel_decode_result.members);
     assert.deepEqual(members.slice(0, 3), ['status', 'decode_ret', 'n_committed'], 'koffi lists the fields checked');
     assert.deepEqual(lib.version(), llamaCancel.VERSION);
+    const pkg = JSON.parse(fs.readFileSync(path.join(moduleDir, 'package.json'), 'utf8'));
+    assert.equal(pkg.version, llamaCancel.VERSION.join('.'), "package.json's version is the header's");
     assert.deepEqual(lib.abiProblems(), []);
     assert.equal(lib.c.llama_cancel_status_str(llamaCancel.CANCELLED), 'cancelled');
 });
 
+// A struct type like `type` with its fields changed by `edit` (an array of [name, type] pairs).
+function variant(type, edit) {
+    return koffi.struct(edit(Object.entries(type.members).map(([k, m]) => [k, m.type]))
+        .reduce((o, [k, t]) => Object.assign(o, { [k]: t }), {}));
+}
+
 test('a layout that differs from the library is reported', () => {
     const lib = library();
-    const outdated = koffi.struct({ flag: 'void *', abort_callback: 'void *', abort_callback_data: 'void *', hook: 'void *' });
-    const problems = lib.structProblems('llama_cancel_decode_params', outdated);
+    const T = llamaCancel.types;
+    const shifted = variant(T.llama_cancel_decode_params, (f) => f.slice(1)); // every offset moves
+    let problems = lib.structProblems('llama_cancel_decode_params', shifted);
+    assert.ok(problems.some((p) => p.includes('llama_cancel_decode_params.hook: offset')), problems.join('; '));
     assert.ok(problems.some((p) => p.includes('bytes in the library')), problems.join('; '));
-    const { max_stop_ms, ...rest } = Object.fromEntries(Object.entries(llamaCancel.types.llama_cancel_decode_params.members)
-        .map(([k, m]) => [k, m.type]));
-    const padded = koffi.struct(rest); // the last field missing: padding keeps the size
-    assert.equal(koffi.sizeof(padded), koffi.sizeof(llamaCancel.types.llama_cancel_decode_params));
-    const hidden = lib.structProblems('llama_cancel_decode_params', padded);
-    assert.ok(hidden.some((p) => p.includes('not declared here')), hidden.join('; '));
-    assert.equal(lib.c.llama_cancel_field_name('llama_cancel_decode_result', 0), 'status');
-    assert.equal(lib.c.llama_cancel_field_name('llama_cancel_decode_result', 1000), null);
+
+    const short = variant(T.llama_cancel_decode_params, (f) => f.slice(0, -1)); // tail padding keeps the size
+    assert.equal(koffi.sizeof(short), koffi.sizeof(T.llama_cancel_decode_params));
+    problems = lib.structProblems('llama_cancel_decode_params', short);
+    assert.ok(problems.some((p) => p.includes('fields declared here end at byte 44')), problems.join('; '));
+
+    const narrow = variant(T.llama_cancel_seq_result, (f) => [...f.slice(0, 2), ['cancelled', 'int8_t']]);
+    assert.equal(koffi.sizeof(narrow), koffi.sizeof(T.llama_cancel_seq_result));
+    problems = lib.structProblems('llama_cancel_seq_result', narrow);
+    assert.ok(problems.some((p) => p.includes('fields declared here end at byte 9')), problems.join('; '));
+
     assert.equal(Number(lib.c.llama_cancel_struct_size('no_such_struct')), 0);
     assert.equal(Number(lib.c.llama_cancel_field_offset('llama_cancel_decode_params', 'nope')), -1);
+});
+
+test('a library of another MAJOR, or an older MINOR, is refused', () => {
+    const lib = library();
+    const [major, minor] = llamaCancel.VERSION;
+    const real = lib.c.llama_cancel_version;
+    const verdict = (v) => {
+        lib.c.llama_cancel_version = () => v;
+        try {
+            return lib.abiProblems().filter((p) => p.startsWith('library version')).length === 0;
+        } finally {
+            lib.c.llama_cancel_version = real;
+        }
+    };
+    assert.equal(verdict(major * 10000 + minor * 100), true);
+    assert.equal(verdict(major * 10000 + (minor + 1) * 100 + 3), true, 'a newer MINOR is accepted');
+    assert.equal(verdict((major + 1) * 10000), false);
+    assert.equal(verdict((major - 1) * 10000 + 9999), false);
 });

@@ -4,7 +4,7 @@
 // in memory, then resumes. The worst store-to-return latency is printed beside the decode time.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { env, library, Probe, cancelFromMain, tokens, llamaCancel } = require('./host');
+const { env, library, Probe, cancelFromMain, bounded, tokens, llamaCancel } = require('./host');
 
 const N_TOKENS = 256, N_UBATCH = 64, RUNS = 10;
 
@@ -24,13 +24,16 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
 
     probe.arm(0);
     const times = [];
+    let want = null;
     for (let i = 0; i < 3; ++i) {
         lib.llama.llama_memory_clear(mem, true);
         const t0 = process.hrtime.bigint();
-        const r = await lib.decodeAsync(ctx, batch, opts);
+        const r = await bounded(lib.decodeAsync(ctx, batch, opts), 'a clean decode');
         times.push(Number(process.hrtime.bigint() - t0) / 1e6);
         assert.equal(r.status, llamaCancel.OK, r.result.message);
+        want = lib.logitsIth(ctx, r.result, N_TOKENS - 1);
     }
+    assert.ok(want && want.length > 0, 'the clean decode has its last output');
     const decodeMs = times.sort((a, b) => a - b)[1];
     const nCalls = Math.floor(probe.calls() / 3);
     assert.ok(nCalls > 0);
@@ -46,15 +49,17 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
         assert.equal(value.status, llamaCancel.CANCELLED, value.result.message);
         assert.equal(value.result.n_committed % N_UBATCH, 0, 'only whole ubatches are committed');
         assert.ok(value.result.n_committed < N_TOKENS);
-        assert.deepEqual(value.perSeq, [value.result.n_committed]);
+        assert.deepEqual(value.seqs, [{ n_committed: value.result.n_committed, output: -1, cancelled: 0 }]);
         assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), value.result.n_committed - 1);
     }
 
-    // Resume the last one from its committed position.
+    // Resume the last one from its committed position: the last token's logits, read by batch index,
+    // are those of an uninterrupted decode.
     const rest = lib.tokensBatch(toks.slice(last.result.n_committed));
-    const resumed = await lib.decodeAsync(ctx, rest.batch, opts);
+    const resumed = await bounded(lib.decodeAsync(ctx, rest.batch, opts), 'the resumed decode');
     assert.equal(resumed.status, llamaCancel.OK, resumed.result.message);
     assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), N_TOKENS - 1);
+    assert.deepEqual(lib.logitsIth(ctx, resumed.result, rest.tokens.length - 1), want, 'resumed logits are bit-identical');
     rest.tokens.free();
 
     const sorted = [...latencies].sort((a, b) => a - b);
@@ -103,16 +108,17 @@ test('a byte per sequence: a set one drops its sequence, one of a sequence witho
     const set = new llamaCancel.Flag();
     set.set();
 
-    let r = lib.decode(ctx, batch, { seqFlags: [null, set], nSeq: 2 });
+    let r = lib.decode(ctx, batch, { seqFlags: [null, set] });
     assert.equal(r.status, llamaCancel.OK, r.result.message);
-    assert.deepEqual(r.seqCancelled, [false, false], 'sequence 1 has no token in the batch');
-    assert.ok(r.seqOutput[0] >= 0);
-    assert.deepEqual(r.perSeq, [16, 0]);
+    assert.deepEqual(r.seqs.map((q) => q.cancelled), [0, 0], 'sequence 1 has no token in the batch');
+    assert.ok(r.seqs[0].output >= 0);
+    assert.ok(lib.llama.llama_get_logits_ith(ctx, r.seqs[0].output), "sequence 0's output is readable");
+    assert.deepEqual(r.seqs.map((q) => q.n_committed), [16, 0]);
 
     lib.llama.llama_memory_clear(mem, true);
-    r = lib.decode(ctx, batch, { seqFlags: [set, null], nSeq: 2 });
+    r = lib.decode(ctx, batch, { seqFlags: [set, null] });
     assert.equal(r.status, llamaCancel.CANCELLED, 'its only sequence dropped: a cancel');
-    assert.deepEqual(r.seqCancelled, [true, false]);
+    assert.deepEqual(r.seqs.map((q) => q.cancelled), [1, 0]);
     assert.equal(r.result.n_seq_cancelled, 1);
     assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), -1);
 

@@ -3,7 +3,7 @@
 // and inside the prompt's prefill, then resumed to the tokens an uninterrupted run gives.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { env, library, Probe, cancelFromMain, tokens, llamaCancel } = require('./host');
+const { env, library, Probe, cancelFromMain, bounded, tokens, llamaCancel } = require('./host');
 
 const N_PROMPT = 48, N_PREDICT = 8;
 
@@ -22,7 +22,7 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
 
     fresh();
     graphProbe.arm(0);
-    const ref = await lib.generateAsync(ctx, prompt, N_PREDICT, { flag, hook });
+    const ref = await bounded(lib.generateAsync(ctx, prompt, N_PREDICT, { flag, hook }), 'the reference run');
     assert.equal(ref.status, llamaCancel.OK, ref.result.message);
     assert.equal(ref.tokens.length, N_PREDICT);
 
@@ -52,7 +52,8 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
     assert.ok(p.result.n_prompt_committed < N_PROMPT);
     assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), p.result.n_prompt_committed - 1);
     graphProbe.arm(0);
-    const resumed = await lib.generateAsync(ctx, prompt.slice(p.result.n_prompt_committed), N_PREDICT, { flag, hook });
+    const resumed = await bounded(lib.generateAsync(ctx, prompt.slice(p.result.n_prompt_committed), N_PREDICT,
+        { flag, hook }), 'the resumed run');
     assert.equal(resumed.status, llamaCancel.OK, resumed.result.message);
     assert.deepEqual(resumed.tokens, ref.tokens, 'the resumed run generates what an uninterrupted one does');
 

@@ -3,8 +3,11 @@
 // cross-thread cancel. Paths come from the environment CTest sets: LLAMA_CANCEL_LIBRARY,
 // LLAMA_CANCEL_PROBE, LLAMA_CANCEL_TINY_MODEL, LLAMA_CANCEL_BENCH_MODEL.
 const assert = require('node:assert/strict');
+const path = require('node:path');
 const koffi = require('koffi');
-const llamaCancel = require('..');
+// The binding under test: the packed copy tests/node_binding.sh unpacks, else this source tree.
+const moduleDir = path.dirname(require.resolve(process.env.LLAMA_CANCEL_NODE_MODULE || '..'));
+const llamaCancel = require(moduleDir);
 
 const WAIT_MS = 20000; // every wait on the worker is bounded; past it the test fails and says why
 
@@ -48,6 +51,7 @@ class Probe {
     free() { this.fn.host_probe_free(this.ptr); }
 }
 
+// Every await on a worker is bounded: past `ms` the test fails and says what it waited for.
 function withTimeout(promise, ms, what) {
     let timer;
     const timeout = new Promise((_, reject) => {
@@ -77,8 +81,13 @@ async function cancelFromMain(probe, flag, holdAt, start) {
     return { value, ms: Number(returned - stored) / 1e6 };
 }
 
+// An asynchronous call awaited at most WAIT_MS.
+function bounded(promise, what) {
+    return withTimeout(promise, WAIT_MS, what);
+}
+
 function tokens(n, vocab = 200, seed = 7919) {
     return Array.from({ length: n }, (_, i) => 3 + ((i * seed) % vocab));
 }
 
-module.exports = { env, library, Probe, cancelFromMain, tokens, llamaCancel, WAIT_MS };
+module.exports = { env, library, Probe, cancelFromMain, bounded, tokens, llamaCancel, moduleDir, WAIT_MS };
