@@ -28,7 +28,7 @@ jobs=${LLAMA_CANCEL_JOBS:-$(nproc)}
 packages=(
     g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib clang libclang-rt-dev
     libllama-dev libggml-dev libgtest-dev nlohmann-json3-dev
-    python3 python3-gguf python3-numpy
+    python3 python3-gguf python3-numpy python3-pytest python3-pip python3-setuptools
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
     llama.cpp-tools llama.cpp-tools-extra
     nodejs npm
