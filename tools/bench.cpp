@@ -45,6 +45,15 @@ bool asks_for_all(int argc, char ** argv) {
     return std::any_of(argv + 1, argv + argc, [](const char * a) { return std::strcmp(a, "--all") == 0; });
 }
 
+// The budgets as --help shows their default: "5,20,100", or "none".
+std::string budgets_text(const std::vector<float> & budgets) {
+    std::string text;
+    for (const float b : budgets) {
+        text += (text.empty() ? "" : ",") + std::to_string(static_cast<int>(b));
+    }
+    return text.empty() ? "none" : text;
+}
+
 // The command line into `opt`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, options & opt) {
     // --budgets: whole ms; "none" and values <= 0 are left out.
@@ -83,7 +92,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
-        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", "5,20,100")
+        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
         .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none")
         .option("--seq-ubatches", &opt.seq_ubatches, "LIST", "n_ubatch of each per-sequence row, 1..512");
     const int rc = p.parse(argc, argv);
