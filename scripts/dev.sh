@@ -100,38 +100,37 @@ ensure_base_root() {
     printf '%s\n' "$want" > "$stamp"
 }
 
-ensure_mingw_packages() {
-    local stamp="$root/.llama-cancel-packages-mingw" want
-    want=$(printf '%s\n' "${mingw_packages[@]}" | sort)
+# Extra packages installed into the root with a stamp of their own (.llama-cancel-packages-NAME):
+# the main list, and what other checkouts install from it, stay as they are.
+# usage: ensure_extra_packages NAME WHAT PACKAGE...
+ensure_extra_packages() {
+    local name=$1 what=$2
+    shift 2
+    local stamp="$root/.llama-cancel-packages-$name" want
+    want=$(printf '%s\n' "$@" | sort)
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
     if [ "$(id -u)" != 0 ]; then
-        log "adding the mingw-w64 packages to the Debian sid root needs root"
+        log "adding $what to the Debian sid root needs root"
         exit 1
     fi
-    log "adding the mingw-w64 cross compiler to $root"
+    log "adding $what to $root"
+    if [ "$name" = arm64 ]; then
+        chroot "$root" dpkg --add-architecture arm64
+    fi
     chroot "$root" apt-get update -qq
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${mingw_packages[@]}" >/dev/null
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
     printf '%s\n' "$want" > "$stamp"
+}
+
+ensure_mingw_packages() {
+    ensure_extra_packages mingw "the mingw-w64 cross compiler" "${mingw_packages[@]}"
 }
 
 ensure_arm64_root() {
     ensure_root
-    local stamp="$root/.llama-cancel-packages-arm64" want
-    want=$(printf '%s\n' "${arm64_packages[@]}" | sort)
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-        return 0
-    fi
-    if [ "$(id -u)" != 0 ]; then
-        log "adding the arm64 packages to the Debian sid root needs root"
-        exit 1
-    fi
-    log "adding arm64 (cross compiler, arm64 llama.cpp and ggml, qemu-user) to $root"
-    chroot "$root" dpkg --add-architecture arm64
-    chroot "$root" apt-get update -qq
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${arm64_packages[@]}" >/dev/null
-    printf '%s\n' "$want" > "$stamp"
+    ensure_extra_packages arm64 "arm64 (cross compiler, arm64 llama.cpp and ggml, qemu-user)" "${arm64_packages[@]}"
 }
 
 # Runs "$@" from the checkout, natively or inside the root with the checkout mounted at the same path.
