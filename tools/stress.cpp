@@ -406,11 +406,15 @@ struct prefill_stress {
     void run_storm() {
         std::atomic<bool> stop{false};
         std::atomic<long> toggles{0};
+        // How long the byte stays set each time, ms: a few microseconds, widened (up to 1 ms) while a
+        // second passes without a stop, so that a loaded machine, whose storm thread runs seldom,
+        // still lands stores inside decodes instead of failing the minimum.
+        std::atomic<double> window_ms{0.005};
         std::thread storm([&] {
-            // Thousands of set/reset pairs a second: the byte stays set a few microseconds each time.
+            // Thousands of set/reset pairs a second.
             while (!stop.load(std::memory_order_relaxed)) {
                 __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
-                const double until = common::now_ms() + 0.005;
+                const double until = common::now_ms() + window_ms.load(std::memory_order_relaxed);
                 while (common::now_ms() < until) {
                 }
                 __atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
@@ -421,9 +425,18 @@ struct prefill_stress {
         // --storm-seconds, then on until the minimum of stops was seen, for a bounded time.
         const double t0 = common::now_ms(), end = t0 + o.storm_s * 1000.0;
         const double limit = t0 + k_storm_extension * o.storm_s * 1000.0;
+        double last_check = t0;
+        long   seen       = 0;
         for (int k = 0; common::now_ms() < end || (storm_cancelled < o.min_storm_cancels && common::now_ms() < limit);
              ++k) {
             storm_prefill(k);
+            if (common::now_ms() - last_check >= 1000.0) {
+                if (storm_cancelled == seen) {
+                    window_ms = std::min(1.0, window_ms.load() * 4.0);
+                }
+                seen       = storm_cancelled;
+                last_check = common::now_ms();
+            }
         }
         stop = true;
         storm.join();
