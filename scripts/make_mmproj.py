@@ -67,7 +67,7 @@ PRESETS = {
     ("audio", "small"): dict(n_embd=192, n_ff=768, n_layer=3, n_head=4,
                              n_mel=80, stack=10, n_pos=1500),
 }
-VISION_KEYS = ("image_size", "patch_size", "merge")
+VISION_KEYS = ("image_size", "patch_size", "merge", "vision_projector")
 AUDIO_KEYS = ("n_mel", "stack", "n_pos", "projector")
 COMMON_KEYS = ("n_embd", "n_ff", "n_layer", "n_head")
 
@@ -92,6 +92,8 @@ def parse_args(argv):
     g = p.add_argument_group("vision")
     g.add_argument("--image-size", type=int, help="square input size the image is resized to")
     g.add_argument("--patch-size", type=int)
+    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl"],
+                   help="default gemma3; qwen2vl merges 2x2 patches (--merge does not apply)")
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
     g = p.add_argument_group("audio")
@@ -104,6 +106,8 @@ def parse_args(argv):
     cfg = dict(PRESETS[(a.kind, a.preset)], seed=a.seed, kind=a.kind, n_embd_text=a.n_embd_text)
     if a.kind == "audio":
         cfg["projector"] = "ultravox"
+    else:
+        cfg["vision_projector"] = "gemma3"
     for k in COMMON_KEYS + (VISION_KEYS if a.kind == "vision" else AUDIO_KEYS):
         v = getattr(a, k)
         if v is not None:
@@ -125,11 +129,15 @@ def parse_args(argv):
     # n_embd; keep the two widths apart so that the check cannot misfire
     need(cfg["n_ff"] != cfg["n_embd"], "--n-ff must differ from --n-embd")
     if a.kind == "vision":
-        for k in VISION_KEYS:
+        for k in ("image_size", "patch_size", "merge"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
         need(cfg["image_size"] % cfg["patch_size"] == 0, "--image-size must be a multiple of --patch-size")
         side = cfg["image_size"] // cfg["patch_size"]
         need(side % cfg["merge"] == 0, "image-size / patch-size must be a multiple of --merge")
+        if cfg["vision_projector"] == "qwen2vl":
+            need(a.merge is None, "--merge does not apply to --vision-projector qwen2vl (2x2, fixed)")
+            need((cfg["n_embd"] // cfg["n_head"]) % 8 == 0,
+                 "qwen2vl: the head size n-embd/n-head must be a multiple of 8 (4 M-RoPE sections)")
     else:
         for k in ("n_mel", "stack", "n_pos"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
@@ -224,6 +232,41 @@ def build_vision(w, W, cfg):
     w.add_tensor("mm.input_projection.weight", W.normal((d, n_text), 1.0 / np.sqrt(d)))
 
 
+def build_vision_qwen2vl(w, W, cfg):
+    """Qwen2-VL's vision tower: two conv2d patch embeddings (the two frames of a temporal patch;
+    a still image goes through both), no position embedding (2-D M-RoPE inside attention),
+    pre-norm layers with biases, GELU FFN, a LayerNorm, then the merger: 2x2 neighbouring patches
+    concatenated and sent through a GELU MLP to the text model's width. libmtmd resizes an image
+    to a multiple of 2 * patch-size on each side (aspect kept, 8 to 4096 tokens), so one image
+    gives (w / 2p) x (h / 2p) tokens on a grid that the text model's M-RoPE positions follow."""
+    d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN2VL)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+
+    # two conv2d kernels (ggml ne [p, p, 3, n_embd]); their sums are added, hence the 1/sqrt(2)
+    k_std = 1.0 / np.sqrt(2 * 3 * p * p)
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), k_std))
+    w.add_tensor("v.patch_embd.weight.1", W.normal((d, 3, p, p), k_std))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    hidden = 4 * d
+    w.add_tensor("mm.0.weight", W.linear(hidden, 4 * d))
+    w.add_tensor("mm.0.bias", W.bias(hidden))
+    w.add_tensor("mm.2.weight", W.linear(n_text, hidden))
+    w.add_tensor("mm.2.bias", W.bias(n_text))
+
+
 def build_audio(w, W, cfg):
     d, n_mel, n_text = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"]
 
@@ -267,7 +310,9 @@ def build(path, cfg):
                % (cfg["kind"], cfg["n_layer"], cfg["n_embd"], cfg["seed"]))
     w.add_file_type(int(gguf.LlamaFileType.ALL_F32))
     W = Weights(cfg["seed"])
-    if cfg["kind"] == "vision":
+    if cfg["kind"] == "vision" and cfg["vision_projector"] == "qwen2vl":
+        build_vision_qwen2vl(w, W, cfg)
+    elif cfg["kind"] == "vision":
         build_vision(w, W, cfg)
     else:
         build_audio(w, W, cfg)
