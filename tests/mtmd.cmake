@@ -50,3 +50,42 @@ add_test(NAME python_module_mtmd
     COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/python/tests -p "test_mtmd.py")
 set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmproj"
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}")
+
+# M-RoPE decoders (test_mtmd_mrope.cpp): libmtmd gives media embeddings 4 positions each when the
+# text model's rope type is MROPE or IMROPE, whatever the projector. Three families, each checked
+# against upstream's helper: Qwen2-VL's vision projector on its text model (qwen2vl, MROPE), an
+# audio projector (qwen2a, as Qwen2.5-Omni's audio) on that text model, and the vision projector
+# on a hybrid text model with interleaved M-RoPE (qwen35, recurrent state rolled back too).
+set(MROPE_QWEN2VL_MODEL ${MODELS_DIR}/small-qwen2vl.gguf)
+set(MROPE_QWEN35_MODEL ${MODELS_DIR}/small-qwen35.gguf)
+set(QWEN2VL_MMPROJ ${MODELS_DIR}/mmproj-qwen2vl-tiny.gguf)
+set(QWEN2A_MMPROJ ${MODELS_DIR}/mmproj-qwen2a-tiny.gguf)
+set(py "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts")
+add_test(NAME make_mrope_models
+    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256")
+set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED models)
+set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
+foreach(family qwen2vl qwen2a qwen35)
+    set(text_model ${MROPE_QWEN2VL_MODEL})
+    set(mmproj ${QWEN2VL_MMPROJ})
+    if(family STREQUAL "qwen2a")
+        set(mmproj ${QWEN2A_MMPROJ})
+    elseif(family STREQUAL "qwen35")
+        set(text_model ${MROPE_QWEN35_MODEL})
+    endif()
+    foreach(backend cpu vulkan)
+        if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
+            continue()
+        endif()
+        set(suffix "")
+        set(serial "")
+        if(NOT backend STREQUAL "cpu")
+            set(suffix "_${backend}")
+            set(serial SERIAL)
+        endif()
+        llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
+            FIXTURES models mrope_models ${serial}
+            ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}")
+        set(mrope_program "")
+    endforeach()
+endforeach()
