@@ -336,7 +336,7 @@ TEST_F(MtmdMrope, BudgetSlicesKeepThePositions) {
     EXPECT_EQ(r.n_past, want_n_past);
     EXPECT_GT(static_cast<int>(s.dec_trig.graph_ends.size()), first_graph_of(5, graphs_per_chunk()))
         << "the budget sliced the decodes";
-    EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 1e-3);
+    EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 5e-4);
 }
 
 namespace {
