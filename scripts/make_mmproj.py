@@ -10,7 +10,8 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
 
     make_mmproj.py OUT.gguf --kind vision|audio --n-embd-text N [--preset tiny|small]
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
-                   vision: [--image-size N] [--patch-size N] [--merge N]
+                   vision: [--vision-projector gemma3|qwen2vl|lfm2] [--image-size N]
+                           [--patch-size N] [--merge N]
                    audio:  [--projector ultravox|qwen2a] [--n-mel N] [--stack N]
                            [--n-pos N]
 
@@ -25,6 +26,14 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            one image always gives ((image-size / patch-size) / merge)^2 tokens. For
            this type mtmd decodes the image tokens with non-causal attention and puts
            "<start_of_image>" / "<end_of_image>" text around them.
+           --vision-projector qwen2vl: Qwen2-VL's tower and merger (no position
+           embedding, 2-D M-RoPE in attention, two temporal patch convs, 2x2 merge, GELU
+           MLP). libmtmd keeps the image's aspect (sides rounded to 2 x patch-size, 8 to
+           4096 tokens): a 96x64 image gives a 6x4 token grid. On a text model with M-RoPE
+           (make_model.py --arch qwen2vl or qwen35) its tokens take 4 positions each.
+           --vision-projector lfm2: LFM2-VL's projector: the gemma3 kind's SigLIP tower,
+           pixel unshuffle of merge x merge patches, LayerNorm, GELU MLP; libmtmd resizes
+           to 64..1024 patches (a 96x64 image: 70 tokens) and tiles large images.
   audio    a whisper encoder (two conv1d, stride 2 on the second, learned position
            embedding, pre-norm layers, no bias on K, GELU FFN, post-norm) and
            projector "ultravox" (default: stack `stack` frames, RMS norm, SwiGLU MLP,
@@ -92,7 +101,7 @@ def parse_args(argv):
     g = p.add_argument_group("vision")
     g.add_argument("--image-size", type=int, help="square input size the image is resized to")
     g.add_argument("--patch-size", type=int)
-    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl"],
+    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl", "lfm2"],
                    help="default gemma3; qwen2vl merges 2x2 patches (--merge does not apply)")
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
@@ -267,6 +276,43 @@ def build_vision_qwen2vl(w, W, cfg):
     w.add_tensor("mm.2.bias", W.bias(n_text))
 
 
+def build_vision_lfm2(w, W, cfg):
+    """LFM2-VL's projector: the SigLIP tower of build_vision (its position embedding resized by
+    libmtmd to the image's patch grid), then a pixel unshuffle of merge x merge patches, a
+    LayerNorm and a GELU MLP to the text model's width. libmtmd's LFM2 preprocessor resizes an
+    image to 64..1024 patches (aspect kept) and cuts a large one into tiles plus a thumbnail,
+    each a chunk of its own with text between them."""
+    d, p, n_text, m = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"], cfg["merge"]
+    n_patches = (cfg["image_size"] // p) ** 2
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.LFM2)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+    w.add_vision_projector_scale_factor(m)
+
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), 1.0 / np.sqrt(3 * p * p)))
+    w.add_tensor("v.patch_embd.bias", W.bias(d))
+    w.add_tensor("v.position_embd.weight", W.normal((n_patches, d), 0.5))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    d_in = d * m * m
+    w.add_tensor("mm.input_norm.weight", W.ones(d_in))
+    w.add_tensor("mm.input_norm.bias", W.zeros(d_in))
+    w.add_tensor("mm.1.weight", W.linear(n_text, d_in))
+    w.add_tensor("mm.1.bias", W.bias(n_text))
+    w.add_tensor("mm.2.weight", W.linear(n_text, n_text))
+    w.add_tensor("mm.2.bias", W.bias(n_text))
+
+
 def build_audio(w, W, cfg):
     d, n_mel, n_text = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"]
 
@@ -312,6 +358,8 @@ def build(path, cfg):
     W = Weights(cfg["seed"])
     if cfg["kind"] == "vision" and cfg["vision_projector"] == "qwen2vl":
         build_vision_qwen2vl(w, W, cfg)
+    elif cfg["kind"] == "vision" and cfg["vision_projector"] == "lfm2":
+        build_vision_lfm2(w, W, cfg)
     elif cfg["kind"] == "vision":
         build_vision(w, W, cfg)
     else:
