@@ -55,26 +55,35 @@ set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmp
 # text model's rope type is MROPE or IMROPE, whatever the projector. Three families, each checked
 # against upstream's helper: Qwen2-VL's vision projector on its text model (qwen2vl, MROPE), an
 # audio projector (qwen2a, as Qwen2.5-Omni's audio) on that text model, and the vision projector
-# on a hybrid text model with interleaved M-RoPE (qwen35, recurrent state rolled back too).
+# on a hybrid text model with interleaved M-RoPE (qwen35, recurrent state rolled back too). The same
+# program runs LFM2-VL's projector (no M-RoPE) on the hybrid lfm2 text model.
 set(MROPE_QWEN2VL_MODEL ${MODELS_DIR}/small-qwen2vl.gguf)
 set(MROPE_QWEN35_MODEL ${MODELS_DIR}/small-qwen35.gguf)
 set(QWEN2VL_MMPROJ ${MODELS_DIR}/mmproj-qwen2vl-tiny.gguf)
 set(QWEN2A_MMPROJ ${MODELS_DIR}/mmproj-qwen2a-tiny.gguf)
+set(LFM2VL_MMPROJ ${MODELS_DIR}/mmproj-lfm2vl-tiny.gguf)
 set(py "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts")
 add_test(NAME make_mrope_models
-    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256")
-set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED models)
+    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256")
+set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
-foreach(family qwen2vl qwen2a qwen35)
+foreach(family qwen2vl qwen2a qwen35 lfm2vl)
     set(text_model ${MROPE_QWEN2VL_MODEL})
     set(mmproj ${QWEN2VL_MMPROJ})
+    set(mrope 1)
     if(family STREQUAL "qwen2a")
         set(mmproj ${QWEN2A_MMPROJ})
     elseif(family STREQUAL "qwen35")
         set(text_model ${MROPE_QWEN35_MODEL})
+    elseif(family STREQUAL "lfm2vl")
+        set(text_model ${SMALL_LFM2_MODEL})
+        set(mmproj ${LFM2VL_MMPROJ})
+        set(mrope 0)
     endif()
     foreach(backend cpu vulkan)
-        if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
+        # Not qwen35 on Vulkan (llvmpipe): there even an uninterrupted evaluation with the hook bound
+        # differs from upstream's helper in the last bits, as in the memory tests above.
+        if(NOT backend STREQUAL "cpu" AND (NOT backend IN_LIST BACKEND_SETUPS OR family STREQUAL "qwen35"))
             continue()
         endif()
         set(suffix "")
@@ -84,8 +93,9 @@ foreach(family qwen2vl qwen2a qwen35)
             set(serial SERIAL)
         endif()
         llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
-            FIXTURES models mrope_models ${serial}
-            ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}")
+            FIXTURES models mmproj mrope_models ${serial}
+            ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}"
+                "LLAMA_CANCEL_MROPE_EXPECT=${mrope}")
         set(mrope_program "")
     endforeach()
 endforeach()

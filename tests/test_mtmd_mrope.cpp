@@ -1,9 +1,11 @@
 // llama_cancel_mtmd_eval_chunks on decoders with M-RoPE (mtmd_decode_use_mrope): libmtmd gives
 // each image or audio embedding 4 positions (section-major [t | y | x | z]; an image's t is the
 // same for all its tokens, x and y follow its token grid) and a media chunk advances n_past by
-// mtmd_input_chunk_get_n_pos, not by its token count. One program, run once per family
+// mtmd_input_chunk_get_n_pos, not by its token count. One program, run once per projector family
 // (tests/mtmd.cmake): the text model in LLAMA_CANCEL_MROPE_MODEL, the projector in
-// LLAMA_CANCEL_MROPE_MMPROJ, on the setup in LLAMA_CANCEL_BACKEND (the CPU when unset).
+// LLAMA_CANCEL_MROPE_MMPROJ, on the setup in LLAMA_CANCEL_BACKEND (the CPU when unset). The same
+// tests run on families without M-RoPE too (LFM2-VL's projector on the hybrid lfm2 model) with
+// LLAMA_CANCEL_MROPE_EXPECT=0.
 //
 // Every test starts from upstream's helper (mtmd_helper_eval_chunks) on a plain context with the
 // same n_batch and n_ubatch: the evaluation gives its logits bit for bit, and so does one stopped
@@ -36,6 +38,9 @@ using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
 bool on_cpu() { return test_backend().name() == "cpu"; }
 
 std::string mmproj_path() { return fixtures::env("LLAMA_CANCEL_MROPE_MMPROJ"); }
+
+// Whether the family's decoder takes M-RoPE positions (LLAMA_CANCEL_MROPE_EXPECT, default 1).
+bool expect_mrope() { return fixtures::env("LLAMA_CANCEL_MROPE_EXPECT") != "0"; }
 
 // The projector on the setup's devices (the CPU alone on the CPU setup), `cb` as its cb_eval.
 mtmd_ptr make_mtmd(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr) {
@@ -159,7 +164,7 @@ class MtmdMrope : public ::testing::Test {
         n_ubatch = n_ubatch_;
         auto mctx = make_mtmd();
         ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj_path();
-        ASSERT_TRUE(mtmd_decode_use_mrope(mctx.get())) << "the text model does not take M-RoPE positions";
+        ASSERT_EQ(mtmd_decode_use_mrope(mctx.get()), expect_mrope()) << "LLAMA_CANCEL_MROPE_EXPECT is wrong";
         audio  = mtmd_support_audio(mctx.get());
         chunks = tokenize(mctx.get(), audio);
         ASSERT_EQ(mtmd_input_chunks_size(chunks.get()), 5u) << "text, media, text, media, text";
@@ -167,7 +172,7 @@ class MtmdMrope : public ::testing::Test {
         for (size_t i = 0; i < 5; ++i) {
             start.push_back(i == 0 ? 0 : start[i - 1] + mtmd_input_chunk_get_n_pos(chunk_at(i - 1)));
         }
-        if (!audio) {
+        if (!audio && expect_mrope()) {
             // An image advances n_past by the longer side of its token grid, not by its tokens.
             ASSERT_LT(mtmd_input_chunk_get_n_pos(chunk_at(1)), static_cast<llama_pos>(media_tokens(1)));
         }
