@@ -41,10 +41,10 @@
 #include <stdint.h>
 
 // LLAMA_CANCEL_SHARED: the shared library (building or using it); LLAMA_CANCEL_BUILD: building
-// the library. A static build keeps its symbols visible, so that a host's own shared library that
-// links it whole exports the llama_cancel_* names its FFI binds by name.
-#if defined(_WIN32) && !defined(__MINGW32__)
-#    if defined(LLAMA_CANCEL_SHARED) && defined(LLAMA_CANCEL_BUILD)
+// the library. A static build exports its symbols too, so that a host's own shared library (a DLL
+// on Windows) that links it whole exports the llama_cancel_* names its FFI binds by name.
+#if defined(_WIN32)
+#    if defined(LLAMA_CANCEL_BUILD)
 #        define LLAMA_CANCEL_API __declspec(dllexport)
 #    elif defined(LLAMA_CANCEL_SHARED)
 #        define LLAMA_CANCEL_API __declspec(dllimport)
@@ -96,10 +96,9 @@ extern "C" {
     //
 
     // ggml_abort_callback for llama_set_abort_callback(ctx, llama_cancel_abort_callback, byte): one
-    // relaxed atomic load, nonzero = stop, NULL never stops. Backends that take an abort callback
-    // (the CPU after each node, Metal between command buffers) call it on the decoding thread;
-    // llama_decode then returns 2. On recurrent models that leaves a half-advanced state:
-    // llama_cancel_decode puts it back exactly.
+    // relaxed atomic load, nonzero = stop, NULL never stops. Backends whose registry takes an abort
+    // callback (the CPU, after each node) call it on the decoding thread; llama_decode then returns
+    // 2. On recurrent models that leaves a half-advanced state: llama_cancel_decode puts it back.
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
     // ggml_backend_sched_eval_callback for llama_context_params.cb_eval or mtmd_context_params.cb_eval,
     // cb_eval_user_data = the byte: the one hook that reaches GPU-API, RPC and BLAS backends and clip
@@ -185,7 +184,7 @@ extern "C" {
 
     // Defaults: everything NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_decode_params llama_cancel_decode_default_params(void);
-    // llama_decode(ctx, batch) under the byte: read by the abort callback (CPU, Metal) and, with a
+    // llama_decode(ctx, batch) under the byte: read by the abort callback (the CPU) and, with a
     // hook or the stateless eval callback bound, at checkpoints on every backend. On the ctx's
     // thread; the batch, params and results stay the caller's. `params` NULL: defaults; `result`
     // NULL: not reported; `seqs`: NULL or params->n_seq entries.

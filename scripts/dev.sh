@@ -42,6 +42,11 @@ arm64_packages=(
     libllama-dev:arm64 libggml-dev:arm64 libgtest-dev:arm64
 )
 
+# The Windows cross build's compiler and binutils (tests/mingw_build.sh: a DLL linked against import
+# libraries made with dlltool), with their own stamp, so that checkouts whose list above is older
+# do not reinstall on every call.
+mingw_packages=(g++-mingw-w64-x86-64-posix binutils-mingw-w64-x86-64)
+
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
 
 host_has_llama() {
@@ -59,6 +64,11 @@ use_root() {
 }
 
 ensure_root() {
+    ensure_base_root
+    ensure_mingw_packages
+}
+
+ensure_base_root() {
     local stamp="$root/.llama-cancel-packages" want
     want=$(printf '%s\n' "${packages[@]}" | sort)
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -86,6 +96,22 @@ ensure_root() {
             --include="$(IFS=,; echo "${packages[*]}")" sid "$tmp"
         mv "$tmp" "$root"
     fi
+    printf '%s\n' "$want" > "$stamp"
+}
+
+ensure_mingw_packages() {
+    local stamp="$root/.llama-cancel-packages-mingw" want
+    want=$(printf '%s\n' "${mingw_packages[@]}" | sort)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        log "adding the mingw-w64 packages to the Debian sid root needs root"
+        exit 1
+    fi
+    log "adding the mingw-w64 cross compiler to $root"
+    chroot "$root" apt-get update -qq
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${mingw_packages[@]}" >/dev/null
     printf '%s\n' "$want" > "$stamp"
 }
 

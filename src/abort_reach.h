@@ -1,9 +1,10 @@
 // Which nodes the abort callback already stops: decided per backend from its registry, the way
 // llama.cpp hands the context's abort callback on. llama_set_abort_callback gives it to every
-// backend whose registry offers "ggml_backend_set_abort_callback" (the CPU checks it after each
-// node, ggml-metal between command buffers); the others (Vulkan, CUDA, RPC, BLAS...) never see it.
-// Not from whether a buffer is host memory: Apple's unified-memory Metal buffers are host memory,
-// and BLAS computes in host memory without ever calling the abort callback.
+// backend whose registry offers "ggml_backend_set_abort_callback" (the CPU, which checks it after
+// each node; ggml-metal checks one between command buffers in versions whose registry offers it);
+// the others (Vulkan, CUDA, RPC...) never see it. Not from whether a buffer is host memory: Apple's
+// unified-memory Metal buffers are host memory. BLAS computes into the CPU buffer type, so its nodes
+// count as the CPU's: a stop waits for the BLAS split in flight and comes at the next CPU node.
 #pragma once
 
 #include "ggml-backend.h"
@@ -39,13 +40,24 @@ class abort_reach {
                 return known.second;
             }
         }
-        const ggml_backend_dev_t dev   = ggml_backend_buft_get_device(buft);
+        const ggml_backend_dev_t dev   = device_of(buft);
         const bool               stops = dev != nullptr && takes_(ggml_backend_dev_backend_reg(dev));
         known_.emplace_back(buft, stops);
         return stops;
     }
 
   private:
+    // The buffer type's device. ggml's CPU buffer type names none (upstream leaves it NULL): it
+    // is recognised as the CPU device's default buffer type.
+    static ggml_backend_dev_t device_of(ggml_backend_buffer_type_t buft) {
+        ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
+        if (dev == nullptr) {
+            ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+            dev = cpu != nullptr && ggml_backend_dev_buffer_type(cpu) == buft ? cpu : nullptr;
+        }
+        return dev;
+    }
+
     registry_test takes_;
     std::vector<std::pair<ggml_backend_buffer_type_t, bool>> known_;
 };

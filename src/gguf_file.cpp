@@ -2,6 +2,7 @@
 #include "gguf_file.h"
 
 #include "flag.h"
+#include "ggml.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -27,7 +28,7 @@ bool llama_cancel::check_gguf_file(const char * path, char * message, size_t siz
         return false;
     }
     const uintmax_t file_size = fs::file_size(fs::u8path(path), ec);
-    FILE * f = std::fopen(path, "rb");
+    FILE * f = ggml_fopen(path, "rb"); // UTF-8 paths on Windows too, as llama.cpp opens them
     if (f == nullptr) {
         std::snprintf(message, size, "cannot open %s: %s", path, std::strerror(errno));
         return false;
