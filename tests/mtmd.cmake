@@ -105,3 +105,7 @@ foreach(family qwen2vl qwen3vl qwen2a qwen35 lfm2vl)
         set(mrope_program "")
     endforeach()
 endforeach()
+# The CLI's media path on an M-RoPE text model: Qwen2-VL's projector and the audio one.
+add_test(NAME cli_media_mrope COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
+    ${MROPE_QWEN2VL_MODEL} ${QWEN2VL_MMPROJ} ${QWEN2A_MMPROJ})
+set_tests_properties(cli_media_mrope PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models")
