@@ -109,3 +109,8 @@ endforeach()
 add_test(NAME cli_media_mrope COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
     ${MROPE_QWEN2VL_MODEL} ${QWEN2VL_MMPROJ} ${QWEN2A_MMPROJ})
 set_tests_properties(cli_media_mrope PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models")
+# The Python module's multimodal test on the same M-RoPE pair.
+add_test(NAME python_module_mtmd_mrope
+    COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/python/tests -p "test_mtmd.py")
+set_tests_properties(python_module_mtmd_mrope PROPERTIES FIXTURES_REQUIRED "models;mrope_models"
+    ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${MROPE_QWEN2VL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${QWEN2VL_MMPROJ}")
