@@ -332,16 +332,21 @@ TEST_F(MtmdMrope, UbatchSlicesInsideOneDecodeKeepThePositions) {
 }
 
 // A stop-time budget slices the causal embedding decodes by measured node times: slice sizes vary
-// from run to run, so the logits can differ from upstream's in the last bits (other ubatch
-// shapes), never by more; wrong positions would change them outright.
+// from run to run, so the logits differ from upstream's in the last bits (other ubatch shapes).
+// On the images (24 tokens) that drift stays under 1e-4 (measured 2e-5..8e-5) where slices with
+// offset position sections give 3.4e-3; on 750-token audio chunks it reaches 6e-3, so there the
+// positions of these slices rest on UbatchSlicesInsideOneDecodeKeepThePositions (the same copy).
 TEST_F(MtmdMrope, BudgetSlicesKeepThePositions) {
     setup s(n_batch, n_ubatch);
     llama_cancel_mtmd_result r;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r, 0.05f), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_past, want_n_past);
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
     EXPECT_GT(static_cast<int>(s.dec_trig.graph_ends.size()), first_graph_of(5, graphs_per_chunk()))
         << "the budget sliced the decodes";
-    EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 5e-4);
+    if (!audio) {
+        EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 5e-4);
+    }
 }
 
 namespace {
