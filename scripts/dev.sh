@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llama-cancel's one entry point for set-up, build, tests and benchmark.
 #
-#   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job)
+#   scripts/dev.sh bench [ARGS]   build, then run the cancel benchmark (main job): the headline
+#                                 rows, a few minutes; --all for every row (llama-cancel bench --help)
 #   scripts/dev.sh test           build, then run every test, then the ASan/UBSan and TSan
 #                                 builds' tests, the fuzz run, and the arm64 core tests under
 #                                 qemu-user (what .ci/run calls; LLAMA_CANCEL_ARM64=0 leaves arm64 out)
@@ -27,7 +28,7 @@ jobs=${LLAMA_CANCEL_JOBS:-$(nproc)}
 packages=(
     g++ cmake ninja-build pkg-config file binutils procps tmux python3-matplotlib clang libclang-rt-dev
     libllama-dev libggml-dev libgtest-dev nlohmann-json3-dev
-    python3 python3-gguf python3-numpy
+    python3 python3-gguf python3-numpy python3-pytest python3-pip python3-setuptools
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
     llama.cpp-tools llama.cpp-tools-extra
     nodejs npm
@@ -99,38 +100,37 @@ ensure_base_root() {
     printf '%s\n' "$want" > "$stamp"
 }
 
-ensure_mingw_packages() {
-    local stamp="$root/.llama-cancel-packages-mingw" want
-    want=$(printf '%s\n' "${mingw_packages[@]}" | sort)
+# Extra packages installed into the root with a stamp of their own (.llama-cancel-packages-NAME):
+# the main list, and what other checkouts install from it, stay as they are.
+# usage: ensure_extra_packages NAME WHAT PACKAGE...
+ensure_extra_packages() {
+    local name=$1 what=$2
+    shift 2
+    local stamp="$root/.llama-cancel-packages-$name" want
+    want=$(printf '%s\n' "$@" | sort)
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
     if [ "$(id -u)" != 0 ]; then
-        log "adding the mingw-w64 packages to the Debian sid root needs root"
+        log "adding $what to the Debian sid root needs root"
         exit 1
     fi
-    log "adding the mingw-w64 cross compiler to $root"
+    log "adding $what to $root"
+    if [ "$name" = arm64 ]; then
+        chroot "$root" dpkg --add-architecture arm64
+    fi
     chroot "$root" apt-get update -qq
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${mingw_packages[@]}" >/dev/null
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
     printf '%s\n' "$want" > "$stamp"
+}
+
+ensure_mingw_packages() {
+    ensure_extra_packages mingw "the mingw-w64 cross compiler" "${mingw_packages[@]}"
 }
 
 ensure_arm64_root() {
     ensure_root
-    local stamp="$root/.llama-cancel-packages-arm64" want
-    want=$(printf '%s\n' "${arm64_packages[@]}" | sort)
-    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-        return 0
-    fi
-    if [ "$(id -u)" != 0 ]; then
-        log "adding the arm64 packages to the Debian sid root needs root"
-        exit 1
-    fi
-    log "adding arm64 (cross compiler, arm64 llama.cpp and ggml, qemu-user) to $root"
-    chroot "$root" dpkg --add-architecture arm64
-    chroot "$root" apt-get update -qq
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${arm64_packages[@]}" >/dev/null
-    printf '%s\n' "$want" > "$stamp"
+    ensure_extra_packages arm64 "arm64 (cross compiler, arm64 llama.cpp and ggml, qemu-user)" "${arm64_packages[@]}"
 }
 
 # Runs "$@" from the checkout, natively or inside the root with the checkout mounted at the same path.
@@ -190,13 +190,14 @@ node_deps() {
 sanitized_tests() {
     local dir
     dir="$(build_dir)-$1"
-    in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2"
+    # Debug and sanitized: three times the suite's default timeout per test.
+    in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2" -DLLAMA_CANCEL_TEST_TIMEOUT=900
     in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate test_model_load test_entry_errors test_outputs \
         test_memory_kinds test_budget llama-cancel-cli
     # One ggml thread under TSan: ggml's OpenMP workers synchronize in code TSan cannot see.
     in_env env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
         LLAMA_CANCEL_THREADS="$([ "$1" = tsan ] && echo 1 || echo 2)" \
-        ctest --test-dir "$dir" --output-on-failure -L "$1"
+        ctest --test-dir "$dir" --output-on-failure --no-tests=error -L "$1"
 }
 
 # The libFuzzer targets, built with clang, each run briefly.
@@ -204,9 +205,9 @@ fuzz_tests() {
     local dir
     dir="$(build_dir)-fuzz"
     in_env env CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-        -DLLAMA_CANCEL_SANITIZE=fuzzer-no-link,address,undefined -DLLAMA_CANCEL_FUZZ=ON
+        -DLLAMA_CANCEL_SANITIZE=fuzzer-no-link,address,undefined -DLLAMA_CANCEL_FUZZ=ON -DLLAMA_CANCEL_TEST_TIMEOUT=900
     in_env cmake --build "$dir" -j "$jobs" --target fuzz_decode
-    in_env ctest --test-dir "$dir" --output-on-failure -L fuzz
+    in_env ctest --test-dir "$dir" --output-on-failure --no-tests=error -L fuzz
 }
 
 # arm64: the cross build (cmake/aarch64-linux-gnu.cmake), in the sid root with its arm64 extras, or
@@ -301,7 +302,7 @@ case "$cmd" in
         ;;
     run) in_env "$@" ;;
     *)
-        sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         exit 2
         ;;
 esac

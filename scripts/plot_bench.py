@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots a `llama-cancel bench` JSON file next to it (same name, .png): cancel latency per CPU
-configuration against what a host sees today, overheads, and the backend rows.
+configuration against what a host sees today, overheads, and the backend rows. Works on the
+headline run and on --all alike: a section that did not run leaves its panel empty.
 
     plot_bench.py llama-cancel-bench.json
 """
@@ -109,8 +110,9 @@ def main(path):
     plot_seq(axes[7], seqs)
     axes[8].axis("off")
 
+    selection = "every row (--all)" if data.get("all") else "headline rows"
     fig.suptitle(f"llama-cancel bench: {data['model']['desc']}, {data['model']['n_params'] / 1e6:.1f} M parameters, "
-                 f"{data['cores']} cores, {data['runs']} runs")
+                 f"{data['cores']} cores, {data['runs']} runs, {selection}")
     fig.tight_layout()
     out = os.path.splitext(path)[0] + ".png"
     fig.savefig(out, dpi=110)

@@ -56,6 +56,16 @@ for cmd in commands:
     expect_error([cmd] + head + ["--cycles" if cmd == "stress" else "--threads", "not-a-number"], usage)
     expect_error([cmd] + head + refused, usage)
 
+# Further values refused after parsing: the bench's section options and stress's minimums.
+MORE_REFUSED = {
+    "bench": [["--mtmd", "video"], ["--seq-ubatches", "0"], ["--seq-ubatches", "513"]],
+    "stress": [["--model", "m.gguf", "--min-cancels", "-2"], ["--model", "m.gguf", "--min-storm-cancels", "-1"]],
+}
+for cmd, cases in MORE_REFUSED.items():
+    if cmd in commands:
+        for args in cases:
+            expect_error([cmd] + args, f"usage: llama-cancel {cmd}")
+
 top = "usage: llama-cancel COMMAND"
 expect_help(["--help"], top)
 expect_error([], top)

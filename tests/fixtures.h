@@ -97,10 +97,11 @@ struct node_trigger {
 };
 
 // A caller abort callback that holds the graph at call number `hold_at` until the byte is stored
-// (at most 20 s), so that a store from another thread lands inside the decode without timing
-// assumptions; records the thread of every call.
+// (at most 20 s: then `timed_out`, which the test asserts false), so that a store from another
+// thread lands inside the decode without timing assumptions; records the thread of every call.
 struct gate {
     std::atomic<bool>            started{false};
+    std::atomic<bool>            timed_out{false};
     int8_t *                     flag    = nullptr;
     int                          hold_at = 1;
     int                          calls   = 0;

@@ -80,9 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     llama_cancel_decode_result r;
-    int32_t counters[2] = {-1, -1};
-    const int32_t n_counters = static_cast<int32_t>(in.u8() % 4) - 1; // -1..2, counters holds 2
-    const int32_t st = llama_cancel_decode(ctx, b, &p, &r, (mode & 128) ? counters : nullptr, n_counters);
+    llama_cancel_seq_result seqs[2] = {{-1, -1, -1}, {-1, -1, -1}};
+    p.n_seq = static_cast<int32_t>(in.u8() % 4) - 1; // -1..2, seqs holds 2
+    const int32_t st = llama_cancel_decode(ctx, b, &p, &r, (mode & 128) ? seqs : nullptr);
 
     if (st != r.status || (st == LLAMA_CANCEL_ERROR) != (r.message[0] != '\0')) {
         std::abort(); // the status and the message must agree

@@ -47,8 +47,8 @@ set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj")
 
 # The Python module's multimodal test: an image chunk's encode stopped from the main thread.
 add_test(NAME python_module_mtmd
-    COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/python/tests -p "test_mtmd.py")
-set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmproj"
+    COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/python/tests/test_mtmd.py -p no:cacheprovider)
+set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmproj" SKIP_RETURN_CODE 77
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}")
 
 # M-RoPE decoders (test_mtmd_mrope.cpp): libmtmd gives media embeddings 4 positions each when the

@@ -65,7 +65,11 @@ chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
 }
 
 bool same(const std::vector<float> & a, const std::vector<float> & b) {
-    return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    if (a.empty() || b.empty()) {
+        ADD_FAILURE() << "an output to compare is missing (" << a.size() << " and " << b.size() << " floats)";
+        return false;
+    }
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chunk) {
@@ -90,9 +94,9 @@ void Mtmd::SetUp() {
     auto mctx = make_mtmd(k.mmproj);
     ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << k.mmproj;
     chunks = tokenize(mctx.get(), k.audio);
-    n_chunks = mtmd_input_chunks_size(chunks.get());
-    ASSERT_EQ(n_chunks, 5u) << "text, media, text, media, text";
-    for (size_t i = 0; i < n_chunks; ++i) {
+    n_chunks = static_cast<int32_t>(mtmd_input_chunks_size(chunks.get()));
+    ASSERT_EQ(n_chunks, 5) << "text, media, text, media, text";
+    for (int32_t i = 0; i < n_chunks; ++i) {
         ASSERT_EQ(mtmd_input_chunk_get_type(chunk_at(i)) == MTMD_INPUT_CHUNK_TYPE_TEXT, i % 2 == 0);
         start.push_back(i == 0 ? 0 : start[i - 1] + mtmd_input_chunk_get_n_pos(chunk_at(i - 1)));
     }

@@ -51,6 +51,8 @@ chunks_ptr tokenize(mtmd_context * mctx, bool audio);
 
 using fixtures::pos_max;
 
+// a and b hold the same floats bit for bit. An empty vector (an output or embedding that was not
+// there) is a failure of the calling test, never "the same" nor "different".
 bool same(const std::vector<float> & a, const std::vector<float> & b);
 
 std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chunk);
@@ -84,7 +86,7 @@ struct setup {
         return p;
     }
 
-    int32_t eval(const mtmd_input_chunks * chunks, size_t first, llama_pos n_past, int32_t n_batch,
+    int32_t eval(const mtmd_input_chunks * chunks, int32_t first, llama_pos n_past, int32_t n_batch,
                  llama_cancel_mtmd_result * r) {
         const llama_cancel_mtmd_params p = params(n_batch);
         return llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r);
@@ -134,7 +136,7 @@ class Mtmd : public mtmd_test::text_model_suite<Mtmd, ::testing::TestWithParam<s
 
     mtmd_test::kind_info              k;
     mtmd_test::chunks_ptr             chunks;
-    size_t                 n_chunks = 0;
+    int32_t                n_chunks = 0;
     std::vector<llama_pos> start; // first position of each chunk
     llama_pos              want_n_past = 0;
     std::vector<float>     want;

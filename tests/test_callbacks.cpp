@@ -45,11 +45,14 @@ TEST(AbortCallback, SeesStoreFromAnotherThread) {
         }
         seen = llama_cancel_abort_callback(&flag);
     });
-    while (!spinning) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!spinning && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::yield();
     }
-    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+    const bool started = spinning;
+    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // also ends a reader that starts late
     reader.join();
+    ASSERT_TRUE(started) << "the reader thread did not start within 20 s";
     EXPECT_TRUE(seen);
 }
 

@@ -68,7 +68,7 @@ class DecodeTest : public Decode {
         node_trigger counter;
         int8_t flag = 0;
         auto p = params_with(&flag, &counter);
-        EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+        EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
         return counter.calls;
     }
 };
@@ -86,18 +86,26 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     int8_t flag = 0;
     auto p = params_with(&flag);
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
+    llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
+    p.n_seq = 1;
     common::seq_batch b2(prompt, 0, n, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b2.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b2.get(), &p, &r, per_seq), LLAMA_CANCEL_OK);
     EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
     EXPECT_EQ(r.decode_ret, 0);
     EXPECT_EQ(r.n_committed, n);
-    EXPECT_EQ(per_seq[0], n);
+    EXPECT_EQ(per_seq[0].n_committed, n);
     EXPECT_STREQ(r.message, "");
     EXPECT_EQ(pos_max(ctx.get()), n - 1);
     const auto got = common::last_logits(ctx.get());
+    ASSERT_FALSE(want.empty());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+    // The one documented way to read an output by batch index gives the same logits.
+    const float * by_index = llama_cancel_get_logits_ith(ctx.get(), &r, n - 1);
+    ASSERT_NE(by_index, nullptr);
+    EXPECT_EQ(std::memcmp(by_index, want.data(), want.size() * sizeof(float)), 0);
+    ASSERT_GE(per_seq[0].output, 0) << "the sequence's last output is reported";
+    EXPECT_EQ(std::memcmp(llama_get_logits_ith(ctx.get(), per_seq[0].output), want.data(), want.size() * sizeof(float)), 0);
 }
 
 TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
@@ -110,13 +118,14 @@ TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     node_trigger counter;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
+    llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
+    p.n_seq = 1;
     common::seq_batch rest(prompt, 16, 32, 16);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 0) << "llama_decode must not be called";
     EXPECT_EQ(r.n_committed, 0);
-    EXPECT_EQ(per_seq[0], 0);
+    EXPECT_EQ(per_seq[0].n_committed, 0);
     EXPECT_EQ(counter.calls, 0);
     EXPECT_EQ(pos_max(ctx.get()), 15);
     EXPECT_EQ(flag, 1) << "the byte is the caller's: never reset";
@@ -138,12 +147,13 @@ TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
     counter.at   = nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
+    llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
+    p.n_seq = 1;
     common::seq_batch b(prompt, 8, n, 8);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
     EXPECT_EQ(r.n_committed, 0);
-    EXPECT_EQ(per_seq[0], 0);
+    EXPECT_EQ(per_seq[0].n_committed, 0);
     EXPECT_EQ(pos_max(ctx.get()), 7) << "the stopped ubatch's positions are dropped";
     EXPECT_LT(counter.calls, nodes) << "the decode stopped inside the graph";
 }
@@ -160,12 +170,13 @@ TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
     counter.at   = nodes + nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
+    llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
+    p.n_seq = 1;
     common::seq_batch b(prompt, 0, n, 0);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
     EXPECT_EQ(r.n_committed, u);
-    EXPECT_EQ(per_seq[0], u);
+    EXPECT_EQ(per_seq[0].n_committed, u);
     EXPECT_EQ(pos_max(ctx.get()), u - 1);
 }
 
@@ -202,12 +213,13 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
     counter.at   = 2 * nodes + nodes / 2;
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
-    int32_t per_seq[2] = {-1, -1};
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b, &p, &r, per_seq, 2), LLAMA_CANCEL_CANCELLED);
+    llama_cancel_seq_result per_seq[2] = {{-1, -1, -1}, {-1, -1, -1}};
+    p.n_seq = 2;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b, &p, &r, per_seq), LLAMA_CANCEL_CANCELLED);
     for (int s = 0; s < 2; ++s) {
-        EXPECT_EQ(per_seq[s], pos_max(ctx.get(), s) + 1) << "sequence " << s;
+        EXPECT_EQ(per_seq[s].n_committed, pos_max(ctx.get(), s) + 1) << "sequence " << s;
     }
-    EXPECT_EQ(per_seq[0] + per_seq[1], 2 * u) << "two whole ubatches committed";
+    EXPECT_EQ(per_seq[0].n_committed + per_seq[1].n_committed, 2 * u) << "two whole ubatches committed";
     // The committed prefix, read from memory: leading batch tokens whose position their sequence holds.
     int prefix = 0;
     while (prefix < 2 * per && pos[prefix] <= pos_max(ctx.get(), seq_ids[prefix])) {
@@ -234,7 +246,7 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     auto p = params_with(&flag, &counter);
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     ASSERT_EQ(r.n_committed, 2 * u);
     ASSERT_EQ(pos_max(ctx.get()), 2 * u - 1);
 
@@ -242,7 +254,7 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     node_trigger resume_counter;
     auto p2 = params_with(&flag, &resume_counter);
     common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr, 0), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr), LLAMA_CANCEL_OK);
     EXPECT_EQ(resume_counter.calls, 2 * nodes) << "only the two missing ubatches are computed";
     EXPECT_EQ(pos_max(ctx.get()), n - 1);
     const auto got = common::last_logits(ctx.get());
@@ -257,7 +269,7 @@ TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     node_trigger mine;
     auto p = params_with(&flag, &mine);
     common::seq_batch a(prompt, 0, 16, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
     const int during = mine.calls;
     EXPECT_GT(during, 0) << "the caller's callback runs beside the byte";
 
@@ -272,7 +284,7 @@ TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     flag = 0;
     auto bare = params_with(&flag);
     common::seq_batch c(prompt, 32, 16, 32);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), c.get(), &bare, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), c.get(), &bare, nullptr, nullptr), LLAMA_CANCEL_OK);
     flag = 1;
     common::seq_batch d(prompt, 48, 16, 48);
     EXPECT_EQ(llama_decode(ctx.get(), d.get()), 0);
@@ -290,7 +302,7 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
     common::seq_batch b(prompt, 0, 32, 0);
     auto p = params_with(&flag);
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
     EXPECT_EQ(pos_max(ctx.get()), -1);
 }
@@ -313,12 +325,13 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     std::thread worker([&] {
         worker_id = std::this_thread::get_id();
         common::seq_batch b(prompt, 0, 256, 0);
-        status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
+        status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr);
     });
     const bool started = wait_until([&] { return g.started.load(); });
     __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // also releases a worker that is still starting
     worker.join();
     ASSERT_TRUE(started) << "the decode never reached its first graph node within 20 s";
+    EXPECT_FALSE(g.timed_out) << "the gate released the graph without seeing the store";
     EXPECT_EQ(status, LLAMA_CANCEL_CANCELLED);
     ASSERT_FALSE(g.threads.empty());
     for (const auto & id : g.threads) {
@@ -333,10 +346,10 @@ TEST_F(DecodeTest, NullContextIsAClearError) {
     auto prompt = common::make_prompt(suite_model(), 4);
     common::seq_batch b(prompt, 0, 4, 0);
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), &p, &r, nullptr), LLAMA_CANCEL_ERROR);
     EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("ctx is NULL"), std::string::npos) << r.message;
-    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), nullptr, nullptr, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(nullptr, b.get(), nullptr, nullptr, nullptr), LLAMA_CANCEL_ERROR);
 }
 
 TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
@@ -348,12 +361,12 @@ TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
     auto p = params_with(&flag);
     llama_cancel_decode_result r;
     common::seq_batch big(prompt, 0, 40, 8);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), big.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), big.get(), &p, &r, nullptr), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("more than the context's n_batch 32"), std::string::npos) << r.message;
     EXPECT_EQ(pos_max(ctx.get()), 7);
     // The context still works.
     common::seq_batch next(prompt, 8, 8, 8);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), next.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), next.get(), &p, &r, nullptr), LLAMA_CANCEL_OK);
     EXPECT_EQ(pos_max(ctx.get()), 15);
 }
 
@@ -364,16 +377,16 @@ TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
 
     prompt[3] = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
     common::seq_batch bad_token(prompt, 0, 8, 0);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_token.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_token.get(), nullptr, &r, nullptr), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("outside the vocabulary"), std::string::npos) << r.message;
 
     prompt[3] = 5;
     common::seq_batch bad_seq(prompt, 0, 8, 0, 3);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_seq.get(), nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), bad_seq.get(), nullptr, &r, nullptr), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("sequence id 3"), std::string::npos) << r.message;
 
     llama_batch empty{};
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), empty, nullptr, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), empty, nullptr, &r, nullptr), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::string(r.message).find("at least one"), std::string::npos) << r.message;
     EXPECT_EQ(pos_max(ctx.get()), -1);
 }
@@ -385,12 +398,12 @@ TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
     int8_t flag = 0;
     auto p = params_with(&flag);
     common::seq_batch a(prompt, 0, 32, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr, 0), LLAMA_CANCEL_OK);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
     const auto logits = common::last_logits(ctx.get());
     __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // too late for that decode
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 32, 32, 32);
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_committed, 0);
     EXPECT_EQ(pos_max(ctx.get()), 31);
     EXPECT_EQ(common::last_logits(ctx.get()), logits) << "a cancelled-on-entry call leaves the outputs too";
@@ -411,13 +424,13 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     int32_t status = 99;
     std::thread worker([&] {
         common::seq_batch b(prompt, 0, 256, 0);
-        status = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0);
+        status = llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr);
     });
     const bool started = wait_until([&] { return g.started.load(); });
     std::atomic<int> ready{0};
     auto cancel = [&] {
         ready.fetch_add(1);
-        wait_until([&] { return ready.load() >= 2; }); // both store together, or alone after 20 s
+        EXPECT_TRUE(wait_until([&] { return ready.load() >= 2; })) << "the other storing thread never started";
         __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
     };
     std::thread c1(cancel), c2(cancel);
@@ -425,6 +438,7 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     c2.join();
     worker.join();
     ASSERT_TRUE(started) << "the decode never reached the held graph node within 20 s";
+    EXPECT_FALSE(g.timed_out) << "the gate released the graph without seeing the store";
     EXPECT_EQ(status, LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_committed, 0);
     EXPECT_EQ(pos_max(ctx.get()), -1);

@@ -164,3 +164,42 @@ TEST_F(Generate, ClearErrors) {
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_ERROR);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(s.ctx.get()), 0), -1);
 }
+
+// An embeddings-only context has no logits to sample from (issue 22): the token loop says so with
+// ERROR and a message instead of reading through a NULL pointer. The prompt is decoded first (its
+// tokens stay in memory, as for any decode), nothing is generated.
+TEST_F(Generate, EmbeddingsOnlyContextIsAClearError) {
+    auto prompt = common::make_prompt(suite_model(), 8, 7);
+    // Embeddings pooled per sequence: llama.cpp then keeps no logits.
+    auto embeddings_context = [] {
+        llama_context_params cp = llama_context_default_params();
+        cp.n_ctx        = 64;
+        cp.n_batch      = 16;
+        cp.n_ubatch     = 16;
+        cp.n_threads    = 2;
+        cp.embeddings   = true;
+        cp.pooling_type = LLAMA_POOLING_TYPE_MEAN;
+        return common::context_ptr(llama_init_from_model(suite_model(), cp));
+    };
+    {
+        // The premise: llama.cpp gives such a context no logits.
+        auto plain = embeddings_context();
+        ASSERT_NE(plain, nullptr);
+        common::seq_batch b(prompt, 0, 8, 0);
+        ASSERT_EQ(llama_decode(plain.get(), b.get()), 0);
+        ASSERT_NE(llama_get_embeddings_seq(plain.get(), 0), nullptr);
+        ASSERT_EQ(llama_get_logits_ith(plain.get(), -1), nullptr)
+            << "this llama.cpp gives a pooled embeddings context logits: the test has no embeddings-only context";
+    }
+    auto ctx = embeddings_context();
+    llama_cancel_generate_params p = llama_cancel_generate_default_params();
+    p.n_predict = 4;
+    std::vector<llama_token> out(4, -1);
+    llama_cancel_generate_result r;
+    EXPECT_EQ(llama_cancel_generate(ctx.get(), prompt.data(), 8, &p, out.data(), 4, &r), LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
+    EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_ERROR);
+    EXPECT_NE(std::string(r.message).find("no logits"), std::string::npos) << r.message;
+    EXPECT_EQ(r.n_generated, 0);
+    EXPECT_EQ(out, std::vector<llama_token>(4, -1)) << "nothing written to out";
+}

@@ -31,8 +31,6 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
     EXPECT_GT(s.enc_trig.calls, 0) << "the encodes ran through the hook bound to the mtmd context";
     EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), graphs_before(n_chunks));
-    EXPECT_EQ(llama_cancel_hook_get_flag(s.enc_hook.get()), nullptr) << "the encode hook's byte is restored";
-    EXPECT_EQ(llama_cancel_hook_get_flag(s.dec_hook.get()), nullptr) << "the decode hook's byte is restored";
 
     // A second request on the same contexts, after clearing the sequence: the same result (causal
     // attention was restored after the media chunks).
@@ -62,13 +60,13 @@ TEST_P(Mtmd, BytePresetCancelsWithMemoryUntouched) {
     llama_cancel_mtmd_result r;
     s.enc_trig.at = 1;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_CANCELLED);
-    ASSERT_EQ(r.n_chunks_done, 1u);
+    ASSERT_EQ(r.n_chunks_done, 1);
     s.rearm();
 
     s.flag = 1;
     ASSERT_EQ(s.eval(chunks.get(), 1, r.n_past, k.n_batch, &r), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
-    EXPECT_EQ(r.n_chunks_done, 1u);
+    EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_EQ(r.n_past, start[1]);
     EXPECT_EQ(pos_max(s.lctx.get()), start[1] - 1) << "memory untouched";
     EXPECT_EQ(s.enc_trig.calls, 0) << "nothing encoded";
@@ -88,7 +86,7 @@ TEST_P(Mtmd, CancelInsideEncodeDecodesNothingOfThatChunk) {
     setup s(k.mmproj);
     s.enc_trig.at = per_encode + per_encode / 2; // in the middle of the second media chunk's encode
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_CANCELLED) << r.message;
-    EXPECT_EQ(r.n_chunks_done, 3u);
+    EXPECT_EQ(r.n_chunks_done, 3);
     EXPECT_EQ(r.n_past, start[3]);
     EXPECT_EQ(pos_max(s.lctx.get()), start[3] - 1) << "nothing of the stopped chunk in memory";
     EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get())) << "the hook stopped the clip graph";
@@ -107,11 +105,11 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
 
     int8_t seq0 = 0, seq1 = 1; // sequence 1's byte is set: it is not the one evaluated
     const int8_t * seq_flags[2] = {&seq0, &seq1};
-    const auto eval = [&](setup & s, size_t first, llama_pos n_past) {
+    const auto eval = [&](setup & s, int32_t first, llama_pos n_past) {
         llama_cancel_mtmd_params p = s.params(k.n_batch);
         p.flag        = nullptr;
         p.seq_flags   = seq_flags;
-        p.n_seq_flags = 2;
+        p.n_seq       = 2;
         return llama_cancel_mtmd_eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), first,
                                              n_past, &p, &r);
     };
@@ -124,7 +122,7 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
     s.enc_trig.flag = &seq0;
     s.enc_trig.at   = per_encode + per_encode / 2; // inside the second media chunk's encode
     ASSERT_EQ(eval(s, 0, 0), LLAMA_CANCEL_CANCELLED) << r.message;
-    EXPECT_EQ(r.n_chunks_done, 3u);
+    EXPECT_EQ(r.n_chunks_done, 3);
     EXPECT_EQ(pos_max(s.lctx.get()), start[3] - 1) << "nothing of the stopped chunk in memory";
     EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get()));
     EXPECT_LT(s.enc_trig.calls, 2 * per_encode) << "the encode stopped early";
@@ -144,12 +142,11 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     gp.n_predict = 6;
     std::vector<llama_token> want_tokens(6, -1), got(6, -1);
     llama_cancel_generate_result r;
-    size_t done = 0;
     ASSERT_EQ(llama_cancel_generate_mtmd(c.mctx.get(), c.enc_hook.get(), c.lctx.get(), chunks.get(), 0, 0, &gp,
-                                         want_tokens.data(), 6, &r, &done),
+                                         want_tokens.data(), 6, &r),
               LLAMA_CANCEL_OK)
         << r.message;
-    EXPECT_EQ(done, n_chunks);
+    EXPECT_EQ(r.n_chunks_done, n_chunks);
     EXPECT_EQ(r.n_prompt_committed, want_n_past);
     EXPECT_EQ(r.n_generated, 6);
     EXPECT_EQ(r.n_past, want_n_past + 6);
@@ -160,18 +157,50 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     gp.hook          = s.dec_hook.get();
     s.enc_trig.at    = per_encode + per_encode / 2;
     ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
-                                         got.data(), 6, &r, &done),
+                                         got.data(), 6, &r),
               LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_CANCELLED);
-    EXPECT_EQ(done, 3u);
+    EXPECT_EQ(r.n_chunks_done, 3);
     EXPECT_EQ(r.n_past, start[3]);
     EXPECT_EQ(r.n_generated, 0);
     s.rearm();
-    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), done, r.n_past,
-                                         &gp, got.data(), 6, &r, &done),
+    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), r.n_chunks_done, r.n_past,
+                                         &gp, got.data(), 6, &r),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_EQ(got, want_tokens) << "resumed generation differs";
+}
+
+// max_stop_ms of llama_cancel_generate_mtmd reaches the chunk decodes (issue 22): a budget no node
+// can meet (1 microsecond) cuts every decode after the 16-token probe to one token, so the prompt's
+// decodes take more graphs than without a budget (the decode hook's chain counts them). Decodes of
+// the context's n_batch (64), so that a call holds more than the probe.
+TEST_P(Mtmd, GenerateBudgetReachesTheChunkDecodes) {
+    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+    gp.n_predict = 2;
+    gp.n_batch   = 64;
+    std::vector<llama_token> out(2, -1);
+    llama_cancel_generate_result r;
+    setup plain(k.mmproj);
+    gp.flag = &plain.flag;
+    gp.hook = plain.dec_hook.get();
+    ASSERT_EQ(llama_cancel_generate_mtmd(plain.mctx.get(), plain.enc_hook.get(), plain.lctx.get(), chunks.get(), 0, 0,
+                                         &gp, out.data(), 2, &r),
+              LLAMA_CANCEL_OK) << r.message;
+    const size_t graphs_plain = plain.dec_trig.graph_ends.size();
+    ASSERT_GT(graphs_plain, 0u);
+
+    setup budget(k.mmproj);
+    gp.flag        = &budget.flag;
+    gp.hook        = budget.dec_hook.get();
+    gp.max_stop_ms = 1e-3f;
+    ASSERT_EQ(llama_cancel_generate_mtmd(budget.mctx.get(), budget.enc_hook.get(), budget.lctx.get(), chunks.get(), 0,
+                                         0, &gp, out.data(), 2, &r),
+              LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_chunks_done, n_chunks);
+    EXPECT_EQ(r.n_prompt_committed, want_n_past);
+    EXPECT_GT(budget.dec_trig.graph_ends.size(), graphs_plain)
+        << "the budget did not reach the chunk decodes: they went in n_batch slices";
 }
 
 TEST_P(Mtmd, MtmdContextEncodesCorrectlyAfterACancel) {
@@ -183,7 +212,7 @@ TEST_P(Mtmd, MtmdContextEncodesCorrectlyAfterACancel) {
     s.enc_trig.at = 12;
     llama_cancel_mtmd_result r;
     ASSERT_EQ(s.eval(chunks.get(), 1, 0, k.n_batch, &r), LLAMA_CANCEL_CANCELLED);
-    EXPECT_EQ(r.n_chunks_done, 1u);
+    EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_FALSE(same(embeddings(s.mctx.get(), chunk_at(1)), ref)) << "the stopped encode left garbage";
 
     s.rearm();
@@ -195,7 +224,7 @@ TEST_P(Mtmd, MtmdContextEncodesCorrectlyAfterACancel) {
 class MtmdDecodeCancel : public Mtmd {
   protected:
     // Stops the decode graph of slice `slice` of chunk `chunk` in its middle.
-    void cancel_in(size_t chunk, int slice) {
+    void cancel_in(int32_t chunk, int slice) {
         const std::vector<int> ends = count_graph_ends();
         ASSERT_EQ(static_cast<int>(ends.size()), graphs_before(n_chunks));
         const int g = graphs_before(chunk) + slice;
@@ -258,7 +287,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_CANCELLED)
         << r.message;
-    EXPECT_EQ(r.n_chunks_done, 2u) << "chunk 1 completed, chunk 2 never started";
+    EXPECT_EQ(r.n_chunks_done, 2) << "chunk 1 completed, chunk 2 never started";
     EXPECT_EQ(r.n_past, start[2]);
     EXPECT_EQ(pos_max(lctx.get()), start[2] - 1);
     EXPECT_EQ(trig.calls, count.graph_ends[g]) << "no decode after the stop";
@@ -284,20 +313,20 @@ TEST_P(Mtmd, CancelTwiceThenResume) {
     setup s(k.mmproj);
     s.enc_trig.at = 5;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_CANCELLED);
-    ASSERT_EQ(r.n_chunks_done, 1u);
+    ASSERT_EQ(r.n_chunks_done, 1);
 
     s.rearm();
     // The resumed call starts at chunk 1: its asks count from there. Late in chunk 3's first slice:
     const int base = ends[graphs_before(1) - 1];
     s.dec_trig.at  = ends[graphs_before(3)] - base - 3;
     ASSERT_EQ(s.eval(chunks.get(), r.n_chunks_done, r.n_past, k.n_batch, &r), LLAMA_CANCEL_CANCELLED) << r.message;
-    ASSERT_EQ(r.n_chunks_done, 3u);
+    ASSERT_EQ(r.n_chunks_done, 3);
     EXPECT_EQ(pos_max(s.lctx.get()), start[3] - 1);
     resume_and_check(s, r);
 }
 
 // A prompt that ends with a media chunk (audio: nothing follows it; vision: "<end_of_image>"):
-// logits_last asks for the output of the last token whatever its kind.
+// the output of the last token is asked for whatever its kind.
 TEST_P(Mtmd, LogitsForTheLastTokenOfAMediaChunk) {
     setup s(k.mmproj);
     const std::string prompt = std::string("Only this: ") + mtmd_default_marker();
@@ -321,7 +350,7 @@ TEST_P(Mtmd, ClearErrors) {
     setup s(k.mmproj);
     llama_cancel_mtmd_params p = s.params(k.n_batch);
     llama_cancel_mtmd_result r;
-    auto err = [&](mtmd_context * m, llama_context * l, const mtmd_input_chunks * c, size_t first, const char * what) {
+    auto err = [&](mtmd_context * m, llama_context * l, const mtmd_input_chunks * c, int32_t first, const char * what) {
         EXPECT_EQ(llama_cancel_mtmd_eval_chunks(m, s.enc_hook.get(), l, c, first, 0, &p, &r), LLAMA_CANCEL_ERROR);
         EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
         EXPECT_NE(std::string(r.message).find(what), std::string::npos) << r.message;
@@ -329,16 +358,16 @@ TEST_P(Mtmd, ClearErrors) {
     err(nullptr, s.lctx.get(), chunks.get(), 0, "mctx is NULL");
     err(s.mctx.get(), nullptr, chunks.get(), 0, "lctx is NULL");
     err(s.mctx.get(), s.lctx.get(), nullptr, 0, "chunks is NULL");
-    err(s.mctx.get(), s.lctx.get(), chunks.get(), n_chunks + 1, "past the end");
+    err(s.mctx.get(), s.lctx.get(), chunks.get(), n_chunks + 1, "first_chunk 6 is outside [0, 5]");
     p.seq_id = 3;
     err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "seq_id 3");
     p.seq_id  = 0;
     p.n_batch = 65;
     err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "n_batch 65");
     p.n_batch = k.n_batch;
-    p.n_seq_flags = -1;
-    err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "n_seq_flags is -1");
-    p.n_seq_flags = 0;
+    p.n_seq = -1;
+    err(s.mctx.get(), s.lctx.get(), chunks.get(), 0, "n_seq");
+    p.n_seq = 0;
     EXPECT_EQ(pos_max(s.lctx.get()), -1);
     EXPECT_EQ(s.enc_trig.calls + s.dec_trig.calls, 0);
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -45,8 +46,9 @@ std::vector<float> plain_logits(llama_context * ctx, common::seq_batch & b, int3
 
 } // namespace
 
-// The default keeps llama.cpp's batch indices: a hooked batch with an output is decoded whole.
-TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
+// With a hook, a batch whose only output lies in its last n_ubatch tokens goes one ubatch per
+// llama_decode call: its output is read through the result (batch index) or by negative index.
+TEST_F(Outputs, HookedDecodeReadsOutputsThroughResult) {
     auto prompt = common::make_prompt(suite_model(), k_n, 11);
     auto ref = context(nullptr);
     common::seq_batch rb(prompt, 0, k_n, 0);
@@ -61,92 +63,114 @@ TEST_F(Outputs, HookedDecodeKeepsBatchIndexIdiomByDefault) {
     p.hook = hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.output_base, 0);
-    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want) << "llama.cpp's batch index";
-    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), -1), n_vocab()), want) << "negative index";
-    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_decode_calls, k_n / k_u) << "one llama_decode call per ubatch";
+    EXPECT_EQ(r.output_base, k_n - k_u) << "four slices: the last llama_decode started at 96";
+    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want) << "batch index";
+    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, -1), n_vocab()), want) << "negative index";
+    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), -1), n_vocab()), want) << "llama.cpp's negative index";
     EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 2), nullptr) << "not an output of the batch";
+    EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n), nullptr) << "past the batch";
 }
 
-// A stop inside a batch decoded whole with a hook rolls the whole batch back, exactly.
-TEST_F(Outputs, HookedWholeBatchRollsBackWhole) {
+// Nodes the hook's chain is asked about for one uninterrupted ubatch of k_u tokens.
+static int asks_per_ubatch(const std::vector<llama_token> & prompt, fixtures::node_trigger & trig,
+                    common::context_ptr (*make)(llama_cancel_hook *, bool)) {
+    common::hook_ptr counting = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
+    auto c = make(counting.get(), false);
+    common::seq_batch one(prompt, 0, k_u, 0);
+    EXPECT_EQ(llama_decode(c.get(), one.get()), 0);
+    const int asks = trig.calls;
+    trig.reset();
+    return asks;
+}
+
+// A hook stop inside the second ubatch keeps the first (the default keeps finished slices), and
+// the resume from n_committed ends bit-identical to an uninterrupted decode.
+TEST_F(Outputs, HookedStopKeepsFinishedSlicesAndResumesBitIdentical) {
     auto prompt = common::make_prompt(suite_model(), k_n, 12);
+    auto ref = context(nullptr);
+    common::seq_batch rb(prompt, 0, k_n, 0);
+    const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
+    ASSERT_FALSE(want.empty());
+
     fixtures::node_trigger trig;
     int8_t flag = 0;
     trig.flag = &flag;
-    {
-        // Nodes asked per ubatch, counted on one uninterrupted ubatch.
-        common::hook_ptr counting = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
-        auto c = context(counting.get());
-        common::seq_batch one(prompt, 0, k_u, 0);
-        ASSERT_EQ(llama_decode(c.get(), one.get()), 0);
-    }
-    ASSERT_GT(trig.calls, 4);
-    trig.at    = trig.calls + trig.calls / 2; // inside the second ubatch's graph
-    trig.calls = 0;
-    flag       = 0;
+    const int asks = asks_per_ubatch(prompt, trig, &Outputs::context);
+    ASSERT_GT(asks, 4);
+    trig.at = asks + asks / 2; // inside the second ubatch's graph
+    common::hook_ptr hook = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
+    auto ctx = context(hook.get());
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag  = &flag;
+    p.hook  = hook.get();
+    p.n_seq = 1;
+    llama_cancel_decode_result r;
+    llama_cancel_seq_result per_seq[1] = {{INT32_MIN, INT32_MIN, INT32_MIN}};
+    common::seq_batch b(prompt, 0, k_n, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_GE(trig.calls, trig.at) << "the trigger fired";
+    EXPECT_EQ(r.n_committed, k_u) << "the first ubatch is kept";
+    EXPECT_EQ(per_seq[0].n_committed, k_u);
+    EXPECT_EQ(per_seq[0].output, -1) << "no output after a cancel";
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), k_u - 1);
+    EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), nullptr) << "no outputs after a cancel";
+
+    flag = 0;
+    trig.reset();
+    common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - k_u - 1), n_vocab()), want)
+        << "resumed logits (last index of the resumed batch)";
+}
+
+// A hooked batch with an output before its last ubatch cannot go one ubatch per call (llama.cpp
+// keeps only the last call's outputs): it is decoded whole, and a stop inside rolls it back whole.
+TEST_F(Outputs, HookedBatchWithEarlyOutputRollsBackWhole) {
+    auto prompt = common::make_prompt(suite_model(), k_n, 17);
+    fixtures::node_trigger trig;
+    int8_t flag = 0;
+    trig.flag = &flag;
+    const int asks = asks_per_ubatch(prompt, trig, &Outputs::context);
+    ASSERT_GT(asks, 4);
+    trig.at = asks + asks / 2; // inside the second ubatch's graph
     common::hook_ptr hook = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = &flag;
     p.hook = hook.get();
     llama_cancel_decode_result r;
-    int32_t per_seq[1] = {-1};
     common::seq_batch b(prompt, 0, k_n, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq, 1), LLAMA_CANCEL_CANCELLED) << r.message;
+    b.set_output(10, true);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_GE(trig.calls, trig.at) << "the trigger fired";
     EXPECT_EQ(r.n_committed, 0);
-    EXPECT_EQ(per_seq[0], 0);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1);
-    EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), nullptr) << "no outputs after a cancel";
-}
-
-// sliced_outputs: the batch goes one n_ubatch slice per llama_decode; outputs are read by negative
-// index or through the result, and equal a plain decode's.
-TEST_F(Outputs, SlicedOutputsReadThroughResultAndNegativeIndex) {
-    auto prompt = common::make_prompt(suite_model(), k_n, 13);
-    auto ref = context(nullptr);
-    common::seq_batch rb(prompt, 0, k_n, 0);
-    const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
-
-    common::hook_ptr hook = common::make_hook();
-    auto ctx = context(hook.get());
-    llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.hook           = hook.get();
-    p.sliced_outputs = true;
-    llama_cancel_decode_result r;
-    common::seq_batch b(prompt, 0, k_n, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.output_base, k_n - k_u) << "four slices: the last llama_decode started at 96";
-    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want);
-    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, -1), n_vocab()), want);
-    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), -1), n_vocab()), want);
-    EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n), nullptr) << "past the batch";
 }
 
 // Outputs before the last slice are never dropped: such a batch is decoded whole.
-TEST_F(Outputs, EarlierOutputsAreKeptWithSlicedOutputs) {
+TEST_F(Outputs, EarlierOutputsAreKept) {
     auto prompt = common::make_prompt(suite_model(), k_n, 14);
     auto ref = context(nullptr);
     common::seq_batch rb(prompt, 0, k_n, 0);
     rb.set_output(10, true);
     const auto want10 = plain_logits(ref.get(), rb, 10, n_vocab());
     const auto want_last = row(llama_get_logits_ith(ref.get(), k_n - 1), n_vocab());
+    ASSERT_FALSE(want10.empty());
+    ASSERT_FALSE(want_last.empty());
 
     common::hook_ptr hook = common::make_hook();
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.hook           = hook.get();
-    p.sliced_outputs = true;
+    p.hook = hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
     b.set_output(10, true);
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.output_base, 0);
-    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), 10), n_vocab()), want10);
-    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want_last);
     EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, 10), n_vocab()), want10);
+    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want_last);
 }
 
 // An embeddings context with batch.logits NULL outputs every token: all rows stay readable.
@@ -160,40 +184,36 @@ TEST_F(Outputs, EmbeddingsContextKeepsEveryRow) {
         want.push_back(row(llama_get_embeddings_ith(ref.get(), i), n_embd));
         ASSERT_FALSE(want.back().empty()) << "row " << i;
     }
-    for (bool sliced : {false, true}) {
-        common::hook_ptr hook = common::make_hook();
-        auto ctx = context(hook.get(), true);
-        llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.hook           = hook.get();
-        p.sliced_outputs = sliced;
-        llama_cancel_decode_result r;
-        ASSERT_EQ(llama_cancel_decode(ctx.get(), llama_batch_get_one(prompt.data(), k_n), &p, &r, nullptr, 0),
-                  LLAMA_CANCEL_OK) << r.message;
-        for (int i = 0; i < k_n; ++i) {
-            EXPECT_EQ(row(llama_get_embeddings_ith(ctx.get(), i), n_embd), want[i]) << "row " << i;
-            EXPECT_EQ(row(llama_cancel_get_embeddings_ith(ctx.get(), &r, i), n_embd), want[i]) << "row " << i;
-        }
+    common::hook_ptr hook = common::make_hook();
+    auto ctx = context(hook.get(), true);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.hook = hook.get();
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), llama_batch_get_one(prompt.data(), k_n), &p, &r, nullptr),
+              LLAMA_CANCEL_OK) << r.message;
+    for (int i = 0; i < k_n; ++i) {
+        EXPECT_EQ(row(llama_cancel_get_embeddings_ith(ctx.get(), &r, i), n_embd), want[i]) << "row " << i;
     }
 }
 
-// Without a hook (abort callback alone, KV cache) a batch is always decoded whole.
-TEST_F(Outputs, AbortPathKeepsBatchIndexIdiom) {
+// Without a hook (abort callback alone, KV cache) a batch is decoded whole: batch indices read it.
+TEST_F(Outputs, AbortPathDecodesWhole) {
     auto prompt = common::make_prompt(suite_model(), k_n, 16);
     auto ref = context(nullptr);
     common::seq_batch rb(prompt, 0, k_n, 0);
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
-    for (bool sliced : {false, true}) {
-        auto ctx = context(nullptr);
-        int8_t flag = 0;
-        llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag           = &flag;
-        p.sliced_outputs = sliced;
-        llama_cancel_decode_result r;
-        common::seq_batch b(prompt, 0, k_n, 0);
-        ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
-        EXPECT_EQ(r.output_base, 0);
-        EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want);
-    }
+    ASSERT_FALSE(want.empty());
+    auto ctx = context(nullptr);
+    int8_t flag = 0;
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = &flag;
+    llama_cancel_decode_result r;
+    common::seq_batch b(prompt, 0, k_n, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.output_base, 0);
+    EXPECT_EQ(r.n_decode_calls, 1);
+    EXPECT_EQ(row(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), n_vocab()), want);
+    EXPECT_EQ(row(llama_get_logits_ith(ctx.get(), k_n - 1), n_vocab()), want);
 }
 
 TEST_F(Outputs, AccessorsRejectNullContext) {

@@ -13,19 +13,18 @@ TEST_P(SeqCancel, OneSequenceStoppedMidCallOthersGoOn) {
     multi_batch b(prompts);
     seq_stop st;
     llama_cancel_decode_params p = st.params(2, 10); // sequence 2's byte, at node 10 of the first graph
-    int32_t committed[k_seqs] = {0};
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 1);
     EXPECT_GE(r.n_decode_calls, 2) << "the stopped call, then the rest without sequence 2";
     for (int s = 0; s < k_seqs; ++s) {
-        EXPECT_EQ(committed[s], s == 2 ? 0 : k_len) << "sequence " << s;
+        EXPECT_EQ(st.seqs[s].n_committed, s == 2 ? 0 : k_len) << "sequence " << s;
     }
     expect_survivors_whole(ctx.get(), st, {false, false, true, false});
     EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, b.last_of(3)), nullptr)
-        << "after a drop left gaps, batch indices are not readable (seq_output is)";
+        << "after a drop left gaps, batch indices are not readable (seqs[s].output is)";
     const auto last = logits_at(ctx.get(), -1);
-    EXPECT_EQ(last, logits_at(ctx.get(), st.output[3])) << "negative index: the last output, sequence 3's";
+    EXPECT_EQ(last, logits_at(ctx.get(), st.seqs[3].output)) << "negative index: the last output, sequence 3's";
 }
 
 TEST_P(SeqCancel, BytesSetOnEntryDropTheirSequencesBeforeAnythingRuns) {
@@ -35,7 +34,7 @@ TEST_P(SeqCancel, BytesSetOnEntryDropTheirSequencesBeforeAnythingRuns) {
     st.bytes[0] = st.bytes[3] = 1;
     llama_cancel_decode_params p = st.params(-1, 0);
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 2);
     EXPECT_EQ(r.n_decode_calls, outputs_moved(GetParam()) ? 2 : 1) << "only the other sequences' tokens were decoded";
     expect_survivors_whole(ctx.get(), st, {true, false, false, true});
@@ -47,7 +46,9 @@ TEST_P(SeqCancel, BytesSetOnEntryDropTheirSequencesBeforeAnythingRuns) {
     EXPECT_EQ(r.output_base, k_len);
     const float * l = llama_cancel_get_logits_ith(ctx.get(), &r, b.last_of(2));
     ASSERT_NE(l, nullptr);
-    EXPECT_EQ(std::memcmp(l, logits_at(ctx.get(), st.output[2]).data(), sizeof(float)), 0);
+    const auto want = logits_at(ctx.get(), st.seqs[2].output);
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(std::memcmp(l, want.data(), want.size() * sizeof(float)), 0) << "every logit of sequence 2's output";
 }
 
 TEST_P(SeqCancel, TwoSequencesStoppedAtOnce) {
@@ -73,7 +74,7 @@ TEST_P(SeqCancel, TwoSequencesStoppedAtOnce) {
     p.abort_callback      = both::cb;
     p.abort_callback_data = &two;
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 2);
     expect_survivors_whole(ctx.get(), st, {false, true, false, true});
 }
@@ -84,13 +85,12 @@ TEST_P(SeqCancel, AllSequencesCancelledIsACancelAndLeavesMemoryEmpty) {
     seq_stop st;
     llama_cancel_decode_params p = st.params(-1, 0);
     st.bytes[0] = st.bytes[1] = st.bytes[2] = st.bytes[3] = 1;
-    int32_t committed[k_seqs] = {9, 9, 9, 9};
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_seq_cancelled, k_seqs);
     EXPECT_EQ(r.n_decode_calls, 0);
     for (int s = 0; s < k_seqs; ++s) {
-        EXPECT_EQ(committed[s], 0);
+        EXPECT_EQ(st.seqs[s].n_committed, 0);
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1);
     }
 }
@@ -102,12 +102,10 @@ TEST_P(SeqCancel, ByteOfASequenceWithoutTokensChangesNothing) {
     int8_t other = 1;
     const int8_t * flags[k_seqs + 1] = {nullptr, nullptr, nullptr, nullptr, &other}; // sequence 4: no tokens
     llama_cancel_decode_params p = st.params(-1, 0);
-    p.seq_flags   = flags;
-    p.n_seq_flags = k_seqs + 1;
-    p.seq_cancelled = nullptr;
-    p.seq_output    = nullptr;
+    p.seq_flags = flags;
+    p.n_seq     = k_seqs + 1;
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 0);
     EXPECT_EQ(r.n_decode_calls, outputs_moved(GetParam()) ? k_seqs : 1);
     if (outputs_moved(GetParam())) {
@@ -128,7 +126,7 @@ TEST_P(SeqCancel, SharedTokensLoseOnlyTheCancelledSequence) {
     st.bytes[1] = 1;
     llama_cancel_decode_params p = st.params(-1, 0);
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     expect_survivors_whole(ctx.get(), st, {false, true, false, false});
 
     // And the other way round: sequence 0 dropped, sequence 1 keeps the shared tokens.
@@ -136,7 +134,7 @@ TEST_P(SeqCancel, SharedTokensLoseOnlyTheCancelledSequence) {
     seq_stop st2;
     st2.bytes[0] = 1;
     llama_cancel_decode_params p2 = st2.params(-1, 0);
-    ASSERT_EQ(llama_cancel_decode(ctx2.get(), b.get(), &p2, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx2.get(), b.get(), &p2, &r, st2.seqs), LLAMA_CANCEL_OK) << r.message;
     expect_survivors_whole(ctx2.get(), st2, {true, false, false, false});
 }
 
@@ -152,17 +150,18 @@ TEST_P(SeqCancel, UnderAStopTimeBudget) {
     llama_cancel_decode_params p = st.params(2, 10);
     p.max_stop_ms = 1e-3f; // no node meets it: one-token slices after the 16-token probe
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, 1);
-    EXPECT_EQ(st.cancelled[2], 1);
+    EXPECT_EQ(st.seqs[2].cancelled, 1);
     EXPECT_GT(r.n_decode_calls, k_n / 2) << "budget-sized slices";
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), -1);
     for (llama_seq_id s : {0, 1, 3}) {
         EXPECT_EQ(seq_state(ctx.get(), s), decode_alone(prompts[s], s).state) << "memory of sequence " << s;
     }
-    ASSERT_GE(st.output[3], 0);
+    ASSERT_GE(st.seqs[3].output, 0);
     const auto want = decode_alone(prompts[3], 3).logits;
-    const auto got  = logits_at(ctx.get(), st.output[3]);
+    const auto got  = logits_at(ctx.get(), st.seqs[3].output);
+    ASSERT_FALSE(want.empty());
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
 }
@@ -176,10 +175,10 @@ TEST_P(SeqCancel, BatchByteStillStopsEverything) {
     st.trigger.flag = &batch_byte;
     p.flag = &batch_byte;
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_seq_cancelled, 0);
     for (int s = 0; s < k_seqs; ++s) {
-        EXPECT_EQ(st.cancelled[s], 0);
+        EXPECT_EQ(st.seqs[s].cancelled, 0);
     }
 }
 
@@ -188,13 +187,13 @@ TEST_P(SeqCancel, BadPerSequenceArgumentsAreClearErrors) {
     multi_batch b(prompts);
     seq_stop st;
     llama_cancel_decode_params p = st.params(-1, 0);
-    p.n_seq_flags = -1;
+    p.n_seq = -1;
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::strstr(r.message, "n_seq_flags"), nullptr) << r.message;
-    p.n_seq_flags = 0;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::strstr(r.message, "n_seq_flags"), nullptr) << r.message;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::strstr(r.message, "n_seq"), nullptr) << r.message;
+    p.n_seq = 0; // seq_flags given without entries
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::strstr(r.message, "n_seq"), nullptr) << r.message;
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1) << "nothing decoded";
 }
 
@@ -209,14 +208,13 @@ TEST_P(SeqCancel, AllSequencesStoppedMidCall) {
     const int8_t * flags[k_seqs] = {&all, &all, &all, &all}; // one store drops them all at once
     p.seq_flags     = flags;
     st.trigger.flag = &all;
-    int32_t committed[k_seqs] = {9, 9, 9, 9};
     llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, k_seqs);
     EXPECT_EQ(r.n_decode_calls, 1);
     for (int s = 0; s < k_seqs; ++s) {
-        EXPECT_EQ(st.cancelled[s], 1);
-        EXPECT_EQ(committed[s], 0);
+        EXPECT_EQ(st.seqs[s].cancelled, 1);
+        EXPECT_EQ(st.seqs[s].n_committed, 0);
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1) << "sequence " << s;
     }
 }
@@ -227,9 +225,7 @@ TEST_P(SeqCancel, AllSequencesStoppedMidCall) {
 // those of its tokens alone: the reference is the same batch with that sequence's byte set on
 // entry (dropped before anything runs), which the survivors must match byte for byte and bit for bit.
 TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
-    if (llama_model_is_recurrent(suite_model())) {
-        GTEST_SKIP() << k_no_shared_tokens;
-    }
+    ASSERT_FALSE(llama_model_is_recurrent(suite_model())) << k_no_shared_tokens << k_filtered_out;
     const int shared = 8;
     share_prefix(shared);
     multi_batch b(prompts, shared);
@@ -239,25 +235,24 @@ TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
         want.bytes[stopped] = 1;
         llama_cancel_decode_params pw = want.params(-1, 0);
         llama_cancel_decode_result r;
-        ASSERT_EQ(llama_cancel_decode(ref.get(), b.get(), &pw, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+        ASSERT_EQ(llama_cancel_decode(ref.get(), b.get(), &pw, &r, want.seqs), LLAMA_CANCEL_OK) << r.message;
 
         auto ctx = unified_context(GetParam());
         seq_stop st;
         llama_cancel_decode_params p = st.params(stopped, 10);
-        int32_t committed[k_seqs] = {0};
-        ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_OK) << r.message;
+        ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
         EXPECT_EQ(r.n_seq_cancelled, 1);
-        EXPECT_EQ(st.cancelled[stopped], 1);
-        EXPECT_EQ(committed[stopped], 0) << "stopped in the first ubatch";
+        EXPECT_EQ(st.seqs[stopped].cancelled, 1);
+        EXPECT_EQ(st.seqs[stopped].n_committed, 0) << "stopped in the first ubatch";
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), stopped), -1);
         for (llama_seq_id s = 0; s < k_seqs; ++s) {
             if (s == stopped) {
                 continue;
             }
-            EXPECT_EQ(committed[s], k_len) << "sequence " << s << ": its batch tokens, shared ones included";
+            EXPECT_EQ(st.seqs[s].n_committed, k_len) << "sequence " << s << ": its batch tokens, shared ones included";
             EXPECT_EQ(seq_state(ctx.get(), s), seq_state(ref.get(), s)) << "memory of sequence " << s;
-            ASSERT_GE(st.output[s], 0);
-            EXPECT_EQ(logits_at(ctx.get(), st.output[s]), logits_at(ref.get(), want.output[s])) << "sequence " << s;
+            ASSERT_GE(st.seqs[s].output, 0);
+            EXPECT_EQ(logits_at(ctx.get(), st.seqs[s].output), logits_at(ref.get(), want.seqs[s].output)) << "sequence " << s;
         }
     }
 }
@@ -266,9 +261,7 @@ TEST_P(SeqCancel, SharedTokensStoppedMidCall) {
 // ubatch's positions by each token's first sequence id only, which would leave sequence 1 holding
 // shared tokens nothing committed. Memory holds exactly the committed tokens (none here).
 TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
-    if (llama_model_is_recurrent(suite_model())) {
-        GTEST_SKIP() << k_no_shared_tokens;
-    }
+    ASSERT_FALSE(llama_model_is_recurrent(suite_model())) << k_no_shared_tokens << k_filtered_out;
     const int shared = 8;
     share_prefix(shared);
     multi_batch b(prompts, shared);
@@ -278,17 +271,16 @@ TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
     llama_cancel_decode_params p = st.params(0, 10);
     st.trigger.flag = &batch_byte;
     p.flag = &batch_byte;
-    int32_t committed[k_seqs] = {0};
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, committed, k_seqs), LLAMA_CANCEL_CANCELLED) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_committed, 0);
     for (llama_seq_id s = 0; s < k_seqs; ++s) {
-        EXPECT_EQ(committed[s], 0) << "sequence " << s;
+        EXPECT_EQ(st.seqs[s].n_committed, 0) << "sequence " << s;
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), -1) << "sequence " << s;
     }
 }
 
-// seq_cancelled[s] is stored when the sequence is dropped, during the call: the caller's abort
+// seqs[s].cancelled is stored when the sequence is dropped, during the call: the caller's abort
 // callback, run at every node of the call that decodes the others, already sees it.
 TEST_P(SeqCancel, TheCancelledEntryIsStoredWhenTheSequenceIsDropped) {
     auto ctx = context(GetParam());
@@ -297,20 +289,20 @@ TEST_P(SeqCancel, TheCancelledEntryIsStoredWhenTheSequenceIsDropped) {
     llama_cancel_decode_params p = st.params(2, 10);
     struct watch {
         seq_stop * st;
-        int8_t     seen = 0;
+        int32_t    seen = 0;
         static bool cb(void * d) {
             auto * w = static_cast<watch *>(d);
             fixtures::node_trigger::abort_cb(&w->st->trigger);
-            w->seen = std::max(w->seen, __atomic_load_n(&w->st->cancelled[2], __ATOMIC_ACQUIRE));
+            w->seen = std::max(w->seen, __atomic_load_n(&w->st->seqs[2].cancelled, __ATOMIC_ACQUIRE));
             return false;
         }
     } w{&st};
     p.abort_callback      = watch::cb;
     p.abort_callback_data = &w;
     llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr, 0), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_GE(r.n_decode_calls, 2);
-    EXPECT_EQ(w.seen, 1) << "seq_cancelled[2] was not set while the other sequences were decoded";
+    EXPECT_EQ(w.seen, 1) << "seqs[2].cancelled was not set while the other sequences were decoded";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ubatch, SeqCancel, ::testing::Values(uint32_t{k_n}, uint32_t{k_len}),

@@ -1,9 +1,10 @@
 // `llama-cancel bench`, the cancel benchmark: reader overhead, cancel latency, rollback, thread probe
 // and the physical floor on the CPU backend for each batch size and thread count, then the rows of
 // the other backends, multimodal encodes, memory kinds, stop-time budgets and per-sequence cancels.
-// Figures are printed as tables and saved as JSON (a plot beside it); nothing here is a pass/fail
-// timing assertion except the reported targets. This file: the command line, the run's phases in
-// order, the JSON file (see bench.h for the other files).
+// By default only the headline rows run (a few minutes); --all, or each section's option, runs the
+// others. Figures are printed as tables and saved as JSON (a plot beside it); nothing here is a
+// pass/fail timing assertion except the reported targets. This file: the command line, the run's
+// phases in order, the JSON file (see bench.h for the other files).
 #include "bench.h"
 #include "bench_budget.h"
 #include "bench_children.h"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -26,14 +28,31 @@ using namespace bench;
 namespace {
 
 const char k_synopsis[] =
-    "usage: llama-cancel bench [--model PATH] [--json PATH] [--batches 64,256,512]\n"
+    "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
+    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
-    "                          [--seq-backends cpu,rpc1|none]\n"
+    "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
-    "Without --model, generates (once) and uses the built-in synthetic model.\n";
+    "Without --model, generates (once) and uses the built-in synthetic model.\n"
+    "By default, the headline rows (a few minutes): CPU at batches 64 and 512 on 2 threads, vulkan, the\n"
+    "vision encode, mamba2's memory row, per-sequence cancel on the CPU at n_ubatch 128. --all runs every\n"
+    "row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
+
+// --all anywhere on the command line: every section's full lists, before the other options apply.
+bool asks_for_all(int argc, char ** argv) {
+    return std::any_of(argv + 1, argv + argc, [](const char * a) { return std::strcmp(a, "--all") == 0; });
+}
+
+// The budgets as --help shows their default: "5,20,100", or "none".
+std::string budgets_text(const std::vector<float> & budgets) {
+    std::string text;
+    for (const float b : budgets) {
+        text += (text.empty() ? "" : ",") + std::to_string(static_cast<int>(b));
+    }
+    return text.empty() ? "none" : text;
+}
 
 // The command line into `opt`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, options & opt) {
@@ -55,8 +74,13 @@ int parse_options(int argc, char ** argv, options & opt) {
         opt.budgets = out;
         return std::string();
     };
+    if (asks_for_all(argc, argv)) {
+        opt = options::every();
+    }
+    bool no_mtmd = false;
     cli_args::parser p(k_synopsis);
-    p.option("--model", &opt.model, "PATH", "model to benchmark (default: the built-in synthetic model)")
+    p.flag("--all", &opt.all, true, "every row of every section (the lists in the synopsis)")
+        .option("--model", &opt.model, "PATH", "model to benchmark (default: the built-in synthetic model)")
         .option("--json", &opt.json, "PATH", "where the results go (JSON; a plot beside it)")
         .option("--batches", &opt.batches, "LIST", "batch sizes (>= 2)")
         .option("--threads", &opt.threads, "LIST", "thread counts (>= 1)")
@@ -64,22 +88,33 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--seed", &opt.seed, "N", "random seed")
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
-        .flag("--no-mtmd", &opt.mtmd, false, "leave out the multimodal rows")
+        .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio), or none")
+        .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
-        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", "5,20,100")
-        .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none");
+        .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
+        .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none")
+        .option("--seq-ubatches", &opt.seq_ubatches, "LIST", "n_ubatch of each per-sequence row, 1..512");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
     }
+    if (no_mtmd) {
+        opt.mtmd.clear();
+    }
+    const bool bad_kind = std::any_of(opt.mtmd.begin(), opt.mtmd.end(),
+                                      [](const std::string & k) { return k != "vision" && k != "audio"; });
+    const bool bad_ubatch = std::any_of(opt.seq_ubatches.begin(), opt.seq_ubatches.end(),
+                                        [](int u) { return u < 1 || u > 512; });
     auto any_below = [](const std::vector<int> & v, int min) {
         return v.empty() || std::any_of(v.begin(), v.end(), [min](int x) { return x < min; });
     };
     return p.check({{opt.runs < 1, "--runs must be at least 1"},
                     {any_below(opt.batches, 2), "--batches needs batch sizes of at least 2"},
                     {any_below(opt.threads, 1), "--threads needs thread counts of at least 1"},
-                    {opt.backend_batch < 2, "--backend-batch must be at least 2"}});
+                    {opt.backend_batch < 2, "--backend-batch must be at least 2"},
+                    {bad_kind, "--mtmd takes vision, audio or none"},
+                    {opt.seq_ubatches.empty() || bad_ubatch, "--seq-ubatches needs values of 1..512"}});
 }
 
 // What the JSON file holds beside the options.
@@ -89,6 +124,7 @@ struct bench_report {
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
     section              backends, mtmd, memory, budgets, seq;
+    double               wall_s = 0.0; // the model's load to the last row, seconds
 };
 
 // Without --model, the built-in synthetic model (generated once); false when it cannot be made.
@@ -118,6 +154,11 @@ common::model_ptr load_bench_model(const options & opt, bench_report & rep) {
     return model;
 }
 
+// A section's target in the file: null when the options left the section out (nothing was measured).
+common::json target(const section & s, bool met) {
+    return s.ran ? common::json(met) : common::json(nullptr);
+}
+
 // The whole file: the model and the run, the CPU rows and their targets, then each section's rows
 // (the child processes' objects as they wrote them, or their error entries) and its targets.
 common::json bench_json(const options & opt, const bench_report & rep) {
@@ -127,6 +168,8 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["cores"]   = std::thread::hardware_concurrency();
     js["runs"]    = opt.runs;
     js["seed"]    = opt.seed;
+    js["all"]     = opt.all;
+    js["wall_s"]  = common::printed(rep.wall_s, "%.1f");
     js            = common::with_threads_override(std::move(js), "seed");
     js["targets"] = {{"overhead_le_1pct", rep.cpu.overhead},
                      {"worst_latency_le_2x_node_plus_1ms", rep.cpu.latency},
@@ -138,17 +181,17 @@ common::json bench_json(const options & opt, const bench_report & rep) {
         js["rows"].push_back(cpu_row_json(r));
     }
     js["backends"]                       = rep.backends.json;
-    js["backends_targets_met"]           = rep.backends.ok;
-    js["backends_stateless_targets_met"] = rep.backends.stateless_ok;
+    js["backends_targets_met"]           = target(rep.backends, rep.backends.ok);
+    js["backends_stateless_targets_met"] = target(rep.backends, rep.backends.stateless_ok);
     js["mtmd"]                           = rep.mtmd.json;
-    js["mtmd_targets_met"]               = rep.mtmd.ok;
-    js["mtmd_stateless_targets_met"]     = rep.mtmd.stateless_ok;
+    js["mtmd_targets_met"]               = target(rep.mtmd, rep.mtmd.ok);
+    js["mtmd_stateless_targets_met"]     = target(rep.mtmd, rep.mtmd.stateless_ok);
     js["memory_kinds"]                   = rep.memory.json;
-    js["memory_rollback_exact"]          = rep.memory.ok;
+    js["memory_rollback_exact"]          = target(rep.memory, rep.memory.ok);
     js["budgets"]                        = rep.budgets.json;
-    js["budget_targets_met"]             = rep.budgets.ok;
+    js["budget_targets_met"]             = target(rep.budgets, rep.budgets.ok);
     js["seq"]                            = rep.seq.json;
-    js["seq_targets_met"]                = rep.seq.ok;
+    js["seq_targets_met"]                = target(rep.seq, rep.seq.ok);
     return js;
 }
 
@@ -179,6 +222,7 @@ int bench_main(int argc, char ** argv) {
     if (!ensure_default_model(opt)) {
         return 1;
     }
+    const double t0 = common::now_ms();
     bench_report rep;
     common::model_ptr model = load_bench_model(opt, rep);
     if (!model) {
@@ -193,6 +237,8 @@ int bench_main(int argc, char ** argv) {
     rep.memory   = memory_rows(opt);
     rep.budgets  = budget_rows(opt, builtin_model);
     rep.seq      = seq_rows(opt);
+    rep.wall_s   = (common::now_ms() - t0) / 1000.0;
+    std::printf("\nbench: %.0f s (%s)\n", rep.wall_s, opt.all ? "--all" : "headline rows; --all for every row");
 
     if (!write_bench_json(opt, rep)) {
         return 1;

@@ -12,23 +12,43 @@
 
 namespace bench {
 
+// The defaults are the headline rows, a run of a few minutes: the CPU at two batch sizes, one
+// GPU-API backend, one encode, one recurrent model, one per-sequence row. every() is --all: every
+// row of every section, as llama-bench keeps its long sweeps behind options.
 struct options {
     std::string      model;      // empty: the built-in synthetic model
     std::string      json = "llama-cancel-bench.json";
-    std::vector<int> batches = {64, 256, 512};
-    std::vector<int> threads = {1, 2};
-    std::vector<std::string> backends = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
+    std::vector<int> batches = {64, 512};
+    std::vector<int> threads = {2};
+    std::vector<std::string> backends = {"vulkan"};
     int              backend_batch = 128;
-    bool             mtmd = true; // multimodal rows, where the CLI was built with libmtmd
+    // Multimodal rows, where the CLI was built with libmtmd.
+    std::vector<std::string> mtmd = {"vision"};
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
-    std::vector<std::string> archs = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
+    std::vector<std::string> archs = {"mamba2"};
     std::string              arch_preset = "bench"; // make_model.py preset of those models
     // Stop-time budget rows, ms, on the default model and on a larger one (batch 512).
-    std::vector<float>       budgets = {5, 20, 100};
-    // Per-sequence cancel rows (4 sequences x 128 tokens): the CPU and one hook backend.
-    std::vector<std::string> seq_backends = {"cpu", "rpc1"};
+    std::vector<float>       budgets;
+    // Per-sequence cancel rows (4 sequences x 128 tokens): backends, and n_ubatch of each.
+    std::vector<std::string> seq_backends = {"cpu"};
+    std::vector<int>         seq_ubatches = {128};
     int              runs = 10;
     uint32_t         seed = 42;
+    bool             all  = false; // --all given
+
+    static options every() {
+        options o;
+        o.batches      = {64, 256, 512};
+        o.threads      = {1, 2};
+        o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
+        o.mtmd         = {"vision", "audio"};
+        o.archs        = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
+        o.budgets      = {5, 20, 100};
+        o.seq_backends = {"cpu", "rpc1"};
+        o.seq_ubatches = {512, 128};
+        o.all          = true;
+        return o;
+    }
 };
 
 // The thread count of the rows beyond the CPU table that run on the CPU: backends (their host
@@ -40,6 +60,7 @@ constexpr int k_row_threads = 2;
 struct section {
     std::vector<common::json> json;
     bool                      ok = true, stateless_ok = true;
+    bool                      ran = false; // the options asked for rows here (else its targets are null)
 };
 
 } // namespace bench

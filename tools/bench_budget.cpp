@@ -91,6 +91,7 @@ section budget_rows(const options & opt, bool with_large) {
     if (opt.budgets.empty()) {
         return out;
     }
+    out.ran = true;
     std::printf("\nstop-time budget (CPU, %d threads, %d-token prefill, n_ubatch 512, %d runs; stop at a random "
                 "10-90%% point): throughput against no budget, store-to-return latency\n\n", k_row_threads, 512, opt.runs);
     std::printf("| model        | budget | prefill ms | tok/s    | vs none | calls | stop p50 | stop p95 | stop max "

@@ -110,10 +110,10 @@ void print_memory_header(const options & opt) {
     std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
                 "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
                 "share is its measured copy time per slice (per token) over the decode\n\n", k_row_threads, opt.runs);
-    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | sliced overhead "
-                "| whole overhead | token ms | snap share | token overhead | committed | exact |\n");
-    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|----------------:"
-                "|---------------:|---------:|-----------:|---------------:|----------:|:------|\n");
+    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | prefill overhead "
+                "| token ms | snap share | token overhead | committed | exact |\n");
+    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|-----------------:"
+                "|---------:|-----------:|---------------:|----------:|:------|\n");
     std::fflush(stdout);
 }
 
@@ -155,6 +155,7 @@ section backend_rows(const options & opt) {
     if (opt.backends.empty()) {
         return out;
     }
+    out.ran = true;
     print_backend_header();
     for (const std::string & name : opt.backends) {
         const std::string tmp = child_json_path(opt, name);
@@ -173,13 +174,14 @@ section backend_rows(const options & opt) {
 section mtmd_rows(const options & opt, const llama_model * model) {
     section out;
 #ifdef LLAMA_CANCEL_HAVE_MTMD
-    if (!opt.mtmd) {
+    if (opt.mtmd.empty()) {
         return out;
     }
+    out.ran = true;
     print_mtmd_header();
-    for (const char * kind : {"vision", "audio"}) {
-        const std::string tmp = child_json_path(opt, std::string("mtmd-") + kind);
-        const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind, tmp);
+    for (const std::string & kind : opt.mtmd) {
+        const std::string tmp = child_json_path(opt, "mtmd-" + kind);
+        const int rc = run_mtmd_row(opt, llama_model_n_embd(model), kind.c_str(), tmp);
         fold_hook_targets(out, add_child_row(out, tmp, rc, {"kind", kind, 6}), rc, "latency_le_10pct_of_encode");
     }
     std::printf("\ntargets (mtmd): encode cancel p50 <= 10%% of the encode, overhead <= 3%%: hook %s, "
@@ -197,6 +199,7 @@ section memory_rows(const options & opt) {
     if (opt.archs.empty()) {
         return out;
     }
+    out.ran = true;
     print_memory_header(opt);
     for (const std::string & arch : opt.archs) {
         const std::string tmp = child_json_path(opt, "memory-" + arch);
@@ -214,21 +217,26 @@ section memory_rows(const options & opt) {
     return out;
 }
 
-// Per-sequence cancel rows (bench-seq), one child process per backend and ubatch size: the batch as
-// one ubatch, and as four (a stop then keeps the finished ones).
+// Per-sequence cancel rows (bench-seq), one child process per backend and ubatch size: e.g. the batch
+// as one ubatch (512), and as four (128: a stop then keeps the finished ones).
 section seq_rows(const options & opt) {
     section out;
     if (opt.seq_backends.empty()) {
         return out;
     }
-    std::printf("\nper-sequence cancel (4 sequences x 128 tokens in one batch, n_ubatch 512 and 128, %d runs): one "
+    out.ran = true;
+    std::string ubatches;
+    for (const int u : opt.seq_ubatches) {
+        ubatches += (ubatches.empty() ? "" : ", ") + std::to_string(u);
+    }
+    std::printf("\nper-sequence cancel (4 sequences x 128 tokens in one batch, n_ubatch %s, %d runs): one "
                 "sequence's byte stored at a random 20-80%% point: its stop (store to the sequence dropped) beside one "
                 "sequence alone (store to return), the survivors' extra time against the batch without a cancel; "
-                "all four stored at once: store to return\n\n", opt.runs);
+                "all four stored at once: store to return\n\n", ubatches.c_str(), opt.runs);
     std::fflush(stdout);
     bool header = true; // the first row that runs prints the table's header
     for (const std::string & name : opt.seq_backends) {
-        for (const int n_ubatch : {512, 128}) {
+        for (const int n_ubatch : opt.seq_ubatches) {
             const std::string tmp = child_json_path(opt, "seq-" + name + "-" + std::to_string(n_ubatch));
             std::vector<std::string> args = {"bench-seq", "--model", opt.model, "--backend", name, "--runs",
                                              std::to_string(opt.runs), "--seed", std::to_string(opt.seed),

@@ -136,7 +136,7 @@ class cpu_bench {
         common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag = flag;
-        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr, 0);
+        const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr);
         if (t_ret != nullptr) {
             *t_ret = now_ms();
         }
@@ -183,16 +183,19 @@ class cpu_bench {
         r.overhead_cpu_pct = (percentile(cpu_ratios, 0.5) - 1.0) * 100.0;
     }
 
+    // The store point is a share of the decode time measured before; a run that finished before its
+    // store shows the machine decodes faster now, so later stores follow that run's time.
     void latency(llama_context * ctx, cpu_row & r) {
         std::uniform_real_distribution<double> point(0.30, 0.66);
+        double full = r.decode_ms;
         for (int i = 0; i < opt_.runs; ++i) {
-            const double frac = point(rng_);
+            const double at = point(rng_) * full; // the same point for both decodes of the run
             // With the reader: the decode stops.
             {
                 int8_t flag = 0;
                 double t_store = 0, t_ret = 0;
                 const double t0 = now_ms();
-                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = common::store_at(&flag, t0 + at, &t_store);
                 const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
                 writer.join();
                 switch (common::classify_store(status == LLAMA_CANCEL_CANCELLED, t_store, t_ret)) {
@@ -200,7 +203,10 @@ class cpu_bench {
                         r.cancelled++;
                         r.lat.push_back(t_ret - t_store);
                         break;
-                    case common::store_outcome::finished_first: r.completed_early++; break;
+                    case common::store_outcome::finished_first:
+                        r.completed_early++;
+                        full = std::min(full, t_ret - t0);
+                        break;
                     case common::store_outcome::late:           r.completed_late++; break;
                 }
             }
@@ -211,7 +217,7 @@ class cpu_bench {
                 llama_memory_clear(llama_get_memory(ctx), true);
                 common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
                 const double t0 = now_ms();
-                std::thread writer = common::store_at(&flag, t0 + frac * r.decode_ms, &t_store);
+                std::thread writer = common::store_at(&flag, t0 + at, &t_store);
                 llama_decode(ctx, b.get());
                 const double t_ret = now_ms();
                 writer.join();
@@ -236,7 +242,7 @@ class cpu_bench {
             p.flag                = &flag;
             p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
-            return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr, 0);
+            return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr);
         };
         decode();
         trig.at    = trig.calls * 8 / 10;

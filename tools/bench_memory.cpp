@@ -82,7 +82,8 @@ class memory_bench {
     }
     bool ok() const { return ok_; }
 
-    // ms of one prefill after the prefix: plain (mode 0), ours sliced (1), ours whole (2).
+    // ms of one prefill after the prefix: plain (mode 0) or ours (1), which decodes it in n_ubatch
+    // slices on models with recurrent state (a snapshot before each).
     double prefill(int mode) {
         reset();
         common::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
@@ -159,20 +160,18 @@ class memory_bench {
         }
         int8_t flag = 0;
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag           = &flag;
-        p.sliced_outputs = mode == 1;
-        llama_cancel_decode(ctx_.get(), b, &p, nullptr, nullptr, 0);
+        p.flag = &flag;
+        llama_cancel_decode(ctx_.get(), b, &p, nullptr, nullptr);
     }
 
     llama_cancel_decode_result run_with(common::node_trigger & trig, int8_t * flag) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag                = flag;
-        p.sliced_outputs      = true;
         p.abort_callback      = common::node_trigger::abort_cb;
         p.abort_callback_data = &trig;
         llama_cancel_decode_result r;
         common::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
-        llama_cancel_decode(ctx_.get(), b.get(), &p, &r, nullptr, 0);
+        llama_cancel_decode(ctx_.get(), b.get(), &p, &r, nullptr);
         return r;
     }
 
@@ -215,7 +214,7 @@ common::json stats_json(const ratio_stats & s) {
 struct memory_figures {
     std::string arch;
     const char * memory = "kv"; // "kv", "recurrent", "hybrid"
-    ratio_stats sliced, whole, token; // overhead of ours against plain llama_decode
+    ratio_stats sliced, token; // overhead of ours against plain llama_decode
     double      prefill_ms = 0, token_ms = 0;
     size_t      snapshot_bytes = 0;
     double      copy_ms = 0, restore_ms = 0;
@@ -236,9 +235,7 @@ void describe(const llama_model * model, memory_figures & f) {
 memory_figures measure(memory_bench & b, const memory_options & o, const llama_model * model) {
     memory_figures f;
     describe(model, f);
-    double unused = 0;
     f.sliced = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 1, &f.prefill_ms));
-    f.whole  = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, 2, &unused));
     f.token  = pct(paired(o.runs, [&](int m) { return b.tokens(m); }, 1, &f.token_ms));
     size_t       bytes      = 0;
     const double copy_ms    = b.snapshot_ms(true, &bytes);
@@ -258,10 +255,10 @@ memory_figures measure(memory_bench & b, const memory_options & o, const llama_m
 }
 
 void print_row(const memory_figures & f) {
-    std::printf("| %-7s | %-9s | %8zu | %7.4f | %8.4f | %8.1f | %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %+7.2f%% | %6.2f "
+    std::printf("| %-7s | %-9s | %8zu | %7.4f | %8.4f | %8.1f | %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %6.2f "
                 "| %7.3f%% | %+7.2f%% [%+.1f, %+.1f] | %9d | %-5s |\n",
                 f.arch.c_str(), f.memory, f.snapshot_bytes, f.copy_ms, f.restore_ms, f.prefill_ms, f.share_prefill_pct,
-                f.sliced.median, f.sliced.lo, f.sliced.hi, f.whole.median, f.token_ms, f.share_token_pct,
+                f.sliced.median, f.sliced.lo, f.sliced.hi, f.token_ms, f.share_token_pct,
                 f.token.median, f.token.lo, f.token.hi, f.committed, f.exact ? "yes" : "NO");
     std::fflush(stdout);
 }
@@ -283,7 +280,6 @@ common::json row_json(const memory_options & o, const memory_figures & f) {
         {"snapshot_share_prefill_pct", printed(f.share_prefill_pct)},
         {"snapshot_share_token_pct", printed(f.share_token_pct)},
         {"prefill_overhead_sliced_pct", stats_json(f.sliced)},
-        {"prefill_overhead_whole_pct", stats_json(f.whole)},
         {"token_ms", printed(f.token_ms)},
         {"token_overhead_pct", stats_json(f.token)},
         {"rollback_committed", f.committed},

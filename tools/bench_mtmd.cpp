@@ -145,7 +145,7 @@ struct encoders {
                                     [&] { last_ret = mtmd_encode_chunk(mctx[w].get(), chunk[w]); });
         const auto st = llama_cancel_hook_get_stats(hook.get());
         if (stopped != nullptr) {
-            *stopped = w == with_hook ? st.stopped : w == by_name && probe.stopped_at >= 0;
+            *stopped = w == with_hook ? llama_cancel_hook_stopped(hook.get()) : w == by_name && probe.stopped_at >= 0;
         }
         if (checkpoints != nullptr) {
             *checkpoints = w == with_hook ? static_cast<int>(st.checkpoints - cp0) : w == by_name ? probe.checkpoints : 0;
@@ -206,7 +206,7 @@ struct embd_decoder {
             if (ours) {
                 llama_cancel_decode_params p = llama_cancel_decode_default_params();
                 p.flag = &flag;
-                st     = llama_cancel_decode(ctx.get(), batch, &p, nullptr, nullptr, 0);
+                st     = llama_cancel_decode(ctx.get(), batch, &p, nullptr, nullptr);
             } else {
                 st = llama_decode(ctx.get(), batch);
             }

@@ -5,14 +5,15 @@
 // token's output, the way a server batches its slots.
 //
 // Per run: (a) plain: the batch with seq_flags set, no byte stored: T0. (b) single: one random
-// sequence's byte stored at a random 20-80% of T0's median; its stop latency is the time from the
-// store until seq_cancelled[s] is set (the library stores it when it drops the sequence; polled
-// every ~0.2 ms), and the survivors' extra time is T1 - median(T0). The target: the median extra <=
-// the ubatch in flight (median(T0) x n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the
-// 4 sequences' bytes stored at once: store-to-return latency. (d) solo: the single-sequence figure
-// side by side: one sequence of 512 tokens in its own context (same n_ubatch), the batch byte
-// stored at such a point, store-to-return latency; the cancelled sequence's stop is "within" it
-// when its median is at most the solo p95.
+// sequence's byte stored at a random 20-80% of T0's median (or of a faster recent run, see
+// batch_ref); its stop latency is the time from the store until seqs[s].cancelled is set (the
+// library stores it when it drops the sequence; polled every ~0.2 ms), and the survivors' extra
+// time is T1 - median(T0). The target: the median extra <= the ubatch in flight (median(T0) x
+// n_ubatch / 512: the ubatches are equal) + 5% of median(T0). (c) all: the 4 sequences' bytes
+// stored at once: store-to-return latency. (d) solo: the single-sequence figure side by side: one
+// sequence of 512 tokens in its own context (same n_ubatch), the batch byte stored at such a point,
+// store-to-return latency; the cancelled sequence's stop is "within" it when its median is at most
+// the solo p95.
 // Runs whose decode returned before the store are counted apart ("finished first"), never as 0 ms.
 #include "commands.h"
 #include "common/args.h"
@@ -101,7 +102,7 @@ struct outcome {
     int32_t status         = LLAMA_CANCEL_OK;
     double  ms             = 0.0; // whole decode
     double  after_store_ms = 0.0; // from the store to the return
-    double  seen_ms        = -1.0; // from the store to the watched seq_cancelled entry set (-1: not set)
+    double  seen_ms        = -1.0; // from the store to the watched seqs[s].cancelled entry set (-1: not set)
     bool    finished_first = false;
     int32_t n_cancelled    = 0;
 };
@@ -109,7 +110,7 @@ struct outcome {
 // Stores `flag` at time `at` (common::store_when), then polls
 // `watched` (when given) until it is set or the decode is `done`: when the library dropped the
 // sequence, to ~0.2 ms plus a scheduler wake-up.
-std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, const std::atomic<bool> * done,
+std::thread store_and_watch(int8_t * flag, double at, const int32_t * watched, const std::atomic<bool> * done,
                             double * t_store, double * t_seen) {
     return std::thread([=] {
         *t_store = common::store_when(flag, at);
@@ -129,7 +130,8 @@ std::thread store_and_watch(int8_t * flag, double at, const int8_t * watched, co
 // One decode of `batch` on `ctx` from empty memory; with `store` another thread stores it at
 // `at_ms` after the start and watches `watched`.
 outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_batch & batch,
-                  llama_cancel_decode_params p, int8_t * store, double at_ms, const int8_t * watched) {
+                  llama_cancel_decode_params p, llama_cancel_seq_result * seqs, int8_t * store, double at_ms,
+                  const int32_t * watched) {
     llama_memory_clear(llama_get_memory(ctx), true);
     p.hook = hook;
     llama_cancel_decode_result r;
@@ -141,7 +143,7 @@ outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_b
         writer = store_and_watch(store, t0 + at_ms, watched, &done, &t_store, &t_seen);
     }
     outcome o;
-    o.status = llama_cancel_decode(ctx, batch.get(), &p, &r, nullptr, 0);
+    o.status = llama_cancel_decode(ctx, batch.get(), &p, &r, seqs);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously
     const double t_ret = common::now_ms();
     done.store(true, std::memory_order_release);
@@ -160,11 +162,11 @@ outcome decode_on(llama_context * ctx, llama_cancel_hook * hook, common::owned_b
 }
 
 // The shared batch with the sequences' bytes of `sb`.
-outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms, const int8_t * watched = nullptr) {
+outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double at_ms, const int32_t * watched = nullptr) {
     common::multi_seq_batch batch(b.prompts, k_len);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     sb.fill(p);
-    return decode_on(b.ctx.get(), b.hook.get(), batch, p, store, at_ms, watched);
+    return decode_on(b.ctx.get(), b.hook.get(), batch, p, sb.seqs(), store, at_ms, watched);
 }
 
 // The solo sequence, its batch byte stored at `at_ms` when `store` is given.
@@ -172,7 +174,7 @@ outcome decode_solo(bench_setup & b, int8_t * store, double at_ms) {
     common::seq_batch batch(b.solo_prompt, 0, static_cast<int32_t>(b.solo_prompt.size()), 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.flag = store;
-    return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, store, at_ms, nullptr);
+    return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, nullptr, store, at_ms, nullptr);
 }
 
 // Survivors' last logits against the plain run's: mismatching sequences (bit for bit) and the
@@ -215,12 +217,20 @@ struct bench_results {
     int                 solo_missed = 0;
     logit_check         logits;
     double plain_p50() const { return common::percentile(plain_ms, 0.5); }
+    // Where the stores of a run point to: the plain decode's median, or less when the machine
+    // decodes faster now (the last plain run, or a run that finished before its store): on a
+    // shared machine the load moves between runs, and a store after the return measures nothing.
+    double batch_ms = 1e300, solo_ms = 1e300; // the fastest runs that finished before their store
+    double batch_ref() const { return std::min({plain_p50(), plain_ms.back(), batch_ms}); }
+    double solo_ref() const {
+        return std::min({common::percentile(solo_plain_ms, 0.5), solo_plain_ms.back(), solo_ms});
+    }
 };
 
 std::vector<std::vector<float>> plain_logits(bench_setup & b, const common::seq_bytes & sb) {
     std::vector<std::vector<float>> out;
     for (int s = 0; s < k_seqs; ++s) {
-        out.push_back(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]));
+        out.push_back(common::logits_at(b.ctx.get(), b.model.get(), sb.output(s)));
     }
     return out;
 }
@@ -231,11 +241,14 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     common::seq_bytes sb(k_seqs);
     const int    seq  = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
     const double frac = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
-    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.plain_p50(), &sb.cancelled[seq]);
+    const outcome o   = decode(b, sb, &sb.bytes[seq], frac * r.batch_ref(), sb.cancelled_entry(seq));
     std::fprintf(stderr, "  run %d single: sequence %d at %.0f%%: %.1f ms, status %d, %d dropped, %.2f ms to the drop%s\n",
                  run, seq, 100 * frac, o.ms, o.status, o.n_cancelled, o.seen_ms,
                  o.finished_first ? ", finished first" : "");
-    if (o.finished_first || sb.cancelled[seq] == 0) {
+    if (o.finished_first) {
+        r.batch_ms = std::min(r.batch_ms, o.ms);
+    }
+    if (o.finished_first || !sb.cancelled(seq)) {
         (o.finished_first ? r.single_first : r.single_missed)++;
         return;
     }
@@ -244,7 +257,7 @@ void single_run(bench_setup & b, bench_results & r, std::mt19937 & rng, int run,
     r.seq_stop.add(o.seen_ms, false, true);
     for (int s = 0; s < k_seqs; ++s) {
         if (s != seq && o.status == LLAMA_CANCEL_OK) {
-            r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output[s]), want[s], run, s);
+            r.logits.add(common::logits_at(b.ctx.get(), b.model.get(), sb.output(s)), want[s], run, s);
         }
     }
 }
@@ -255,7 +268,10 @@ void all_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
     int8_t shared = 0;
     sb.point_all_at(&shared);
     const double  frac    = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
-    const outcome o       = decode(b, sb, &shared, frac * r.plain_p50());
+    const outcome o       = decode(b, sb, &shared, frac * r.batch_ref());
+    if (o.finished_first) {
+        r.batch_ms = std::min(r.batch_ms, o.ms);
+    }
     const bool    stopped = o.status == LLAMA_CANCEL_CANCELLED;
     std::fprintf(stderr, "  all: at %.0f%%: %.1f ms, status %d, %.2f ms after the store%s\n", 100 * frac, o.ms,
                  o.status, o.after_store_ms, o.finished_first ? ", finished first" : "");
@@ -274,7 +290,10 @@ bool solo_run(bench_setup & b, bench_results & r, std::mt19937 & rng) {
     r.solo_plain_ms.push_back(plain.ms);
     int8_t        byte    = 0;
     const double  frac    = std::uniform_real_distribution<double>(0.2, 0.8)(rng);
-    const outcome o       = decode_solo(b, &byte, frac * common::percentile(r.solo_plain_ms, 0.5));
+    const outcome o       = decode_solo(b, &byte, frac * r.solo_ref());
+    if (o.finished_first) {
+        r.solo_ms = std::min(r.solo_ms, o.ms);
+    }
     const bool    stopped = o.status == LLAMA_CANCEL_CANCELLED;
     std::fprintf(stderr, "  solo: plain %.1f ms; at %.0f%%: status %d, %.2f ms after the store%s\n", plain.ms, 100 * frac,
                  o.status, o.after_store_ms, o.finished_first ? ", finished first" : "");

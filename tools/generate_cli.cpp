@@ -45,6 +45,22 @@ double ms_since_signal() {
     return (now.tv_sec - g_signal_time.tv_sec) * 1e3 + (now.tv_nsec - g_signal_time.tv_nsec) / 1e6;
 }
 
+// Says once, on stderr, that the prompt's first graph is computing: from then on a Ctrl-C stops a
+// decode in flight (tests/cli_ctrl_c.sh waits for it rather than for a time). The hook's chained
+// callback, asked about every node; it never asks for one, so it adds no checkpoint.
+struct decode_announcer {
+    bool done = false;
+    static bool cb(ggml_tensor *, bool ask, void * d) {
+        auto * a = static_cast<decode_announcer *>(d);
+        if (ask && !a->done) {
+            a->done = true;
+            static const char msg[] = "[decoding]\n";
+            (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        }
+        return false;
+    }
+};
+
 struct printer {
     const llama_vocab * vocab;
     static bool cb(llama_token t, void * d) {
@@ -168,7 +184,7 @@ struct media_prompt {
     int32_t generate(llama_context * ctx, const llama_cancel_generate_params & gp, std::vector<llama_token> & out,
                      llama_cancel_generate_result & r) {
         return llama_cancel_generate_mtmd(mctx.get(), encode_hook.get(), ctx, chunks.get(), 0, 0, &gp, out.data(),
-                                          static_cast<int32_t>(out.size()), &r, nullptr);
+                                          static_cast<int32_t>(out.size()), &r);
     }
 };
 #else
@@ -201,8 +217,12 @@ bool text_prompt(const generate_options & o, const llama_model * model, std::vec
     return true;
 }
 
-common::context_ptr make_generate_context(const generate_options & o, llama_model * model, size_t n_prompt_pos) {
+// The context, with `hook` as its eval callback: the byte reaches every backend's graphs.
+common::context_ptr make_generate_context(const generate_options & o, llama_model * model, size_t n_prompt_pos,
+                                          llama_cancel_hook * hook) {
     common::context_options opt;
+    opt.cb_eval      = llama_cancel_hook_eval_callback;
+    opt.cb_eval_data = hook;
     opt.n_ctx     = static_cast<uint32_t>(n_prompt_pos + o.n_predict + 16);
     opt.n_batch   = static_cast<uint32_t>(o.batch);
     opt.n_ubatch  = static_cast<uint32_t>(std::min(o.batch, 512));
@@ -229,11 +249,12 @@ int report(int32_t status, const llama_cancel_generate_result & r, size_t n_prom
 }
 
 // The prefill and the generation, each token printed as it comes; returns the exit status.
-int generate(const generate_options & o, llama_model * model, llama_context * ctx, media_prompt & media,
-             const std::vector<llama_token> & tokens, size_t n_prompt_pos) {
+int generate(const generate_options & o, llama_model * model, llama_context * ctx, llama_cancel_hook * hook,
+             media_prompt & media, const std::vector<llama_token> & tokens, size_t n_prompt_pos) {
     printer pr{llama_model_get_vocab(model)};
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
     gp.flag          = &g_flag;
+    gp.hook          = hook;
     gp.n_predict     = o.n_predict;
     gp.on_token      = printer::cb;
     gp.on_token_data = &pr;
@@ -284,10 +305,12 @@ int generate_main(int argc, char ** argv) {
         }
         n_prompt_pos = tokens.size();
     }
-    common::context_ptr ctx = make_generate_context(o, model.get(), n_prompt_pos);
+    decode_announcer    announcer;
+    common::hook_ptr    hook = common::make_hook(decode_announcer::cb, &announcer); // outlives the context
+    common::context_ptr ctx  = hook ? make_generate_context(o, model.get(), n_prompt_pos, hook.get()) : nullptr;
     if (!ctx) {
         std::fprintf(stderr, "error: cannot create a context\n");
         return 1;
     }
-    return generate(o, model.get(), ctx.get(), media, tokens, n_prompt_pos);
+    return generate(o, model.get(), ctx.get(), hook.get(), media, tokens, n_prompt_pos);
 }

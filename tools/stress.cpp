@@ -1,6 +1,8 @@
 // `llama-cancel stress`: cancel/resume cycles at random graph nodes, through both hooks, and cancel
 // storms from another thread; after each cancel the memory must hold exactly the committed ubatches,
-// and every resumed prefill must end with logits bit-identical to an uninterrupted one.
+// and every resumed prefill must end with logits bit-identical to an uninterrupted one. A run fails
+// unless it also saw what it exists to see: a minimum of cancels (or dropped sequences) over its
+// cycles and of stopped decodes in its storm; it prints what it counted.
 #include "commands.h"
 #include "common/args.h"
 #include "common/seq_bytes.h"
@@ -31,7 +33,17 @@ struct stress_options {
     int         ubatch  = 32;
     uint32_t    seed    = 1;
     bool        seq_cancel = false;
+    // What a run must have seen to pass (issue #26: a trigger that never fires must fail the run):
+    // cancels (--seq-cancel: dropped sequences) over the cycles, -1: half the cycles; stops in the storm.
+    int         min_cancels       = -1;
+    int         min_storm_cancels = 1;
+
+    int min_cycle_cancels() const { return min_cancels >= 0 ? min_cancels : cycles / 2; }
 };
+
+// The storm goes on past --storm-seconds until it has seen its minimum of stops, up to this many
+// times as long: a run whose stops are rare still ends, and fails.
+constexpr int k_storm_extension = 5;
 
 // --seq-cancel: each cycle decodes 4 sequences x 32 tokens in one batch and stores one or two
 // sequences' bytes at a random graph node (llama_cancel_decode_params.seq_flags).
@@ -108,7 +120,7 @@ struct seq_stress {
         }
         sb.fill(p);
         common::multi_seq_batch b(prompts, k_seq_len);
-        return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, sb.committed.data(), k_seqs);
+        return llama_cancel_decode(ctx[mode].get(), b.get(), &p, &r, sb.seqs());
     }
 
     // Uninterrupted decodes: the reference logits, and the trigger calls a whole decode makes.
@@ -123,7 +135,12 @@ struct seq_stress {
         }
         ticks[mode] = trig.t.calls;
         for (int s = 0; s < k_seqs; ++s) {
-            want[mode].push_back(common::logits_at(ctx[mode].get(), model, sb.output[s]));
+            want[mode].push_back(common::logits_at(ctx[mode].get(), model, sb.output(s)));
+            if (want[mode].back().empty()) {
+                std::fprintf(stderr, "error: reference decode left sequence %d without logits (output %d)\n", s,
+                             sb.output(s));
+                return false;
+            }
         }
         return true;
     }
@@ -137,16 +154,23 @@ struct seq_stress {
     // (the ubatches finished before its stop), short of its whole prompt.
     void check_seq(int c, int mode, const common::seq_bytes & sb, int s) {
         const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(ctx[mode].get()), s);
-        if (sb.cancelled[s] != 0) {
-            if (sb.bytes[s] == 0 || sb.output[s] != -1 || sb.committed[s] >= k_seq_len ||
-                pos_max != sb.committed[s] - 1) {
+        if (!sb.written(s)) {
+            fail(c, "the call left its n_committed or output unwritten", s);
+            return;
+        }
+        if (sb.cancelled(s)) {
+            if (sb.bytes[s] == 0 || sb.output(s) != -1 || sb.committed(s) >= k_seq_len ||
+                pos_max != sb.committed(s) - 1) {
                 fail(c, "dropped without its byte, with an output, whole, or memory beyond its committed tokens", s);
             }
-            kept_tokens += sb.committed[s];
+            kept_tokens += sb.committed(s);
             return;
         }
         late += sb.bytes[s] != 0 ? 1 : 0; // stored once its tokens were all computed: kept
-        const auto got = common::logits_at(ctx[mode].get(), model, sb.output[s]);
+        if (sb.committed(s) != k_seq_len) {
+            fail(c, "survivor's n_committed is not its whole prompt", s);
+        }
+        const auto got = common::logits_at(ctx[mode].get(), model, sb.output(s));
         if (pos_max != k_seq_len - 1 || got.size() != want[mode][s].size()) {
             fail(c, "survivor's memory incomplete or no output", s);
             return;
@@ -174,11 +198,11 @@ struct seq_stress {
         }
         int marked = 0;
         for (int s = 0; s < k_seqs; ++s) {
-            marked += sb.cancelled[s];
+            marked += sb.cancelled(s) ? 1 : 0;
             check_seq(c, mode, sb, s);
         }
         if (marked != r.n_seq_cancelled) {
-            fail(c, "n_seq_cancelled disagrees with seq_cancelled", a);
+            fail(c, "n_seq_cancelled disagrees with the seqs[].cancelled entries", a);
         }
         drops += marked;
         trig.t.flag = &idle;
@@ -206,12 +230,17 @@ struct seq_stress {
             const int mode = cpu && ticks[0] > 0 ? c % 2 : 1;
             cycle(c, mode, rng);
         }
-        std::printf("seq-cancel stress on %s: %d cycles, %ld sequences dropped (%ld of their tokens committed before "
-                    "the stop), %ld stored after their tokens were done (kept), %ld errors; survivors' logits %s "
-                    "(max |diff| %g)\n",
-                    backend.c_str(), o.cycles, drops, kept_tokens, late, errors,
+        const long need = o.min_cycle_cancels();
+        std::printf("seq-cancel stress on %s: %d cycles, %ld sequences dropped (at least %ld required; %ld of their "
+                    "tokens committed before the stop), %ld stored after their tokens were done (kept), %ld errors; "
+                    "survivors' logits %s (max |diff| %g)\n",
+                    backend.c_str(), o.cycles, drops, need, kept_tokens, late, errors,
                     exact ? "bit-identical to the uninterrupted decode's" : "compared", max_diff);
-        return errors == 0 ? 0 : 1;
+        if (drops < need) {
+            std::fprintf(stderr, "FAIL: %ld sequences dropped, fewer than the %ld required: the bytes did not stop "
+                                 "the decodes\n", drops, need);
+        }
+        return errors == 0 && drops >= need ? 0 : 1;
     }
 };
 
@@ -254,8 +283,7 @@ struct prefill_stress {
 
     llama_cancel_decode_params params_for(int mode) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag           = &flag;
-        p.sliced_outputs = true; // logits are read by negative index: stops keep finished slices
+        p.flag = &flag;
         if (mode == 0) {
             p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
@@ -272,7 +300,7 @@ struct prefill_stress {
             trig.at    = -1;
             const llama_cancel_decode_params p = params_for(mode);
             common::seq_batch b(prompt, 0, o.n, 0);
-            if (llama_cancel_decode(ctx(mode), b.get(), &p, nullptr, nullptr, 0) != LLAMA_CANCEL_OK) {
+            if (llama_cancel_decode(ctx(mode), b.get(), &p, nullptr, nullptr) != LLAMA_CANCEL_OK) {
                 std::fprintf(stderr, "error: reference decode failed\n");
                 return false;
             }
@@ -302,10 +330,15 @@ struct prefill_stress {
             const llama_cancel_decode_params p = params_for(mode);
             llama_cancel_decode_result r;
             common::seq_batch b(prompt, committed, o.n - committed, committed);
-            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
+            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr);
             const llama_pos pos_max = llama_memory_seq_pos_max(llama_get_memory(lctx), 0);
             if (st == LLAMA_CANCEL_ERROR) {
                 std::fprintf(stderr, "FAIL cycle %d: error %s\n", c, r.message);
+                ++errors;
+                break;
+            }
+            if (st == LLAMA_CANCEL_CANCELLED && flag == 0) {
+                std::fprintf(stderr, "FAIL cycle %d: cancelled with the byte at 0\n", c);
                 ++errors;
                 break;
             }
@@ -347,12 +380,11 @@ struct prefill_stress {
         for (int attempt = 0; committed < o.n && attempt < 10000; ++attempt) {
             trig.at = -1;
             llama_cancel_decode_params p = llama_cancel_decode_default_params();
-            p.flag           = &flag;
-            p.hook           = k % 2 == 0 ? nullptr : hook.get();
-            p.sliced_outputs = true;
+            p.flag = &flag;
+            p.hook = k % 2 == 0 ? nullptr : hook.get();
             llama_cancel_decode_result r;
             common::seq_batch b(prompt, committed, o.n - committed, committed);
-            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr, 0);
+            const int32_t st = llama_cancel_decode(lctx, b.get(), &p, &r, nullptr);
             committed += r.n_committed;
             ++storm_decodes;
             storm_cancelled += st == LLAMA_CANCEL_CANCELLED;
@@ -386,29 +418,54 @@ struct prefill_stress {
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
             }
         });
-        const double end = common::now_ms() + o.storm_s * 1000.0;
-        for (int k = 0; common::now_ms() < end; ++k) {
+        // --storm-seconds, then on until the minimum of stops was seen, for a bounded time.
+        const double t0 = common::now_ms(), end = t0 + o.storm_s * 1000.0;
+        const double limit = t0 + k_storm_extension * o.storm_s * 1000.0;
+        for (int k = 0; common::now_ms() < end || (storm_cancelled < o.min_storm_cancels && common::now_ms() < limit);
+             ++k) {
             storm_prefill(k);
         }
         stop = true;
         storm.join();
         storm_toggles = toggles.load();
-        std::printf("storm: %ld byte toggles, %ld decodes, %ld cancelled, memory consistent after each\n",
-                    storm_toggles, storm_decodes, storm_cancelled);
+        std::printf("storm: %.1f s, %ld byte toggles, %ld decodes, %ld cancelled (at least %d required), memory %s\n",
+                    (common::now_ms() - t0) / 1000.0, storm_toggles, storm_decodes, storm_cancelled,
+                    o.min_storm_cancels, errors == 0 ? "consistent after each" : "NOT consistent (see above)");
+    }
+
+    // The run saw what it exists to see: cancels over the cycles, stops in the storm.
+    bool saw_enough() const {
+        bool ok = true;
+        if (cancels < o.min_cycle_cancels()) {
+            std::fprintf(stderr, "FAIL: %ld cancels over %d cycles, fewer than the %d required: the byte did not stop "
+                                 "the decodes\n", cancels, o.cycles, o.min_cycle_cancels());
+            ok = false;
+        }
+        if (o.storm_s > 0 && storm_cancelled < o.min_storm_cancels) {
+            std::fprintf(stderr, "FAIL: the storm stopped %ld decodes, fewer than the %d required\n", storm_cancelled,
+                         o.min_storm_cancels);
+            ok = false;
+        }
+        return ok;
     }
 };
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, stress_options & o) {
     cli_args::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2|rpc1-lan|rpc2-lan]\n"
-                     "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n");
+                     "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n"
+                     "                           [--min-cancels N] [--min-storm-cancels 1]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--backend", &o.backend, "NAME", "backend setup")
         .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
         .option("--cycles", &o.cycles, "N", "cancel/resume cycles (>= 0)")
         .option("--storm-seconds", &o.storm_s, "S", "seconds of cancel storm (>= 0)")
         .option("--seed", &o.seed, "N", "random seed")
-        .flag("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead");
+        .flag("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead")
+        .option("--min-cancels", &o.min_cancels, "N",
+                "cancels (--seq-cancel: dropped sequences) the cycles must see; -1: half the cycles")
+        .option("--min-storm-cancels", &o.min_storm_cancels, "N",
+                "stopped decodes the storm must see (it runs on, up to 5x --storm-seconds, until it has)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -417,7 +474,9 @@ int parse_options(int argc, char ** argv, stress_options & o) {
                     {!common::is_setup_name(o.backend),
                      "unknown --backend '" + o.backend + "' (" + common::setup_names() + ")"},
                     {o.cycles < 0, "--cycles must be at least 0"},
-                    {o.storm_s < 0, "--storm-seconds must be at least 0"}});
+                    {o.storm_s < 0, "--storm-seconds must be at least 0"},
+                    {o.min_cancels < -1, "--min-cancels must be -1 (half the cycles) or more"},
+                    {o.min_storm_cancels < 0, "--min-storm-cancels must be at least 0"}});
 }
 
 // --seq-cancel: the 4 sequences cut from the prompt, stopped one or two at a time.
@@ -448,11 +507,12 @@ int run_prefill_stress(const stress_options & o, llama_model * model, const std:
     if (o.storm_s > 0) {
         ps.run_storm();
     }
-    std::printf("stress on %s (%s): %d cycles (%ld cancels, %ld completed prefills) in %.1f s, %ld errors; final logits "
-                "bit-identical to the uninterrupted prefill in every cycle: %s\n",
-                o.backend.c_str(), setup.description.c_str(), o.cycles, ps.cancels, ps.completions,
-                ps.t_cycles / 1000.0, ps.errors, ps.errors == 0 ? "yes" : "NO");
-    return ps.errors == 0 ? 0 : 1;
+    std::printf("stress on %s (%s): %d cycles (%ld cancels, at least %d required; %ld completed prefills) in %.1f s, "
+                "%ld errors; final logits bit-identical to the uninterrupted prefill in every cycle: %s\n",
+                o.backend.c_str(), setup.description.c_str(), o.cycles, ps.cancels, o.min_cycle_cancels(),
+                ps.completions, ps.t_cycles / 1000.0, ps.errors, ps.errors == 0 ? "yes" : "NO");
+    const bool enough = ps.saw_enough();
+    return ps.errors == 0 && enough ? 0 : 1;
 }
 
 } // namespace

@@ -166,7 +166,7 @@ bool make_setup(const tune_options & o, tune_setup & s) {
     const bool offloaded = !s.backend.devices.empty();
     if (offloaded) {
         llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-        hp.interval_ms = std::min(hp.interval_ms, 0.5f * o.budget_ms);
+        hp.interval_ms = std::min(hp.interval_ms, 0.5 * o.budget_ms);
         s.hook.reset(llama_cancel_hook_init(&hp));
     }
     s.base.n_threads   = o.threads;
