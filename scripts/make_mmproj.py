@@ -10,7 +10,8 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
 
     make_mmproj.py OUT.gguf --kind vision|audio --n-embd-text N [--preset tiny|small]
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
-                   vision: [--image-size N] [--patch-size N] [--merge N]
+                   vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2] [--image-size N]
+                           [--patch-size N] [--merge N] [--deepstack N]
                    audio:  [--projector ultravox|qwen2a] [--n-mel N] [--stack N]
                            [--n-pos N]
 
@@ -25,6 +26,18 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            one image always gives ((image-size / patch-size) / merge)^2 tokens. For
            this type mtmd decodes the image tokens with non-causal attention and puts
            "<start_of_image>" / "<end_of_image>" text around them.
+           --vision-projector qwen2vl: Qwen2-VL's tower and merger (no position
+           embedding, 2-D M-RoPE in attention, two temporal patch convs, 2x2 merge, GELU
+           MLP). libmtmd keeps the image's aspect (sides rounded to 2 x patch-size, 8 to
+           4096 tokens): a 96x64 image gives a 6x4 token grid. On a text model with M-RoPE
+           (make_model.py --arch qwen2vl or qwen35) its tokens take 4 positions each.
+           --vision-projector qwen3vl: Qwen3-VL's (fused QKV, patch bias, learned position
+           embedding, the same merger) plus --deepstack N (default 1) layers whose merged
+           outputs are appended to each token: the output is n-embd-text * (1 + N) wide, for
+           make_model.py --arch qwen3vl --deepstack N.
+           --vision-projector lfm2: LFM2-VL's projector: the gemma3 kind's SigLIP tower,
+           pixel unshuffle of merge x merge patches, LayerNorm, GELU MLP; libmtmd resizes
+           to 64..1024 patches (a 96x64 image: 70 tokens) and tiles large images.
   audio    a whisper encoder (two conv1d, stride 2 on the second, learned position
            embedding, pre-norm layers, no bias on K, GELU FFN, post-norm) and
            projector "ultravox" (default: stack `stack` frames, RMS norm, SwiGLU MLP,
@@ -67,7 +80,7 @@ PRESETS = {
     ("audio", "small"): dict(n_embd=192, n_ff=768, n_layer=3, n_head=4,
                              n_mel=80, stack=10, n_pos=1500),
 }
-VISION_KEYS = ("image_size", "patch_size", "merge")
+VISION_KEYS = ("image_size", "patch_size", "merge", "vision_projector", "deepstack")
 AUDIO_KEYS = ("n_mel", "stack", "n_pos", "projector")
 COMMON_KEYS = ("n_embd", "n_ff", "n_layer", "n_head")
 
@@ -92,6 +105,10 @@ def parse_args(argv):
     g = p.add_argument_group("vision")
     g.add_argument("--image-size", type=int, help="square input size the image is resized to")
     g.add_argument("--patch-size", type=int)
+    g.add_argument("--deepstack", type=int,
+                   help="qwen3vl: layers whose output also goes to the text model (the last N; default 1)")
+    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl", "qwen3vl", "lfm2"],
+                   help="default gemma3; qwen2vl merges 2x2 patches (--merge does not apply)")
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
     g = p.add_argument_group("audio")
@@ -104,6 +121,9 @@ def parse_args(argv):
     cfg = dict(PRESETS[(a.kind, a.preset)], seed=a.seed, kind=a.kind, n_embd_text=a.n_embd_text)
     if a.kind == "audio":
         cfg["projector"] = "ultravox"
+    else:
+        cfg["vision_projector"] = "gemma3"
+        cfg["deepstack"] = 1
     for k in COMMON_KEYS + (VISION_KEYS if a.kind == "vision" else AUDIO_KEYS):
         v = getattr(a, k)
         if v is not None:
@@ -125,11 +145,19 @@ def parse_args(argv):
     # n_embd; keep the two widths apart so that the check cannot misfire
     need(cfg["n_ff"] != cfg["n_embd"], "--n-ff must differ from --n-embd")
     if a.kind == "vision":
-        for k in VISION_KEYS:
+        for k in ("image_size", "patch_size", "merge"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
         need(cfg["image_size"] % cfg["patch_size"] == 0, "--image-size must be a multiple of --patch-size")
         side = cfg["image_size"] // cfg["patch_size"]
         need(side % cfg["merge"] == 0, "image-size / patch-size must be a multiple of --merge")
+        need(a.deepstack is None or cfg["vision_projector"] == "qwen3vl",
+             "--deepstack applies to --vision-projector qwen3vl only")
+        if cfg["vision_projector"] == "qwen3vl":
+            need(0 <= cfg["deepstack"] <= cfg["n_layer"], "--deepstack must be in [0, n-layer]")
+        if cfg["vision_projector"] in ("qwen2vl", "qwen3vl"):
+            need(a.merge is None, "--merge does not apply to --vision-projector qwen2vl/qwen3vl (2x2, fixed)")
+            need((cfg["n_embd"] // cfg["n_head"]) % 8 == 0,
+                 "qwen2vl: the head size n-embd/n-head must be a multiple of 8 (4 M-RoPE sections)")
     else:
         for k in ("n_mel", "stack", "n_pos"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
@@ -224,6 +252,143 @@ def build_vision(w, W, cfg):
     w.add_tensor("mm.input_projection.weight", W.normal((d, n_text), 1.0 / np.sqrt(d)))
 
 
+def build_vision_qwen2vl(w, W, cfg):
+    """Qwen2-VL's vision tower: two conv2d patch embeddings (the two frames of a temporal patch;
+    a still image goes through both), no position embedding (2-D M-RoPE inside attention),
+    pre-norm layers with biases, GELU FFN, a LayerNorm, then the merger: 2x2 neighbouring patches
+    concatenated and sent through a GELU MLP to the text model's width. libmtmd resizes an image
+    to a multiple of 2 * patch-size on each side (aspect kept, 8 to 4096 tokens), so one image
+    gives (w / 2p) x (h / 2p) tokens on a grid that the text model's M-RoPE positions follow."""
+    d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN2VL)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+
+    # two conv2d kernels (ggml ne [p, p, 3, n_embd]); their sums are added, hence the 1/sqrt(2)
+    k_std = 1.0 / np.sqrt(2 * 3 * p * p)
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), k_std))
+    w.add_tensor("v.patch_embd.weight.1", W.normal((d, 3, p, p), k_std))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    hidden = 4 * d
+    w.add_tensor("mm.0.weight", W.linear(hidden, 4 * d))
+    w.add_tensor("mm.0.bias", W.bias(hidden))
+    w.add_tensor("mm.2.weight", W.linear(n_text, hidden))
+    w.add_tensor("mm.2.bias", W.bias(n_text))
+
+
+def build_vision_qwen3vl(w, W, cfg):
+    """Qwen3-VL's tower: the two temporal patch convs with a bias, a learned position embedding
+    (resized by libmtmd to the image's patch grid), layers with one fused QKV matrix, 2-D M-RoPE
+    in attention, GELU FFN, then the 2x2 merger MLP. The last `deepstack` layers also feed a
+    merger of their own ("deepstack"), whose outputs are appended to each token's embedding: the
+    projection is n_embd_text * (1 + deepstack) wide (make_model.py --arch qwen3vl --deepstack N)."""
+    d, p, n_text, n_ds = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"], cfg["deepstack"]
+    n_patches = (cfg["image_size"] // p) ** 2
+    is_ds = [b >= cfg["n_layer"] - n_ds for b in range(cfg["n_layer"])]
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN3VL)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+    w.add_vision_spatial_merge_size(2)
+    w.add_vision_is_deepstack_layers(is_ds)
+
+    k_std = 1.0 / np.sqrt(2 * 3 * p * p)
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), k_std))
+    w.add_tensor("v.patch_embd.weight.1", W.normal((d, 3, p, p), k_std))
+    w.add_tensor("v.patch_embd.bias", W.bias(d))
+    w.add_tensor("v.position_embd.weight", W.normal((n_patches, d), 0.5))
+    f = cfg["n_ff"]
+    gain_out = 1.0 / np.sqrt(2.0 * cfg["n_layer"])
+    for b in range(cfg["n_layer"]):
+        blk = "v.blk.%d." % b
+        w.add_tensor(blk + "ln1.weight", W.ones(d))
+        w.add_tensor(blk + "ln1.bias", W.zeros(d))
+        w.add_tensor(blk + "attn_qkv.weight", W.linear(3 * d, d))
+        w.add_tensor(blk + "attn_qkv.bias", W.bias(3 * d))
+        w.add_tensor(blk + "attn_out.weight", W.linear(d, d, gain_out))
+        w.add_tensor(blk + "attn_out.bias", W.bias(d))
+        w.add_tensor(blk + "ln2.weight", W.ones(d))
+        w.add_tensor(blk + "ln2.bias", W.zeros(d))
+        w.add_tensor(blk + "ffn_up.weight", W.linear(f, d))
+        w.add_tensor(blk + "ffn_up.bias", W.bias(f))
+        w.add_tensor(blk + "ffn_down.weight", W.linear(d, f, gain_out))
+        w.add_tensor(blk + "ffn_down.bias", W.bias(d))
+    w.add_tensor("v.post_ln.weight", W.ones(d))
+    w.add_tensor("v.post_ln.bias", W.zeros(d))
+    hidden = 4 * d
+    w.add_tensor("mm.0.weight", W.linear(hidden, 4 * d))
+    w.add_tensor("mm.0.bias", W.bias(hidden))
+    w.add_tensor("mm.2.weight", W.linear(n_text, hidden))
+    w.add_tensor("mm.2.bias", W.bias(n_text))
+    for b in range(cfg["n_layer"]):
+        if is_ds[b]:
+            ds = "v.deepstack.%d." % b
+            w.add_tensor(ds + "norm.weight", W.ones(4 * d))
+            w.add_tensor(ds + "norm.bias", W.zeros(4 * d))
+            w.add_tensor(ds + "fc1.weight", W.linear(hidden, 4 * d))
+            w.add_tensor(ds + "fc1.bias", W.bias(hidden))
+            w.add_tensor(ds + "fc2.weight", W.linear(n_text, hidden))
+            w.add_tensor(ds + "fc2.bias", W.bias(n_text))
+
+
+def build_vision_lfm2(w, W, cfg):
+    """LFM2-VL's projector: the SigLIP tower of build_vision (its position embedding resized by
+    libmtmd to the image's patch grid), then a pixel unshuffle of merge x merge patches, a
+    LayerNorm and a GELU MLP to the text model's width. libmtmd's LFM2 preprocessor resizes an
+    image to 64..1024 patches (aspect kept) and cuts a large one into tiles plus a thumbnail,
+    each a chunk of its own with text between them."""
+    d, p, n_text, m = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"], cfg["merge"]
+    n_patches = (cfg["image_size"] // p) ** 2
+
+    w.add_clip_has_vision_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.LFM2)
+    w.add_vision_projection_dim(n_text)
+    w.add_vision_image_size(cfg["image_size"])
+    w.add_vision_patch_size(p)
+    w.add_vision_embedding_length(d)
+    w.add_vision_feed_forward_length(cfg["n_ff"])
+    w.add_vision_block_count(cfg["n_layer"])
+    w.add_vision_head_count(cfg["n_head"])
+    w.add_vision_attention_layernorm_eps(EPS)
+    w.add_vision_image_mean([0.5, 0.5, 0.5])
+    w.add_vision_image_std([0.5, 0.5, 0.5])
+    w.add_vision_use_gelu(True)
+    w.add_vision_projector_scale_factor(m)
+
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), 1.0 / np.sqrt(3 * p * p)))
+    w.add_tensor("v.patch_embd.bias", W.bias(d))
+    w.add_tensor("v.position_embd.weight", W.normal((n_patches, d), 0.5))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    d_in = d * m * m
+    w.add_tensor("mm.input_norm.weight", W.ones(d_in))
+    w.add_tensor("mm.input_norm.bias", W.zeros(d_in))
+    w.add_tensor("mm.1.weight", W.linear(n_text, d_in))
+    w.add_tensor("mm.1.bias", W.bias(n_text))
+    w.add_tensor("mm.2.weight", W.linear(n_text, n_text))
+    w.add_tensor("mm.2.bias", W.bias(n_text))
+
+
 def build_audio(w, W, cfg):
     d, n_mel, n_text = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"]
 
@@ -267,7 +432,13 @@ def build(path, cfg):
                % (cfg["kind"], cfg["n_layer"], cfg["n_embd"], cfg["seed"]))
     w.add_file_type(int(gguf.LlamaFileType.ALL_F32))
     W = Weights(cfg["seed"])
-    if cfg["kind"] == "vision":
+    if cfg["kind"] == "vision" and cfg["vision_projector"] == "qwen2vl":
+        build_vision_qwen2vl(w, W, cfg)
+    elif cfg["kind"] == "vision" and cfg["vision_projector"] == "qwen3vl":
+        build_vision_qwen3vl(w, W, cfg)
+    elif cfg["kind"] == "vision" and cfg["vision_projector"] == "lfm2":
+        build_vision_lfm2(w, W, cfg)
+    elif cfg["kind"] == "vision":
         build_vision(w, W, cfg)
     else:
         build_audio(w, W, cfg)

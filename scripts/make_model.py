@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a synthetic GGUF model (llama, mamba, mamba2, lfm2, qwen35 or gemma3) for tests and benchmarks.
+"""Write a synthetic GGUF model (llama, mamba, mamba2, lfm2, qwen35, qwen2vl, qwen3vl or gemma3) for tests and benchmarks.
 
 The weights are seeded random numbers (numpy default_rng), the vocabulary is a
 made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for every
@@ -23,6 +23,12 @@ Architectures (--arch; a flag that an architecture does not read is an error):
   qwen35  hybrid: every --attn-every-th layer gated full attention (partial M-RoPE), the others
           gated delta-net linear attention with n_head value heads and n_head_kv key heads
           of --d-state each.
+  qwen2vl Qwen2-VL's text model: attention with q/k/v biases, SwiGLU, M-RoPE (sections
+          time/height/width over the head; llama_model_rope_type MROPE), so that libmtmd gives
+          its image and audio embeddings 4 positions each (mtmd_decode_use_mrope).
+  qwen3vl Qwen3-VL's text model: q/k norms, SwiGLU, interleaved M-RoPE (IMROPE); its embeddings
+          input is n_embd * (1 + --deepstack) wide (make_mmproj.py --vision-projector qwen3vl
+          --deepstack N pairs with it).
   gemma3  attention only: every --attn-every-th layer full, the others sliding-window
           (--n-swa tokens), sandwich norms, GELU FFN.
 
@@ -37,6 +43,8 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            d_state 16.
                    gemma3: n_embd 64, n_layer 4 (swa, full, swa, full), n_ff 128, 4/2 heads,
                            n_swa 32.
+                   qwen2vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads.
+                   qwen3vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads, deepstack 1.
   bench            f16, 36-63 MB, 1-1.5 s to write. One 256-token batch (n_batch = n_ubatch =
                    256, or n_ubatch 64) decodes in about 260-360 ms on 2 threads with Debian's
                    CPU backend alone (measured on its zen4 build, best of 5; the llama one in
@@ -159,6 +167,8 @@ def parse_args(argv):
                    help="every N-th layer is full attention, the others recurrent (lfm2, qwen35) "
                         "or sliding-window (gemma3)")
     p.add_argument("--n-swa", type=int, help="sliding window (gemma3)")
+    p.add_argument("--deepstack", type=int,
+                   help="qwen3vl: deepstack layers of the vision projector it pairs with (n_embd_inp = n_embd * (1 + N))")
     p.add_argument("--seed", type=int)
     p.add_argument("--type", choices=["f32", "f16"], help="type of the 2-D weights (norms stay f32)")
     a = p.parse_args(argv)
@@ -182,7 +192,7 @@ def parse_args(argv):
         if not ok:
             p.error(msg)
     for k in keys:
-        if k not in ("seed", "type"):
+        if k not in ("seed", "type", "deepstack"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
     need(cfg["seed"] >= 0, "--seed must be >= 0")
     need(cfg["n_vocab"] > N_FIXED, "--n-vocab must be at least %d" % (N_FIXED + 1))

@@ -313,6 +313,80 @@ def gemma3(w, t, cfg):
     embd_and_output(t, cfg, body, embd_std=unit(n_embd))
 
 
+# --- qwen2vl (Qwen2-VL's text model: attention with q/k/v biases, SwiGLU, M-RoPE) ---------------
+
+def mrope_sections(n_rot):
+    """M-RoPE sections (time, height, width, extra) over n_rot / 2 frequency pairs, time the largest
+    (Qwen2-VL: [16, 24, 24, 0] of 64)."""
+    half = n_rot // 2
+    return [half - 2 * (half // 3), half // 3, half // 3, 0]
+
+
+def qwen2vl(w, t, cfg):
+    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
+    n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_dimension_sections(mrope_sections(head_dim))
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+
+    std_out = unit(n_embd) / np.sqrt(2.0 * n_layer)
+
+    def body():
+        for b in range(n_layer):
+            t.add(T.ATTN_NORM, b, t.ones())
+            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_Q, b, t.f32((n_head * head_dim,), 0.02), ".bias")
+            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_K, b, t.f32((n_head_kv * head_dim,), 0.02), ".bias")
+            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_V, b, t.f32((n_head_kv * head_dim,), 0.02), ".bias")
+            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+            t.add(T.FFN_NORM, b, t.ones())
+            gated_ffn(t, b, cfg, unit(n_ff) / np.sqrt(2.0 * n_layer))
+    embd_and_output(t, cfg, body)
+
+
+# --- qwen3vl (Qwen3-VL's text model: q/k norms, SwiGLU, interleaved M-RoPE, deepstack inputs) --
+
+def qwen3vl(w, t, cfg):
+    """Qwen3's layers with interleaved M-RoPE (llama_model_rope_type IMROPE). The vision projector's
+    deepstack outputs come with each image embedding: llama_model_n_embd_inp is
+    n_embd * (1 + deepstack), and the text model adds the extra parts to its first layers' inputs."""
+    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
+    n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_dimension_sections(mrope_sections(head_dim))
+    w.add_rope_freq_base(5000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_num_deepstack_layers(cfg["deepstack"])
+
+    std_out = unit(n_embd) / np.sqrt(2.0 * n_layer)
+
+    def body():
+        for b in range(n_layer):
+            t.add(T.ATTN_NORM, b, t.ones())
+            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_Q_NORM, b, t.ones(head_dim))
+            t.add(T.ATTN_K_NORM, b, t.ones(head_dim))
+            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+            t.add(T.FFN_NORM, b, t.ones())
+            gated_ffn(t, b, cfg, unit(n_ff) / np.sqrt(2.0 * n_layer))
+    embd_and_output(t, cfg, body)
+
+
 # Per architecture: the gguf arch, the builder, the config keys it reads beyond COMMON, presets.
 ARCHS = {
     "llama": dict(
@@ -349,6 +423,20 @@ ARCHS = {
                          attn_every=2, n_vocab=512, type="f32"),
             "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_head_kv=4, d_state=64,
                           attn_every=4, n_vocab=4096, type="f16"),
+        }),
+    "qwen2vl": dict(
+        arch=gguf.MODEL_ARCH.QWEN2VL, build=qwen2vl, keys=("n_ff", "n_head", "n_head_kv"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_head_kv=2, n_vocab=512, type="f32"),
+            "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_head_kv=4, n_vocab=4096, type="f16"),
+        }),
+    "qwen3vl": dict(
+        arch=gguf.MODEL_ARCH.QWEN3VL, build=qwen3vl, keys=("n_ff", "n_head", "n_head_kv", "deepstack"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_head_kv=2, deepstack=1, n_vocab=512,
+                         type="f32"),
+            "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_head_kv=4, deepstack=1, n_vocab=4096,
+                          type="f16"),
         }),
     "gemma3": dict(
         arch=gguf.MODEL_ARCH.GEMMA3, build=gemma3,

@@ -367,7 +367,8 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     const std::vector<llama_pos> pos    = llama_cancel::token_positions(batch, before);
     const decode_plan plan = make_plan(ctx, batch, p);
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
-    pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)), p.seq_flags, p.n_seq);
+    pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)),
+                          llama_cancel::n_pos_per_token(ctx, batch), p.seq_flags, p.n_seq);
     if (plan.outputs_last) {
         pending.move_outputs_last();
     }

@@ -44,12 +44,22 @@ std::vector<char> check_seq_ids(llama_context * ctx, const llama_batch & batch) 
 
 } // namespace
 
+int32_t n_pos_per_token(llama_context * ctx, const llama_batch & batch) {
+    const llama_rope_type rope = llama_model_rope_type(llama_get_model(ctx));
+    const bool mrope = rope == LLAMA_ROPE_TYPE_MROPE || rope == LLAMA_ROPE_TYPE_IMROPE;
+    return batch.embd != nullptr && mrope ? 4 : 1;
+}
+
 std::vector<char> check_batch(llama_context * ctx, const llama_batch & batch) {
     if (batch.n_tokens <= 0) {
         return why("batch has %d tokens; it needs at least one", batch.n_tokens);
     }
     if ((batch.token == nullptr) == (batch.embd == nullptr)) {
         return why("%s", "batch needs exactly one of token and embd");
+    }
+    if (batch.pos == nullptr && n_pos_per_token(ctx, batch) > 1) {
+        // llama.cpp would make one position per token and read four
+        return why("%s", "an embeddings batch on an M-RoPE model needs explicit positions (4 per token, section-major)");
     }
     const uint32_t n_batch = llama_n_batch(ctx);
     if (static_cast<uint32_t>(batch.n_tokens) > n_batch) {

@@ -14,12 +14,17 @@ namespace llama_cancel {
 // Empty when the batch is fine for ctx; else why not (for result->message).
 std::vector<char> check_batch(llama_context * ctx, const llama_batch & batch);
 
+// Positions llama_decode reads per batch token: 4 for an embeddings batch on an M-RoPE decoder
+// (llama_model_rope_type MROPE or IMROPE; section-major in batch.pos, section t first, which is
+// also the token's position in memory), 1 otherwise (text tokens take one position on any model).
+int32_t n_pos_per_token(llama_context * ctx, const llama_batch & batch);
+
 // Each sequence's last position in memory (-1: empty), for every sequence id of ctx.
 std::vector<llama_pos> seq_pos_max(llama_context * ctx);
 
-// Every batch token's position: explicit, or as llama_decode assigns them when batch.pos is NULL
-// (a token goes after its first sequence's last position, and every sequence of the token then
-// continues after it).
+// Every batch token's position (M-RoPE embeddings: section t): explicit, or as llama_decode
+// assigns them when batch.pos is NULL (a token goes after its first sequence's last position, and
+// every sequence of the token then continues after it).
 std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vector<llama_pos> & pos_max_before);
 
 // Index of the first output the batch asks for; n_tokens when none.

@@ -6,6 +6,13 @@
 // with garbage embeddings), and mtmd_helper_eval_chunks leaves the finished sub-batches of a
 // stopped chunk in memory without saying where to resume. This file never decodes embeddings of
 // a stopped encode and always leaves memory at a chunk boundary.
+//
+// On a decoder with M-RoPE (mtmd_decode_use_mrope: the text model's rope type is MROPE or IMROPE)
+// each image or audio embedding takes 4 positions, as upstream's helper gives them: section-major
+// [t | y | x | z] in llama_batch.pos, t the position in memory. An image's t is the same for all
+// its tokens and the chunk advances n_past by mtmd_input_chunk_get_n_pos (max of the grid's
+// sides), so memory's last position after an image is not n_past - 1; the chunk rollback removes
+// from the chunk's first position, which holds whatever the stopped chunk wrote.
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
@@ -17,6 +24,7 @@
 #include "mtmd.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -50,7 +58,11 @@ chunk_outcome from_decode(int32_t status, const llama_cancel_decode_result & dr,
     return o;
 }
 
-// One sequence's batch of tokens or embeddings at consecutive positions, a slice at a time.
+// Positions an M-RoPE decoder reads per embedding token (upstream's helper: 4).
+constexpr int32_t k_mrope_sections = 4;
+
+// One sequence's batch of tokens or embeddings, a slice at a time: text at consecutive positions,
+// media at the positions media_positions() gives.
 struct slice_batch {
     std::vector<llama_pos>      pos;
     std::vector<int32_t>        n_seq_id;
@@ -59,7 +71,8 @@ struct slice_batch {
     std::vector<int8_t>         logits;
 
     explicit slice_batch(int32_t n_max, llama_seq_id seq_id)
-        : pos(n_max), n_seq_id(n_max, 1), seq(1, seq_id), seq_ptr(n_max), logits(n_max, 0) {
+        : pos(static_cast<size_t>(n_max) * k_mrope_sections), n_seq_id(n_max, 1), seq(1, seq_id), seq_ptr(n_max),
+          logits(n_max, 0) {
         for (auto & p : seq_ptr) {
             p = seq.data();
         }
@@ -81,7 +94,43 @@ struct slice_batch {
         b.logits   = logits.data();
         return b;
     }
+
+    // Embeddings [a, a + n) of a media chunk of `n_all` tokens whose positions `all` holds
+    // (`sections` sections of n_all each): each section's slice, section-major again.
+    llama_batch get_media(const float * embd, int32_t n, int32_t a, const std::vector<llama_pos> & all, int32_t n_all,
+                          int32_t sections, bool output_last) {
+        llama_batch b = get(nullptr, embd, n, 0, output_last);
+        for (int32_t s = 0; s < sections; ++s) {
+            const auto from = all.begin() + static_cast<std::ptrdiff_t>(s) * n_all + a;
+            std::copy(from, from + n, pos.begin() + static_cast<std::ptrdiff_t>(s) * n);
+        }
+        return b;
+    }
 };
+
+// The positions of a media chunk's n_tokens embeddings from pos0, section-major: one section
+// (pos0 + i) without M-RoPE; with it, upstream's: an image's mtmd_image_tokens_get_decoder_pos
+// (t, y, x, z in that order), audio pos0 + i in all four.
+std::vector<llama_pos> media_positions(const mtmd_input_chunk * chunk, llama_pos pos0, int32_t n_tokens,
+                                       int32_t sections) {
+    const size_t n = static_cast<size_t>(n_tokens);
+    std::vector<llama_pos> pos(n * sections);
+    const mtmd_image_tokens * image = mtmd_input_chunk_get_tokens_image(chunk);
+    for (size_t i = 0; i < n; ++i) {
+        if (sections == 1 || image == nullptr) {
+            for (int32_t s = 0; s < sections; ++s) {
+                pos[s * n + i] = pos0 + static_cast<llama_pos>(i);
+            }
+            continue;
+        }
+        const mtmd_decoder_pos d = mtmd_image_tokens_get_decoder_pos(image, pos0, i);
+        pos[i]         = static_cast<llama_pos>(d.t);
+        pos[n + i]     = static_cast<llama_pos>(d.y);
+        pos[2 * n + i] = static_cast<llama_pos>(d.x);
+        pos[3 * n + i] = static_cast<llama_pos>(d.z);
+    }
+    return pos;
+}
 
 struct eval_state {
     mtmd_context *                   mctx;
@@ -187,14 +236,15 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
     }
     const llama_cancel_decode_params dp = decode_params(s.p, causal.ctx == nullptr);
     llama_cancel_decode_result dr{};
-    const size_t n_embd = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
+    const size_t  n_embd   = static_cast<size_t>(llama_model_n_embd_inp(llama_get_model(s.lctx)));
+    const int32_t sections = mtmd_decode_use_mrope(s.mctx) ? k_mrope_sections : 1;
+    const std::vector<llama_pos> pos = media_positions(chunk, pos0, n_tokens, sections);
     for (int32_t a = 0; a < n_tokens; a += s.n_batch) {
         const int32_t k    = std::min(s.n_batch, n_tokens - a);
         const bool    last = a + k == n_tokens;
-        const int32_t st =
-            llama_cancel_decode(s.lctx, s.batch.get(nullptr, embd + static_cast<size_t>(a) * n_embd, k, pos0 + a,
-                                                    output_last && last),
-                                &dp, &dr, nullptr);
+        const llama_batch b = s.batch.get_media(embd + static_cast<size_t>(a) * n_embd, k, a, pos, n_tokens, sections,
+                                                output_last && last);
+        const int32_t st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr);
         if (st != LLAMA_CANCEL_OK) {
             return from_decode(st, dr, name);
         }
@@ -244,9 +294,6 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
         if (type != MTMD_INPUT_CHUNK_TYPE_TEXT && type != MTMD_INPUT_CHUNK_TYPE_IMAGE &&
             type != MTMD_INPUT_CHUNK_TYPE_AUDIO) {
             return fail(r, "chunk %zu has unknown type %d", i, static_cast<int>(type));
-        }
-        if (type != MTMD_INPUT_CHUNK_TYPE_TEXT && mtmd_decode_use_mrope(mctx)) {
-            return fail(r, "M-RoPE projectors not supported yet (chunk %zu needs M-RoPE positions)", i);
         }
     }
     return LLAMA_CANCEL_OK;

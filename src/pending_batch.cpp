@@ -24,8 +24,9 @@ llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_emb
 } // namespace
 
 pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
-                             const int8_t * const * seq_flags, int32_t n_seq_flags)
-    : batch_(batch), pos_(pos), n_embd_(n_embd), flags_(seq_flags), n_flags_(seq_flags != nullptr ? n_seq_flags : 0) {
+                             int32_t n_pos_per_token, const int8_t * const * seq_flags, int32_t n_seq_flags)
+    : batch_(batch), pos_(pos), n_embd_(n_embd), n_pos_(batch.pos != nullptr ? n_pos_per_token : 1), flags_(seq_flags),
+      n_flags_(seq_flags != nullptr ? n_seq_flags : 0) {
     index_.resize(batch.n_tokens);
     seqs_.resize(batch.n_tokens);
     whole_.assign(batch.n_tokens, true);
@@ -123,11 +124,26 @@ const std::vector<const int8_t *> & pending_batch::flags() {
     return call_flags_;
 }
 
+void pending_batch::copy_positions(int32_t n) {
+    cpos_.clear();
+    for (int32_t s = 0; s < n_pos_; ++s) {
+        for (int32_t j = next_; j < next_ + n; ++j) {
+            const int32_t i = index_[j];
+            cpos_.push_back(n_pos_ == 1 ? pos_[i] : batch_.pos[static_cast<size_t>(s) * batch_.n_tokens + i]);
+        }
+    }
+}
+
 llama_batch pending_batch::next(int32_t n) {
     if (!gaps_) {
-        return slice(batch_, index_[next_], n, n_embd_); // untouched so far: the caller's arrays
+        llama_batch b = slice(batch_, index_[next_], n, n_embd_); // untouched so far: the caller's arrays
+        if (n_pos_ > 1 && n < batch_.n_tokens) {
+            copy_positions(n); // sections of n_tokens each: a slice needs its own, n each
+            b.pos = cpos_.data();
+        }
+        return b;
     }
-    token_.clear(), embd_.clear(), cpos_.clear(), n_seq_.clear(), seq_ptr_.clear(), logits_.clear();
+    token_.clear(), embd_.clear(), n_seq_.clear(), seq_ptr_.clear(), logits_.clear();
     for (int32_t j = next_; j < next_ + n; ++j) {
         const int32_t i = index_[j];
         if (batch_.token != nullptr) {
@@ -136,13 +152,13 @@ llama_batch pending_batch::next(int32_t n) {
             embd_.insert(embd_.end(), batch_.embd + static_cast<size_t>(i) * n_embd_,
                          batch_.embd + static_cast<size_t>(i + 1) * n_embd_);
         }
-        cpos_.push_back(pos_[i]);
         n_seq_.push_back(static_cast<int32_t>(seqs_[i].size()));
         seq_ptr_.push_back(seqs_[i].data());
         if (batch_.logits != nullptr) {
             logits_.push_back(batch_.logits[i]);
         }
     }
+    copy_positions(n);
     llama_batch b{};
     b.n_tokens = n;
     b.token    = batch_.token != nullptr ? token_.data() : nullptr;

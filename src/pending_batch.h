@@ -24,10 +24,11 @@ inline llama_seq_id batch_seq_of(const llama_batch & batch, int32_t i, int32_t k
 
 class pending_batch {
   public:
-    // `pos`: every batch token's position (explicit, or as llama_decode would assign it).
+    // `pos`: every batch token's position (explicit, or as llama_decode would assign it; for
+    // M-RoPE, section t). `n_pos_per_token`: the sections batch.pos holds (n_pos_per_token()).
     // `seq_flags`: n_seq_flags bytes indexed by sequence id, entries may be NULL; NULL: none.
     pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
-                  const int8_t * const * seq_flags, int32_t n_seq_flags);
+                  int32_t n_pos_per_token, const int8_t * const * seq_flags, int32_t n_seq_flags);
 
     bool    per_seq() const { return n_flags_ > 0 && flags_ != nullptr; }
     int32_t size() const { return static_cast<int32_t>(index_.size()) - next_; }
@@ -82,10 +83,13 @@ class pending_batch {
 
   private:
     bool is_output(int32_t i, int32_t n_call, int32_t k, bool embeddings_context) const;
+    // cpos_ = the positions of the next `n` tokens, every section of them, section-major.
+    void copy_positions(int32_t n);
 
     const llama_batch &            batch_;
     const std::vector<llama_pos> & pos_;
     int32_t                        n_embd_;
+    int32_t                        n_pos_;  // positions per token in batch_.pos (M-RoPE embeddings: 4)
     const int8_t * const *         flags_;
     int32_t                        n_flags_;
 

@@ -174,13 +174,18 @@ struct embd_decoder {
         opt.n_ctx = opt.n_batch = opt.n_ubatch = static_cast<uint32_t>(std::max(n_tokens, 64));
         opt.n_threads = threads;
         ctx = common::make_context(model, opt);
-        pos.resize(n_tokens);
+        // An M-RoPE decoder (mtmd_decode_use_mrope) reads 4 positions per embedding, section-major;
+        // every section is i here (the decode's time does not depend on the values).
+        const int32_t sections = mtmd_decode_use_mrope(e.mctx[plain].get()) ? 4 : 1;
+        pos.resize(static_cast<size_t>(n_tokens) * sections);
         n_seq.assign(n_tokens, 1);
         seq.assign(n_tokens, 0);
         seq_ptr.resize(n_tokens);
         logits.assign(n_tokens, 0);
         for (int32_t i = 0; i < n_tokens; ++i) {
-            pos[i]     = i;
+            for (int32_t s = 0; s < sections; ++s) {
+                pos[static_cast<size_t>(s) * n_tokens + i] = i;
+            }
             seq_ptr[i] = &seq[i];
         }
         logits[n_tokens - 1] = 1;
@@ -192,7 +197,7 @@ struct embd_decoder {
     }
 
     landed decode(bool ours, double frac, double full, bool * cancelled = nullptr) {
-        const llama_batch batch{static_cast<int32_t>(pos.size()), nullptr, embd.data(), pos.data(), n_seq.data(),
+        const llama_batch batch{static_cast<int32_t>(n_seq.size()), nullptr, embd.data(), pos.data(), n_seq.data(),
                                 seq_ptr.data(), logits.data()};
         llama_memory_clear(llama_get_memory(ctx.get()), true);
         flag = 0;

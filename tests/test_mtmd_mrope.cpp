@@ -1,0 +1,363 @@
+// llama_cancel_mtmd_eval_chunks on decoders with M-RoPE (mtmd_decode_use_mrope): libmtmd gives
+// each image or audio embedding 4 positions (section-major [t | y | x | z]; an image's t is the
+// same for all its tokens, x and y follow its token grid) and a media chunk advances n_past by
+// mtmd_input_chunk_get_n_pos, not by its token count. One program, run once per projector family
+// (tests/mtmd.cmake): the text model in LLAMA_CANCEL_MROPE_MODEL, the projector in
+// LLAMA_CANCEL_MROPE_MMPROJ, on the setup in LLAMA_CANCEL_BACKEND (the CPU when unset). The same
+// tests run on families without M-RoPE too (LFM2-VL's projector on the hybrid lfm2 model) with
+// LLAMA_CANCEL_MROPE_EXPECT=0.
+//
+// Every test starts from upstream's helper (mtmd_helper_eval_chunks) on a plain context with the
+// same n_batch and n_ubatch: the evaluation gives its logits bit for bit, and so does one stopped
+// inside an encode or inside an embedding decode and resumed from what it reports. Stops are
+// triggered at a counted graph node (fixtures::node_trigger), never by timing.
+#include "fixtures.h"
+
+#include "llama-cancel.h"
+#include "mtmd-helper.h"
+#include "mtmd.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using fixtures::test_backend;
+
+struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
+using mtmd_ptr = std::unique_ptr<mtmd_context, mtmd_deleter>;
+struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
+using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
+
+bool on_cpu() { return test_backend().name() == "cpu"; }
+
+std::string mmproj_path() { return fixtures::env("LLAMA_CANCEL_MROPE_MMPROJ"); }
+
+// Whether the family's decoder takes M-RoPE positions (LLAMA_CANCEL_MROPE_EXPECT, default 1).
+bool expect_mrope() { return fixtures::env("LLAMA_CANCEL_MROPE_EXPECT") != "0"; }
+
+// The projector on the setup's devices (the CPU alone on the CPU setup), `cb` as its cb_eval.
+mtmd_ptr make_mtmd(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr) {
+    mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr); // libmtmd's logs too
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.use_gpu           = !on_cpu();
+    mp.warmup            = false;
+    mp.print_timings     = false;
+    mp.n_threads         = 2;
+    mp.cb_eval           = cb;
+    mp.cb_eval_user_data = data;
+    return mtmd_ptr(mtmd_init_from_file(mmproj_path().c_str(), test_backend().model.get(), mp));
+}
+
+// n_ctx 2048: two audio chunks take 1500 positions.
+common::context_ptr make_lctx(llama_cancel_hook * hook, uint32_t n_batch, uint32_t n_ubatch) {
+    common::context_options opt = fixtures::context_options(n_batch, n_ubatch);
+    opt.n_ctx = 2048;
+    return fixtures::make_backend_context(test_backend().model.get(), hook, opt);
+}
+
+// Deterministic media, varied by `seed`: a second of 16 kHz audio, or an RGB image of w x h. The
+// images are not square, so that a swap of the x and y sections changes the logits.
+mtmd_bitmap * make_bitmap(bool audio, uint32_t seed, uint32_t w, uint32_t h) {
+    uint32_t x = seed * 2654435761u + 1;
+    auto next = [&x] {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return x;
+    };
+    if (audio) {
+        std::vector<float> pcm(16000);
+        for (auto & v : pcm) {
+            v = 0.2f * (static_cast<float>(next() % 2001) / 1000.0f - 1.0f);
+        }
+        return mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
+    }
+    std::vector<unsigned char> px(static_cast<size_t>(w) * h * 3);
+    for (auto & v : px) {
+        v = static_cast<unsigned char>(next());
+    }
+    return mtmd_bitmap_init(w, h, px.data());
+}
+
+// text, media, text, media, text: a 96x64 and a 64x96 image (token grids 6x4 and 4x6 with the
+// synthetic qwen2vl projector), or two audio clips.
+chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
+    const std::string m      = mtmd_default_marker();
+    const std::string prompt = "First item: " + m +
+                               " and then, after a rather long pause to think it all over once more, here comes "
+                               "the second one: " + m + " what are they?";
+    mtmd_bitmap * a = make_bitmap(audio, 1, 96, 64);
+    mtmd_bitmap * b = make_bitmap(audio, 2, 64, 96);
+    const mtmd_bitmap * bitmaps[2] = {a, b};
+    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
+    chunks_ptr chunks(mtmd_input_chunks_init());
+    const int32_t ret = mtmd_tokenize(mctx, chunks.get(), &text, bitmaps, 2);
+    mtmd_bitmap_free(a);
+    mtmd_bitmap_free(b);
+    EXPECT_EQ(ret, 0);
+    return chunks;
+}
+
+bool same(const std::vector<float> & a, const std::vector<float> & b) {
+    return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// An mtmd context with its encode hook and a text context with its decode hook, each hook chaining
+// a trigger that stores the byte at a chosen node.
+struct setup {
+    fixtures::node_trigger enc_trig, dec_trig;
+    int8_t                 flag = 0;
+    common::hook_ptr       enc_hook, dec_hook;
+    mtmd_ptr               mctx;
+    common::context_ptr    lctx;
+    int32_t                n_batch;
+
+    setup(int32_t n_batch_, uint32_t n_ubatch) : n_batch(n_batch_) {
+        enc_trig.flag = &flag;
+        dec_trig.flag = &flag;
+        enc_hook      = fixtures::make_hook(&enc_trig);
+        dec_hook      = fixtures::make_hook(&dec_trig);
+        mctx          = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
+        lctx          = make_lctx(dec_hook.get(), static_cast<uint32_t>(n_batch), n_ubatch);
+    }
+
+    llama_cancel_mtmd_params params() {
+        llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
+        p.flag        = &flag;
+        p.decode_hook = dec_hook.get();
+        p.n_batch     = n_batch;
+        return p;
+    }
+
+    int32_t eval(const mtmd_input_chunks * chunks, int32_t first, llama_pos n_past, llama_cancel_mtmd_result * r,
+                 float max_stop_ms = 0.0f) {
+        llama_cancel_mtmd_params p = params();
+        p.max_stop_ms = max_stop_ms;
+        return llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r);
+    }
+
+    // Clears the byte and the triggers, as a host does before resuming.
+    void rearm() {
+        flag = 0;
+        enc_trig.reset();
+        dec_trig.reset();
+    }
+};
+
+} // namespace
+
+// The prompt, its chunks' first positions and upstream's result for one n_batch / n_ubatch.
+class MtmdMrope : public ::testing::Test {
+  protected:
+    void SetUp() override { reference(64, 64); }
+
+    // Upstream's helper on a plain context: the logits and n_past every run must give.
+    void reference(int32_t n_batch_, uint32_t n_ubatch_) {
+        n_batch  = n_batch_;
+        n_ubatch = n_ubatch_;
+        auto mctx = make_mtmd();
+        ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj_path();
+        ASSERT_EQ(mtmd_decode_use_mrope(mctx.get()), expect_mrope()) << "LLAMA_CANCEL_MROPE_EXPECT is wrong";
+        audio  = mtmd_support_audio(mctx.get());
+        chunks = tokenize(mctx.get(), audio);
+        ASSERT_EQ(mtmd_input_chunks_size(chunks.get()), 5u) << "text, media, text, media, text";
+        start.clear();
+        for (size_t i = 0; i < 5; ++i) {
+            start.push_back(i == 0 ? 0 : start[i - 1] + mtmd_input_chunk_get_n_pos(chunk_at(i - 1)));
+        }
+        if (!audio && expect_mrope()) {
+            // An image advances n_past by the longer side of its token grid, not by its tokens.
+            ASSERT_LT(mtmd_input_chunk_get_n_pos(chunk_at(1)), static_cast<llama_pos>(media_tokens(1)));
+        }
+        auto lctx = make_lctx(nullptr, static_cast<uint32_t>(n_batch), n_ubatch);
+        llama_pos n_past = -1;
+        ASSERT_EQ(mtmd_helper_eval_chunks(mctx.get(), lctx.get(), chunks.get(), 0, 0, n_batch, true, &n_past), 0);
+        want_n_past = n_past;
+        ASSERT_EQ(want_n_past, mtmd_helper_get_n_pos(chunks.get()));
+        want = common::last_logits(lctx.get());
+        ASSERT_FALSE(want.empty());
+    }
+
+    const mtmd_input_chunk * chunk_at(size_t i) const { return mtmd_input_chunks_get(chunks.get(), i); }
+    int32_t media_tokens(size_t i) const { return static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk_at(i))); }
+
+    // Memory of sequence 0 after upstream's helper evaluated chunks [0, n), for byte comparisons.
+    std::vector<uint8_t> memory_after(size_t n) {
+        auto mctx = make_mtmd();
+        auto lctx = make_lctx(nullptr, static_cast<uint32_t>(n_batch), n_ubatch);
+        llama_pos n_past = 0;
+        for (size_t i = 0; i < n; ++i) {
+            EXPECT_EQ(mtmd_helper_eval_chunk_single(mctx.get(), lctx.get(), chunk_at(i), n_past, 0, n_batch, false,
+                                                    &n_past),
+                      0);
+        }
+        return fixtures::seq_state(lctx.get(), 0);
+    }
+
+    // Resumes from where `r` left and checks n_past, memory and the final logits.
+    void resume_and_check(setup & s, const llama_cancel_mtmd_result & r) {
+        s.rearm();
+        llama_cancel_mtmd_result r2;
+        ASSERT_EQ(s.eval(chunks.get(), r.n_chunks_done, r.n_past, &r2), LLAMA_CANCEL_OK) << r2.message;
+        EXPECT_EQ(r2.n_chunks_done, 5);
+        EXPECT_EQ(r2.n_past, want_n_past);
+        EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
+        EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+    }
+
+    // Encode asks per media chunk and the decode graphs' ends of an uninterrupted run.
+    void count(int * per_encode, std::vector<int> * graph_ends) {
+        setup c(n_batch, n_ubatch);
+        llama_cancel_mtmd_result r;
+        ASSERT_EQ(c.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
+        *per_encode = c.enc_trig.calls / 2;
+        *graph_ends = c.dec_trig.graph_ends;
+    }
+
+    // The first decode graph of chunk i in an uninterrupted run, given the graphs of each chunk.
+    int first_graph_of(size_t i, const std::vector<int> & per_chunk) const {
+        int g = 0;
+        for (size_t c = 0; c < i; ++c) {
+            g += per_chunk[c];
+        }
+        return g;
+    }
+
+    // Decode graphs per chunk when each n_batch slice is split into n_ubatch graphs.
+    std::vector<int> graphs_per_chunk() const {
+        std::vector<int> g;
+        for (size_t i = 0; i < 5; ++i) {
+            const int n = media_tokens(i);
+            int graphs = 0;
+            for (int a = 0; a < n; a += n_batch) {
+                const int k = std::min(n_batch, n - a);
+                graphs += (k + static_cast<int>(n_ubatch) - 1) / static_cast<int>(n_ubatch);
+            }
+            g.push_back(graphs);
+        }
+        return g;
+    }
+
+    // Stops graph `slice` of chunk 3 (the second media chunk) in its middle: the whole chunk goes,
+    // memory equals upstream's after chunks 0-2, the resume gives upstream's logits.
+    void stop_inside_second_media_decode(int slice) {
+        int              per_encode = 0;
+        std::vector<int> ends;
+        ASSERT_NO_FATAL_FAILURE(count(&per_encode, &ends));
+        const std::vector<int> per_chunk = graphs_per_chunk();
+        ASSERT_EQ(static_cast<int>(ends.size()), first_graph_of(5, per_chunk));
+        ASSERT_LT(slice, per_chunk[3]) << "the media chunk has that many decode graphs";
+        const int g     = first_graph_of(3, per_chunk) + slice;
+        const int begin = ends[g - 1];
+
+        setup s(n_batch, n_ubatch);
+        s.dec_trig.at = begin + (ends[g] - begin) / 2;
+        llama_cancel_mtmd_result r;
+        ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_CANCELLED) << r.message;
+        EXPECT_EQ(r.n_chunks_done, 3);
+        EXPECT_EQ(r.n_past, start[3]);
+        EXPECT_TRUE(llama_cancel_hook_stopped(s.dec_hook.get()));
+        EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), g) << "stopped in graph " << g;
+        // The slices already decoded hold position start[3] (an image's t), as the stopped one
+        // does: all of them go.
+        EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[3] - 1);
+        EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(3)) << "memory differs from chunks 0-2 alone";
+        resume_and_check(s, r);
+    }
+
+    bool                   audio = false;
+    int32_t                n_batch  = 0;
+    uint32_t               n_ubatch = 0;
+    chunks_ptr             chunks;
+    std::vector<llama_pos> start; // first position of each chunk
+    llama_pos              want_n_past = 0;
+    std::vector<float>     want;
+};
+
+TEST_F(MtmdMrope, MatchesUpstreamHelper) {
+    setup s(n_batch, n_ubatch);
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_chunks_done, 5);
+    EXPECT_EQ(r.n_past, want_n_past) << "n_past advances by mtmd_input_chunk_get_n_pos";
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
+    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
+    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(5)) << "memory differs from upstream's";
+}
+
+TEST_F(MtmdMrope, StopInsideEncodeRemovesNothingOfEarlierChunks) {
+    int              per_encode = 0;
+    std::vector<int> ends;
+    ASSERT_NO_FATAL_FAILURE(count(&per_encode, &ends));
+    ASSERT_GT(per_encode, 10);
+
+    setup s(n_batch, n_ubatch);
+    s.enc_trig.at = per_encode + per_encode / 2; // in the middle of the second media chunk's encode
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_chunks_done, 3);
+    EXPECT_EQ(r.n_past, start[3]) << "n_past after an image counts its n_pos";
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[3] - 1);
+    EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get())) << "the hook stopped the clip graph";
+    EXPECT_LT(s.enc_trig.calls, 2 * per_encode) << "the encode stopped early";
+    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(3)) << "memory differs from chunks 0-2 alone";
+    resume_and_check(s, r);
+}
+
+TEST_F(MtmdMrope, StopInsideEmbeddingDecodeRemovesTheChunkWhole) {
+    // n_batch smaller than a media chunk: its decode takes several llama_cancel_decode calls
+    ASSERT_NO_FATAL_FAILURE(reference(audio ? 64 : 8, audio ? 64 : 8));
+    ASSERT_GT(media_tokens(3), n_batch);
+    stop_inside_second_media_decode(1);
+}
+
+// One llama_cancel_decode call over more than n_ubatch embeddings with a hook goes one ubatch per
+// llama_decode call: each of those slices needs its own copy of the 4 position sections.
+TEST_F(MtmdMrope, UbatchSlicesInsideOneDecodeKeepThePositions) {
+    ASSERT_NO_FATAL_FAILURE(reference(64, audio ? 16 : 8));
+    ASSERT_GT(std::min(media_tokens(1), n_batch), static_cast<int32_t>(n_ubatch)) << "a media slice spans ubatches";
+    setup s(n_batch, n_ubatch);
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_past, want_n_past);
+    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
+    stop_inside_second_media_decode(1);
+}
+
+// A stop-time budget slices the causal embedding decodes by measured node times: slice sizes vary
+// from run to run, so the logits differ from upstream's in the last bits (other ubatch shapes).
+// On the images (24 tokens) that drift stays under 1e-4 (measured 2e-5..8e-5) where slices with
+// offset position sections give 3.4e-3; on 750-token audio chunks it reaches 6e-3, so there the
+// positions of these slices rest on UbatchSlicesInsideOneDecodeKeepThePositions (the same copy).
+TEST_F(MtmdMrope, BudgetSlicesKeepThePositions) {
+    setup s(n_batch, n_ubatch);
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r, 0.05f), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_past, want_n_past);
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
+    EXPECT_GT(static_cast<int>(s.dec_trig.graph_ends.size()), first_graph_of(5, graphs_per_chunk()))
+        << "the budget sliced the decodes";
+    if (!audio) {
+        EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 5e-4);
+    }
+}
+
+namespace {
+
+// The setup under test (LLAMA_CANCEL_BACKEND, the CPU when unset) and the M-RoPE text model on it.
+const auto * const g_environment = fixtures::add_backend_environment([] {
+    fixtures::backend_environment_options o;
+    o.model_env       = "LLAMA_CANCEL_MROPE_MODEL";
+    o.model_what      = "an M-RoPE text model from scripts/make_model.py (--arch qwen2vl or qwen35)";
+    o.default_backend = "cpu";
+    return o;
+}());
+
+} // namespace
