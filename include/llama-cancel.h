@@ -195,7 +195,8 @@ extern "C" {
     //   ubatch, except in a batch that asks for outputs before its last n_ubatch tokens on a context
     //   with a hook or recurrent state (then the call is undone whole). A byte set on entry: at once.
     // - A sequence's byte drops that sequence alone: it keeps its committed tokens, the others go on.
-    // - ERROR: bad argument or llama_decode failure, result->message says which.
+    // - ERROR: bad argument or llama_decode failure, result->message says which. An embeddings
+    //   batch for an M-RoPE model needs batch.pos with 4 sections (t, y, x, z), as llama_decode does.
     LLAMA_CANCEL_API int32_t llama_cancel_decode(struct llama_context * ctx, struct llama_batch batch,
         const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result,
         struct llama_cancel_seq_result * seqs);
@@ -311,7 +312,8 @@ extern "C" {
     // between chunks. CANCELLED leaves exactly chunks [first_chunk, n_chunks_done) in memory (the
     // stopped chunk is removed whole, a garbage encode is never decoded); call again from
     // n_chunks_done and n_past to resume, bit-identical (CPU). ERROR keeps the same memory rule.
-    // On the thread that owns lctx and mctx; `params` NULL: defaults; `result` may be NULL.
+    // M-RoPE decoders (Qwen2-VL...) get upstream's 4 positions per media token; n_past advances by
+    // mtmd_input_chunk_get_n_pos. On the thread that owns lctx and mctx; `params` NULL: defaults.
     LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(struct mtmd_context * mctx,
         struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,

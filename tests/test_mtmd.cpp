@@ -377,7 +377,7 @@ TEST_P(Mtmd, ClearErrors) {
               LLAMA_CANCEL_OK);
     EXPECT_EQ(r.n_chunks_done, n_chunks);
     EXPECT_EQ(r.n_past, 7);
-    EXPECT_FALSE(mtmd_decode_use_mrope(s.mctx.get())) << "M-RoPE projectors (refused) are not covered here";
+    EXPECT_FALSE(mtmd_decode_use_mrope(s.mctx.get())) << "M-RoPE families are covered by test_mtmd_mrope";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Mtmd, ::testing::Values("vision", "audio"),
