@@ -41,7 +41,7 @@ TEST(PendingBatch, KeepHeldRefusalLeavesRequeueAndTokensAlone) {
     const llama_batch batch = tb.get();
     int8_t         byte_of_seq2 = 0;
     const int8_t * flags[3]     = {nullptr, nullptr, &byte_of_seq2};
-    llama_cancel::pending_batch pending(batch, tb.pos, 8, flags, 3);
+    llama_cancel::pending_batch pending(batch, tb.pos, 8, 1, flags, 3);
 
     // After an abort: sequence 0 holds its token (an output to decode again), sequence 1 holds the
     // shared token but sequence 2 does not: a token held by some of its sequences only.
@@ -58,7 +58,7 @@ TEST(PendingBatch, KeepHeldNamesTheOutputsToDecodeAgain) {
     const llama_batch batch = tb.get();
     int8_t         byte_of_seq2 = 0;
     const int8_t * flags[3]     = {nullptr, nullptr, &byte_of_seq2};
-    llama_cancel::pending_batch pending(batch, tb.pos, 8, flags, 3);
+    llama_cancel::pending_batch pending(batch, tb.pos, 8, 1, flags, 3);
 
     // Every sequence holds what it has: the shared token is committed, sequence 0's output goes
     // back to be decoded in the last call.
