@@ -222,16 +222,14 @@ def add_encoder_layers(w, W, prefix, cfg, k_bias):
     w.add_tensor(prefix + ".post_ln.bias", W.zeros(d))
 
 
-def build_vision(w, W, cfg):
-    d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
-    n_patches = (cfg["image_size"] // p) ** 2
-
+def add_vision_keys(w, cfg, projector_type):
+    """The keys every vision tower here shares (libmtmd reads them for each projector type)."""
     w.add_clip_has_vision_encoder(True)
-    w.add_clip_projector_type(gguf.VisionProjectorType.GEMMA3)
-    w.add_vision_projection_dim(n_text)
+    w.add_clip_projector_type(projector_type)
+    w.add_vision_projection_dim(cfg["n_embd_text"])
     w.add_vision_image_size(cfg["image_size"])
-    w.add_vision_patch_size(p)
-    w.add_vision_embedding_length(d)
+    w.add_vision_patch_size(cfg["patch_size"])
+    w.add_vision_embedding_length(cfg["n_embd"])
     w.add_vision_feed_forward_length(cfg["n_ff"])
     w.add_vision_block_count(cfg["n_layer"])
     w.add_vision_head_count(cfg["n_head"])
@@ -239,6 +237,13 @@ def build_vision(w, W, cfg):
     w.add_vision_image_mean([0.5, 0.5, 0.5])
     w.add_vision_image_std([0.5, 0.5, 0.5])
     w.add_vision_use_gelu(True)
+
+
+def build_vision(w, W, cfg):
+    d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
+    n_patches = (cfg["image_size"] // p) ** 2
+
+    add_vision_keys(w, cfg, gguf.VisionProjectorType.GEMMA3)
     w.add_vision_projector_scale_factor(cfg["merge"])
 
     # conv2d kernel, ggml ne [p, p, 3, n_embd]; pixels are normalised to [-1, 1]
@@ -261,19 +266,7 @@ def build_vision_qwen2vl(w, W, cfg):
     gives (w / 2p) x (h / 2p) tokens on a grid that the text model's M-RoPE positions follow."""
     d, p, n_text = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"]
 
-    w.add_clip_has_vision_encoder(True)
-    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN2VL)
-    w.add_vision_projection_dim(n_text)
-    w.add_vision_image_size(cfg["image_size"])
-    w.add_vision_patch_size(p)
-    w.add_vision_embedding_length(d)
-    w.add_vision_feed_forward_length(cfg["n_ff"])
-    w.add_vision_block_count(cfg["n_layer"])
-    w.add_vision_head_count(cfg["n_head"])
-    w.add_vision_attention_layernorm_eps(EPS)
-    w.add_vision_image_mean([0.5, 0.5, 0.5])
-    w.add_vision_image_std([0.5, 0.5, 0.5])
-    w.add_vision_use_gelu(True)
+    add_vision_keys(w, cfg, gguf.VisionProjectorType.QWEN2VL)
 
     # two conv2d kernels (ggml ne [p, p, 3, n_embd]); their sums are added, hence the 1/sqrt(2)
     k_std = 1.0 / np.sqrt(2 * 3 * p * p)
@@ -297,19 +290,7 @@ def build_vision_qwen3vl(w, W, cfg):
     n_patches = (cfg["image_size"] // p) ** 2
     is_ds = [b >= cfg["n_layer"] - n_ds for b in range(cfg["n_layer"])]
 
-    w.add_clip_has_vision_encoder(True)
-    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN3VL)
-    w.add_vision_projection_dim(n_text)
-    w.add_vision_image_size(cfg["image_size"])
-    w.add_vision_patch_size(p)
-    w.add_vision_embedding_length(d)
-    w.add_vision_feed_forward_length(cfg["n_ff"])
-    w.add_vision_block_count(cfg["n_layer"])
-    w.add_vision_head_count(cfg["n_head"])
-    w.add_vision_attention_layernorm_eps(EPS)
-    w.add_vision_image_mean([0.5, 0.5, 0.5])
-    w.add_vision_image_std([0.5, 0.5, 0.5])
-    w.add_vision_use_gelu(True)
+    add_vision_keys(w, cfg, gguf.VisionProjectorType.QWEN3VL)
     w.add_vision_spatial_merge_size(2)
     w.add_vision_is_deepstack_layers(is_ds)
 
@@ -361,19 +342,7 @@ def build_vision_lfm2(w, W, cfg):
     d, p, n_text, m = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"], cfg["merge"]
     n_patches = (cfg["image_size"] // p) ** 2
 
-    w.add_clip_has_vision_encoder(True)
-    w.add_clip_projector_type(gguf.VisionProjectorType.LFM2)
-    w.add_vision_projection_dim(n_text)
-    w.add_vision_image_size(cfg["image_size"])
-    w.add_vision_patch_size(p)
-    w.add_vision_embedding_length(d)
-    w.add_vision_feed_forward_length(cfg["n_ff"])
-    w.add_vision_block_count(cfg["n_layer"])
-    w.add_vision_head_count(cfg["n_head"])
-    w.add_vision_attention_layernorm_eps(EPS)
-    w.add_vision_image_mean([0.5, 0.5, 0.5])
-    w.add_vision_image_std([0.5, 0.5, 0.5])
-    w.add_vision_use_gelu(True)
+    add_vision_keys(w, cfg, gguf.VisionProjectorType.LFM2)
     w.add_vision_projector_scale_factor(m)
 
     w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), 1.0 / np.sqrt(3 * p * p)))
