@@ -17,8 +17,7 @@
 //     struct llama_context * ctx = llama_init_from_model(model, cp);
 //
 //     struct llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-//     dp.flag = &stop;
-//     dp.hook = hook;
+//     dp.flag = &stop;  dp.hook = hook;
 //     struct llama_cancel_decode_result dr;
 //     if (llama_cancel_decode(ctx, batch, &dp, &dr, NULL) == LLAMA_CANCEL_CANCELLED) {
 //         // memory holds the first dr.n_committed batch tokens: decode the batch from there to resume
