@@ -1,4 +1,5 @@
 #include "mtmd_fixtures.h"
+#include "mtmd_media.h"
 
 #include <cstring>
 
@@ -26,25 +27,7 @@ common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) 
 }
 
 mtmd_bitmap * make_bitmap(bool audio, uint32_t seed) {
-    uint32_t x = seed * 2654435761u + 1;
-    auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        return x;
-    };
-    if (audio) {
-        std::vector<float> pcm(16000);
-        for (auto & v : pcm) {
-            v = 0.2f * (static_cast<float>(next() % 2001) / 1000.0f - 1.0f);
-        }
-        return mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
-    }
-    std::vector<unsigned char> px(64 * 64 * 3);
-    for (auto & v : px) {
-        v = static_cast<unsigned char>(next());
-    }
-    return mtmd_bitmap_init(64, 64, px.data());
+    return fixtures::make_media(audio, seed);
 }
 
 chunks_ptr tokenize(mtmd_context * mctx, bool audio) {

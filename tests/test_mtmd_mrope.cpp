@@ -12,6 +12,7 @@
 // inside an encode or inside an embedding decode and resumed from what it reports. Stops are
 // triggered at a counted graph node (fixtures::node_trigger), never by timing.
 #include "fixtures.h"
+#include "mtmd_media.h"
 
 #include "llama-cancel.h"
 #include "mtmd-helper.h"
@@ -62,28 +63,10 @@ common::context_ptr make_lctx(llama_cancel_hook * hook, uint32_t n_batch, uint32
     return fixtures::make_backend_context(test_backend().model.get(), hook, opt);
 }
 
-// Deterministic media, varied by `seed`: a second of 16 kHz audio, or an RGB image of w x h. The
-// images are not square, so that a swap of the x and y sections changes the logits.
+// The images are not square (96x64 and 64x96), so that a swap of the x and y sections changes the
+// logits.
 mtmd_bitmap * make_bitmap(bool audio, uint32_t seed, uint32_t w, uint32_t h) {
-    uint32_t x = seed * 2654435761u + 1;
-    auto next = [&x] {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        return x;
-    };
-    if (audio) {
-        std::vector<float> pcm(16000);
-        for (auto & v : pcm) {
-            v = 0.2f * (static_cast<float>(next() % 2001) / 1000.0f - 1.0f);
-        }
-        return mtmd_bitmap_init_from_audio(pcm.size(), pcm.data());
-    }
-    std::vector<unsigned char> px(static_cast<size_t>(w) * h * 3);
-    for (auto & v : px) {
-        v = static_cast<unsigned char>(next());
-    }
-    return mtmd_bitmap_init(w, h, px.data());
+    return fixtures::make_media(audio, seed, w, h);
 }
 
 // text, media, text, media, text: a 96x64 and a 64x96 image (token grids 6x4 and 4x6 with the
