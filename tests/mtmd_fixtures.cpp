@@ -1,5 +1,4 @@
 #include "mtmd_fixtures.h"
-#include "mtmd_media.h"
 
 #include <cstring>
 
@@ -26,24 +25,9 @@ common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb, void * data) 
                                         fixtures::context_options(64, 64, 1, cb, data));
 }
 
-mtmd_bitmap * make_bitmap(bool audio, uint32_t seed) {
-    return fixtures::make_media(audio, seed);
-}
-
 chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
-    const std::string m      = mtmd_default_marker();
-    const std::string prompt = "First item: " + m +
-                               " and then, after a rather long pause to think it all over once more, here comes "
-                               "the second one: " + m + " what are they?";
-    mtmd_bitmap * a = make_bitmap(audio, 1);
-    mtmd_bitmap * b = make_bitmap(audio, 2);
-    const mtmd_bitmap * bitmaps[2] = {a, b};
-    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
     chunks_ptr chunks(mtmd_input_chunks_init());
-    const int32_t ret = mtmd_tokenize(mctx, chunks.get(), &text, bitmaps, 2);
-    mtmd_bitmap_free(a);
-    mtmd_bitmap_free(b);
-    EXPECT_EQ(ret, 0);
+    EXPECT_EQ(fixtures::tokenize_two_media(mctx, chunks.get(), audio), 0);
     return chunks;
 }
 

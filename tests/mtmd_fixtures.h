@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fixtures.h"
+#include "mtmd_media.h"
 
 #include "mtmd-helper.h"
 #include "mtmd.h"
@@ -43,9 +44,6 @@ mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb
 
 // Text context; n_batch = n_ubatch = 64, so that each decode slice (n_batch of the call) is one ubatch.
 common::context_ptr make_lctx(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr);
-
-// Deterministic media: an RGB image or a second of 16 kHz audio, varied by `seed`.
-mtmd_bitmap * make_bitmap(bool audio, uint32_t seed);
 
 chunks_ptr tokenize(mtmd_context * mctx, bool audio);
 

@@ -4,6 +4,7 @@
 #include "mtmd.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fixtures {
@@ -29,6 +30,24 @@ inline mtmd_bitmap * make_media(bool audio, uint32_t seed, uint32_t w = 64, uint
         v = static_cast<unsigned char>(next());
     }
     return mtmd_bitmap_init(w, h, px.data());
+}
+
+// The mtmd tests' prompt into `chunks`: text, media, text, media, text (two images of wa x ha and
+// wb x hb, or two audio clips). mtmd_tokenize's return (0: done).
+inline int32_t tokenize_two_media(mtmd_context * mctx, mtmd_input_chunks * chunks, bool audio, uint32_t wa = 64,
+                                  uint32_t ha = 64, uint32_t wb = 64, uint32_t hb = 64) {
+    const std::string m      = mtmd_default_marker();
+    const std::string prompt = "First item: " + m +
+                               " and then, after a rather long pause to think it all over once more, here comes "
+                               "the second one: " + m + " what are they?";
+    mtmd_bitmap *       a          = make_media(audio, 1, wa, ha);
+    mtmd_bitmap *       b          = make_media(audio, 2, wb, hb);
+    const mtmd_bitmap * bitmaps[2] = {a, b};
+    mtmd_input_text     text{prompt.c_str(), prompt.size(), true, true};
+    const int32_t       ret = mtmd_tokenize(mctx, chunks, &text, bitmaps, 2);
+    mtmd_bitmap_free(a);
+    mtmd_bitmap_free(b);
+    return ret;
 }
 
 } // namespace fixtures

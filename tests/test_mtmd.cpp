@@ -330,7 +330,7 @@ TEST_P(Mtmd, CancelTwiceThenResume) {
 TEST_P(Mtmd, LogitsForTheLastTokenOfAMediaChunk) {
     setup s(k.mmproj);
     const std::string prompt = std::string("Only this: ") + mtmd_default_marker();
-    mtmd_bitmap * bm = make_bitmap(k.audio, 3);
+    mtmd_bitmap * bm = fixtures::make_media(k.audio, 3);
     const mtmd_bitmap * bitmaps[1] = {bm};
     mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
     chunks_ptr c(mtmd_input_chunks_init());

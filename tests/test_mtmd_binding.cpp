@@ -135,7 +135,7 @@ TEST_F(MtmdStateless, StopsAClipEncode) {
     common::stateless_probe probe;
     auto mctx = make_mtmd(mmproj, common::stateless_probe::eval_cb, &probe);
     ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj;
-    mtmd_bitmap * image = make_bitmap(false, 5);
+    mtmd_bitmap * image = fixtures::make_media(false, 5);
     const std::string prompt = mtmd_default_marker();
     mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
     const mtmd_bitmap * bitmaps[1] = {image};

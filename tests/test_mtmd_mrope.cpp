@@ -63,33 +63,21 @@ common::context_ptr make_lctx(llama_cancel_hook * hook, uint32_t n_batch, uint32
     return fixtures::make_backend_context(test_backend().model.get(), hook, opt);
 }
 
-// The images are not square (96x64 and 64x96), so that a swap of the x and y sections changes the
-// logits.
-mtmd_bitmap * make_bitmap(bool audio, uint32_t seed, uint32_t w, uint32_t h) {
-    return fixtures::make_media(audio, seed, w, h);
-}
-
 // text, media, text, media, text: a 96x64 and a 64x96 image (token grids 6x4 and 4x6 with the
-// synthetic qwen2vl projector), or two audio clips.
+// synthetic qwen2vl projector), or two audio clips. The images are not square, so that a swap of
+// the x and y sections changes the logits.
 chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
-    const std::string m      = mtmd_default_marker();
-    const std::string prompt = "First item: " + m +
-                               " and then, after a rather long pause to think it all over once more, here comes "
-                               "the second one: " + m + " what are they?";
-    mtmd_bitmap * a = make_bitmap(audio, 1, 96, 64);
-    mtmd_bitmap * b = make_bitmap(audio, 2, 64, 96);
-    const mtmd_bitmap * bitmaps[2] = {a, b};
-    mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
     chunks_ptr chunks(mtmd_input_chunks_init());
-    const int32_t ret = mtmd_tokenize(mctx, chunks.get(), &text, bitmaps, 2);
-    mtmd_bitmap_free(a);
-    mtmd_bitmap_free(b);
-    EXPECT_EQ(ret, 0);
+    EXPECT_EQ(fixtures::tokenize_two_media(mctx, chunks.get(), audio, 96, 64, 64, 96), 0);
     return chunks;
 }
 
 bool same(const std::vector<float> & a, const std::vector<float> & b) {
-    return !a.empty() && a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    if (a.empty() || b.empty()) {
+        ADD_FAILURE() << "an output to compare is missing (" << a.size() << " and " << b.size() << " floats)";
+        return false;
+    }
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // An mtmd context with its encode hook and a text context with its decode hook, each hook chaining
