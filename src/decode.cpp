@@ -144,6 +144,7 @@ struct decode_run {
     llama_cancel::call &               call;
     llama_cancel::memory_checkpoint    checkpoint;
     outcome                            o;
+    llama_cancel_seq_result *          seqs; // the caller's per-sequence results, or NULL
 
     bool embeddings() const { return llama_get_embeddings(ctx) != nullptr; }
 
@@ -270,7 +271,6 @@ struct decode_run {
 
     // A dropped sequence's entry is stored at once: its memory is final from here on, and a host
     // thread watching the entry can answer that request now.
-    llama_cancel_seq_result * seqs = nullptr;
     void announce_drops() {
         for (int32_t s = 0; seqs != nullptr && s < p.n_seq; ++s) {
             if (pending.dropped(s)) {
@@ -380,8 +380,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     call.cap_ms         = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
     call.budget         = budget.active() ? &budget : nullptr;
     call.abort_installed = true; // abort_guard below
-    decode_run run{ctx, p, plan, budget, pending, call, {}, {}};
-    run.seqs = seqs;
+    decode_run run{ctx, p, plan, budget, pending, call, {}, {}, seqs};
     {
         llama_cancel::call_scope scope(call);
         abort_guard               guard(ctx, p, call, plan.with_state);
