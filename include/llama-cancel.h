@@ -58,7 +58,7 @@
 
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
 #define LLAMA_CANCEL_VERSION_MAJOR 1
-#define LLAMA_CANCEL_VERSION_MINOR 0
+#define LLAMA_CANCEL_VERSION_MINOR 1
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
@@ -128,6 +128,17 @@ extern "C" {
         double   round_trip_ms; // an RPC checkpoint's measured round trip; 0 elsewhere
     };
 
+    // Recurrent-state snapshots of the llama_cancel_* calls made with a hook (models with recurrent
+    // or hybrid memory only): one per llama_decode call that a stop could leave half-computed.
+    struct llama_cancel_snapshot_stats {
+        uint64_t snapshots;  // states kept, one per such call (all its sequences at once)
+        uint64_t shared;     // of those, kept without a copy: shared with spare sequence ids
+        uint64_t held_steps; // llama_decode calls run to their end instead (at most a token per sequence)
+        uint64_t restores;   // snapshots put back after a stop
+        uint64_t bytes;      // bytes the other snapshots copied, in all
+        double   copy_ms;    // time those copies took, in all
+    };
+
     // Defaults: the default interval, no byte, no chain. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_hook_params llama_cancel_hook_default_params(void);
     // New hook (params copied; NULL: defaults), owned by the caller; NULL when out of memory.
@@ -147,6 +158,9 @@ extern "C" {
     LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
     // Counters since init, by value; zeros for NULL.
     LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
+    // Snapshot counters of the decodes made with the hook since init, by value; zeros for NULL. The
+    // hook keeps its largest snapshot's buffer (bytes / snapshots per call) until freed. Since 1.1.
+    LLAMA_CANCEL_API struct llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const struct llama_cancel_hook * hook);
 
     //
     // Cancellable decode
@@ -193,6 +207,11 @@ extern "C" {
     //   decode the batch from that index to resume, bit-identical (CPU). A stop keeps every finished
     //   ubatch, except in a batch that asks for outputs before its last n_ubatch tokens on a context
     //   with a hook or recurrent state (then the call is undone whole). A byte set on entry: at once.
+    // - Recurrent and hybrid models: a snapshot before each llama_decode call a stop could leave
+    //   half-computed (not before generation steps, which run to their end): free when ctx has an
+    //   unused sequence id per sequence of the call (n_seq_max above those in use; hybrid models with
+    //   kv_unified), which the call borrows and leaves empty; else a copy, into params->hook's buffer
+    //   (kept across calls) or one of the call's own. llama_cancel_hook_get_snapshot_stats counts them.
     // - A sequence's byte drops that sequence alone: it keeps its committed tokens, the others go on.
     // - ERROR: bad argument or llama_decode failure, result->message says which. An embeddings
     //   batch for an M-RoPE model needs batch.pos with 4 sections (t, y, x, z), as llama_decode does.

@@ -31,6 +31,12 @@ const field_entry hook_stats[] = {
     LC_FIELD(llama_cancel_hook_stats, budget_flops), LC_FIELD(llama_cancel_hook_stats, interval_ms),
     LC_FIELD(llama_cancel_hook_stats, round_trip_ms), LC_END,
 };
+const field_entry snapshot_stats[] = {
+    LC_FIELD(llama_cancel_snapshot_stats, snapshots), LC_FIELD(llama_cancel_snapshot_stats, shared),
+    LC_FIELD(llama_cancel_snapshot_stats, held_steps),
+    LC_FIELD(llama_cancel_snapshot_stats, restores), LC_FIELD(llama_cancel_snapshot_stats, bytes),
+    LC_FIELD(llama_cancel_snapshot_stats, copy_ms), LC_END,
+};
 const field_entry decode_params[] = {
     LC_FIELD(llama_cancel_decode_params, flag), LC_FIELD(llama_cancel_decode_params, hook),
     LC_FIELD(llama_cancel_decode_params, abort_callback), LC_FIELD(llama_cancel_decode_params, abort_callback_data),
@@ -87,6 +93,7 @@ LC_NO_HOLES(llama_cancel_hook_params, LC_SZ(llama_cancel_hook_params, interval_m
             LC_SZ(llama_cancel_hook_params, flag), LC_SZ(llama_cancel_hook_params, chain),
             LC_SZ(llama_cancel_hook_params, chain_data));
 LC_NO_HOLES(llama_cancel_hook_stats, 5 * sizeof(uint64_t));
+LC_NO_HOLES(llama_cancel_snapshot_stats, 6 * sizeof(uint64_t));
 LC_NO_HOLES(llama_cancel_decode_params, 5 * sizeof(void *), sizeof(float), sizeof(int32_t));
 LC_NO_HOLES(llama_cancel_seq_result, 3 * sizeof(int32_t));
 LC_NO_HOLES(llama_cancel_decode_result, 8 * sizeof(int32_t), 256);
@@ -104,6 +111,7 @@ LC_NO_HOLES(llama_cancel_mtmd_result, 3 * sizeof(int32_t), 256);
 const struct_entry structs[] = {
     LC_STRUCT(llama_cancel_hook_params, hook_params),
     LC_STRUCT(llama_cancel_hook_stats, hook_stats),
+    LC_STRUCT(llama_cancel_snapshot_stats, snapshot_stats),
     LC_STRUCT(llama_cancel_decode_params, decode_params),
     LC_STRUCT(llama_cancel_seq_result, seq_result),
     LC_STRUCT(llama_cancel_decode_result, decode_result),

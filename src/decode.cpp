@@ -134,6 +134,12 @@ void remove_from(llama_context * ctx, const std::vector<std::pair<llama_seq_id, 
     }
 }
 
+// Empties the spare sequences a snapshot shares state cells with when the call ends, however it ends.
+struct spare_release {
+    llama_cancel::memory_checkpoint & checkpoint;
+    ~spare_release() { checkpoint.release(); }
+};
+
 // The state of one decode: its plan, pending tokens, snapshot and the call the callbacks see.
 struct decode_run {
     llama_context *                    ctx;
@@ -142,7 +148,7 @@ struct decode_run {
     llama_cancel::slice_budget &       budget;
     pending_batch &                    pending;
     llama_cancel::call &               call;
-    llama_cancel::memory_checkpoint    checkpoint;
+    llama_cancel::memory_checkpoint &  checkpoint; // the hook's, kept across calls, or this call's
     outcome                            o;
     llama_cancel_seq_result *          seqs; // the caller's per-sequence results, or NULL
 
@@ -247,8 +253,11 @@ struct decode_run {
             }
             const int32_t n = next_size();
             call.hold = holds(n);
+            if (call.hold) {
+                checkpoint.note_held();
+            }
             // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
-            if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state && !call.hold)) {
+            if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state && !call.hold, true)) {
                 std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d",
                               pending.next_index());
                 break;
@@ -380,10 +389,13 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     call.cap_ms         = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
     call.budget         = budget.active() ? &budget : nullptr;
     call.abort_installed = true; // abort_guard below
-    decode_run run{ctx, p, plan, budget, pending, call, {}, {}, seqs};
+    llama_cancel::memory_checkpoint   own;
+    llama_cancel::memory_checkpoint * kept = llama_cancel::hook_checkpoint(p.hook);
+    decode_run run{ctx, p, plan, budget, pending, call, kept != nullptr ? *kept : own, {}, seqs};
     {
         llama_cancel::call_scope scope(call);
         abort_guard               guard(ctx, p, call, plan.with_state);
+        spare_release             spares{run.checkpoint};
         run.run();
     }
     const int32_t status = status_of(run.o, pending);

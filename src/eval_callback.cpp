@@ -14,6 +14,7 @@
 #include "checkpoint_policy.h"
 #include "clock.h"
 #include "flag.h"
+#include "memory_checkpoint.h"
 #include "work.h"
 
 #include <algorithm>
@@ -119,6 +120,10 @@ struct llama_cancel_hook {
     uint64_t checkpoints = 0;
     uint64_t asks        = 0;
 
+    // The recurrent-state snapshot of the decodes made with this hook, kept across them: a fresh
+    // buffer per call costs a page fault per page, many times the copy itself.
+    llama_cancel::memory_checkpoint snapshot;
+
     // Inside a call, the call's bytes; outside, the hook's own.
     bool stop_requested(const call * c) const {
         return c != nullptr ? c->stop_requested() : llama_cancel::flag_is_set(params.flag);
@@ -177,6 +182,14 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
         s.round_trip_ms = hook->policy.round_trip_ms(hook->policy.last_device());
     }
     return s;
+}
+
+extern "C" llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->snapshot.counters() : llama_cancel_snapshot_stats{};
+}
+
+llama_cancel::memory_checkpoint * llama_cancel::hook_checkpoint(llama_cancel_hook * hook) {
+    return hook != nullptr ? &hook->snapshot : nullptr;
 }
 
 // One way to chain a caller's cb_eval: the hook's params. A cb_eval already in the context params

@@ -1,72 +1,150 @@
 #include "memory_checkpoint.h"
 
+#include "clock.h"
+
+#include <algorithm>
+
 namespace llama_cancel {
+
+namespace {
+
+// Empty sequence ids outside `seqs` that may hold a shared state cell on ctx: none on a hybrid model
+// with a KV stream per sequence (llama_n_ctx_seq < llama_n_ctx) or with n_rs_seq rollback planes.
+std::vector<llama_seq_id> spare_seqs(llama_context * ctx, const std::vector<llama_seq_id> & seqs) {
+    std::vector<llama_seq_id> spare;
+    const bool split_kv = llama_model_is_hybrid(llama_get_model(ctx)) && llama_n_ctx_seq(ctx) < llama_n_ctx(ctx);
+    if (split_kv || llama_n_rs_seq(ctx) != 0) {
+        return spare;
+    }
+    llama_memory_t mem = llama_get_memory(ctx);
+    const llama_seq_id n_seq_max = static_cast<llama_seq_id>(llama_n_seq_max(ctx));
+    for (llama_seq_id s = 0; s < n_seq_max && spare.size() < seqs.size(); ++s) {
+        if (std::find(seqs.begin(), seqs.end(), s) == seqs.end() && llama_memory_seq_pos_max(mem, s) < 0) {
+            spare.push_back(s);
+        }
+    }
+    return spare;
+}
+
+} // namespace
 
 bool memory_checkpoint::needs_state(const llama_context * ctx) {
     const llama_model * model = llama_get_model(ctx);
     return llama_model_is_recurrent(model) || llama_model_is_hybrid(model);
 }
 
-bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state) {
+bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state,
+                                bool may_share) {
+    release();
     llama_memory_t mem = llama_get_memory(ctx);
     if (seqs_.size() < seqs.size()) {
         seqs_.resize(seqs.size());
     }
+    ctx_   = ctx;
     n_     = seqs.size();
     state_ = with_state;
-    if (with_state) {
-        llama_synchronize(ctx); // the previous call's graph may still be writing the state (GPU backends)
+    for (size_t i = 0; i < n_; ++i) {
+        seqs_[i].seq     = seqs[i];
+        seqs_[i].pos_max = llama_memory_seq_pos_max(mem, seqs[i]);
+        seqs_[i].spare   = -1;
+        seqs_[i].size    = 0;
     }
+    if (!with_state) {
+        return true;
+    }
+    counters_.snapshots++;
+    return (may_share && share(ctx)) || copy(ctx);
+}
+
+// Each sequence shares its state cell with a spare sequence; false (nothing done) without enough.
+bool memory_checkpoint::share(llama_context * ctx) {
+    std::vector<llama_seq_id> seqs;
+    for (size_t i = 0; i < n_; ++i) {
+        seqs.push_back(seqs_[i].seq);
+    }
+    const std::vector<llama_seq_id> spare = spare_seqs(ctx, seqs);
+    if (spare.size() < n_) {
+        return false;
+    }
+    llama_memory_t mem = llama_get_memory(ctx);
+    for (size_t i = 0; i < n_; ++i) {
+        seqs_[i].spare = spare[i];
+        llama_memory_seq_cp(mem, seqs_[i].seq, spare[i], -1, -1);
+    }
+    shared_ = true;
+    counters_.shared++;
+    return true;
+}
+
+bool memory_checkpoint::copy(llama_context * ctx) {
+    llama_synchronize(ctx); // the previous call's graph may still be writing the state (GPU backends)
+    const double t0 = now_ms();
     for (size_t i = 0; i < n_; ++i) {
         seq_state & s = seqs_[i];
-        s.seq     = seqs[i];
-        s.pos_max = llama_memory_seq_pos_max(mem, s.seq);
-        s.size    = 0;
-        if (!with_state) {
-            continue;
-        }
         const size_t need = llama_state_seq_get_size_ext(ctx, s.seq, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
         if (s.state.size() < need) {
             s.state.resize(need);
         }
         s.size = llama_state_seq_get_data_ext(ctx, s.state.data(), need, s.seq, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+        counters_.bytes += s.size;
         if (s.size != need) {
             return false;
         }
     }
+    counters_.copy_ms += now_ms() - t0;
     return true;
+}
+
+// One sequence back as captured: its state (from the shared cell or the copy), no later position.
+bool memory_checkpoint::put_back(llama_context * ctx, const seq_state & s) {
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (s.spare >= 0) {
+        // The sequence leaves the cells the stopped call wrote and shares the untouched ones again.
+        llama_memory_seq_rm(mem, s.seq, -1, -1);
+        llama_memory_seq_cp(mem, s.spare, s.seq, -1, -1);
+        llama_memory_seq_rm(mem, s.spare, -1, -1);
+        return llama_memory_seq_pos_max(mem, s.seq) == s.pos_max;
+    }
+    if (state_ && llama_state_seq_set_data_ext(ctx, s.state.data(), s.size, s.seq, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) !=
+                      s.size) {
+        return false;
+    }
+    // With the partial state back, removing the later positions is a plain KV removal.
+    return llama_memory_seq_rm(mem, s.seq, s.pos_max + 1, -1);
 }
 
 bool memory_checkpoint::restore(llama_context * ctx, llama_seq_id * failed_seq) {
     llama_synchronize(ctx); // a stopped graph's later splits may still run on an asynchronous backend
-    llama_memory_t mem = llama_get_memory(ctx);
+    if (state_) {
+        counters_.restores++;
+    }
     bool ok = true;
     for (size_t i = 0; i < n_; ++i) {
         const seq_state & s = seqs_[i];
-        bool seq_ok = true;
-        if (state_) {
-            seq_ok = llama_state_seq_set_data_ext(ctx, s.state.data(), s.size, s.seq,
-                                                  LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY) == s.size;
-        }
-        // With the partial state back, removing the later positions is a plain KV removal.
-        seq_ok = seq_ok && llama_memory_seq_rm(mem, s.seq, s.pos_max + 1, -1);
-        if (!seq_ok) {
-            llama_memory_seq_rm(mem, s.seq, -1, -1);
+        if (!put_back(ctx, s)) {
+            llama_memory_seq_rm(llama_get_memory(ctx), s.seq, -1, -1);
             if (ok && failed_seq != nullptr) {
                 *failed_seq = s.seq;
             }
             ok = false;
         }
+        seqs_[i].spare = -1; // put back (or cleared): nothing left to release
     }
+    shared_ = false;
     return ok;
 }
 
-size_t memory_checkpoint::state_bytes() const {
-    size_t n = 0;
-    for (size_t i = 0; i < n_; ++i) {
-        n += seqs_[i].size;
+void memory_checkpoint::release() {
+    if (!shared_) {
+        return;
     }
-    return n;
+    for (size_t i = 0; i < n_; ++i) {
+        if (seqs_[i].spare >= 0) {
+            llama_memory_seq_rm(llama_get_memory(ctx_), seqs_[i].spare, -1, -1);
+            seqs_[i].spare = -1;
+        }
+    }
+    shared_ = false;
 }
 
 } // namespace llama_cancel

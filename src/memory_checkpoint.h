@@ -6,9 +6,20 @@
 // remove part of it. For models with such state the checkpoint also keeps each sequence's partial
 // state (llama_state_seq_get_data_ext with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: the recurrent part
 // alone, whose size does not grow with the context) and writes it back before the positions go.
+//
+// No copy at all where the context has a spare sequence id for each sequence of the call (empty,
+// below n_seq_max): the sequence then shares its state cell with the spare one (llama_memory_seq_cp,
+// bookkeeping only), llama.cpp moves the sequence to a free cell for the call (its graph reads the
+// state from the shared cell, as it reads it anyway) and the old cell stays intact until release().
+// Not on a hybrid model whose KV cache is split per sequence (a copy between streams would move the
+// whole KV cache) nor where n_rs_seq keeps rollback planes.
+//
+// Otherwise the state is copied. The copy runs at memory speed; what costs is fresh memory: the first
+// touch of each page of a new buffer (a page fault) costs far more than the copy. A hook therefore
+// keeps one checkpoint for every call made with it (hook_checkpoint), whose buffers stay allocated.
 #pragma once
 
-#include "llama.h"
+#include "llama-cancel.h"
 
 #include <cstdint>
 #include <vector>
@@ -21,27 +32,47 @@ class memory_checkpoint {
     static bool needs_state(const llama_context * ctx);
 
     // Records, for each sequence in `seqs`, its last position and (when `with_state`) its partial
-    // state. Buffers are kept between captures. False when llama.cpp could not copy a state.
-    bool capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state);
+    // state: shared with spare sequences when `may_share` and the context has them, else copied
+    // (buffers kept between captures). Releases the previous capture's spares first. False when
+    // llama.cpp could not copy a state.
+    bool capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state, bool may_share = false);
 
     // Puts every captured sequence back: its state, then no position past the captured one. Waits
     // for the backends first. False when a state could not be written back; that sequence is then
     // cleared (empty, usable) and `failed_seq` names it.
     bool restore(llama_context * ctx, llama_seq_id * failed_seq);
 
-    // Bytes of partial state held by the last capture.
-    size_t state_bytes() const;
+    // Empties the spare sequences of the last capture (the call committed, or ends): the host never
+    // sees them. Does nothing after a copy.
+    void release();
+
+    // A call that took no snapshot because it holds the step (runs it to its end).
+    void note_held() { counters_.held_steps++; }
+
+    // What the captures and restores through this checkpoint copied, in all.
+    const llama_cancel_snapshot_stats & counters() const { return counters_; }
 
   private:
     struct seq_state {
         llama_seq_id         seq     = 0;
         llama_pos            pos_max = -1;
+        llama_seq_id         spare   = -1; // sharing its state cell; -1: copied (or positions only)
         std::vector<uint8_t> state;
         size_t               size = 0;
     };
+    bool share(llama_context * ctx);
+    bool copy(llama_context * ctx);
+    bool put_back(llama_context * ctx, const seq_state & s);
+
     std::vector<seq_state> seqs_;
-    size_t                 n_     = 0;
-    bool                   state_ = false;
+    size_t                 n_      = 0;
+    bool                   state_  = false;
+    bool                   shared_ = false;
+    llama_context *        ctx_    = nullptr; // of the last capture
+    llama_cancel_snapshot_stats counters_{};
 };
+
+// The checkpoint `hook` keeps for the llama_cancel_* calls made with it; NULL for NULL.
+memory_checkpoint * hook_checkpoint(llama_cancel_hook * hook);
 
 } // namespace llama_cancel

@@ -12,7 +12,7 @@
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
 
-const VERSION = [1, 0, 0]; // the header version these declarations follow
+const VERSION = [1, 1, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 
@@ -46,6 +46,10 @@ const T = {
     llama_cancel_hook_stats: koffi.struct('llama_cancel_hook_stats', {
         checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', interval_ms: 'double',
         round_trip_ms: 'double',
+    }),
+    llama_cancel_snapshot_stats: koffi.struct('llama_cancel_snapshot_stats', {
+        snapshots: 'uint64_t', shared: 'uint64_t', held_steps: 'uint64_t', restores: 'uint64_t', bytes: 'uint64_t',
+        copy_ms: 'double',
     }),
     llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
         flag: P, hook: P, abort_callback: P, abort_callback_data: P, seq_flags: P, max_stop_ms: 'float',
@@ -100,6 +104,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_hook_stopped', 'bool', [P]],
     ['llama_cancel_hook_reset', 'void', [P]],
     ['llama_cancel_hook_get_stats', T.llama_cancel_hook_stats, [P]],
+    ['llama_cancel_hook_get_snapshot_stats', T.llama_cancel_snapshot_stats, [P]],
     ['llama_cancel_decode_default_params', T.llama_cancel_decode_params, []],
     ['llama_cancel_decode', 'int32_t', [P, T.llama_batch, P, P, P]],
     ['llama_cancel_get_logits_ith', P, [P, P, 'int32_t']],

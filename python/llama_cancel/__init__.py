@@ -20,6 +20,7 @@ from . import abi, llama, mtmd
 from .abi import (CANCELLED, ERROR, OK, STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,  # noqa: F401
                   llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
+                  llama_cancel_snapshot_stats,
                   llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
                   llama_cancel_seq_result)
 

@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 0, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 1, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
@@ -36,6 +36,11 @@ class llama_cancel_hook_params(C.Structure):
 class llama_cancel_hook_stats(C.Structure):
     _fields_ = [("checkpoints", C.c_uint64), ("asks", C.c_uint64), ("budget_flops", C.c_double),
                 ("interval_ms", C.c_double), ("round_trip_ms", C.c_double)]
+
+
+class llama_cancel_snapshot_stats(C.Structure):
+    _fields_ = [("snapshots", C.c_uint64), ("shared", C.c_uint64), ("held_steps", C.c_uint64),
+                ("restores", C.c_uint64), ("bytes", C.c_uint64), ("copy_ms", C.c_double)]
 
 
 class llama_cancel_decode_params(C.Structure):
@@ -81,7 +86,8 @@ class llama_cancel_mtmd_result(C.Structure):
 
 
 # The structs of llama-cancel.h this module declares, checked field by field at load.
-STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_decode_params, llama_cancel_seq_result,
+STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_snapshot_stats, llama_cancel_decode_params,
+           llama_cancel_seq_result,
            llama_cancel_decode_result, llama_cancel_generate_params, llama_cancel_generate_result,
            llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result)
 
@@ -108,6 +114,7 @@ def prototypes(llama):
         "llama_cancel_hook_stopped": (B, [P]),
         "llama_cancel_hook_reset": (V, [P]),
         "llama_cancel_hook_get_stats": (llama_cancel_hook_stats, [P]),
+        "llama_cancel_hook_get_snapshot_stats": (llama_cancel_snapshot_stats, [P]),
         "llama_cancel_decode_default_params": (llama_cancel_decode_params, []),
         "llama_cancel_decode": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_decode_params), decode_result,
                                       C.POINTER(llama_cancel_seq_result)]),
