@@ -8,7 +8,7 @@ text pieces. The same arguments give a byte-identical file. The model means noth
 only loads and decodes in llama.cpp (checked against Debian's llama.cpp 0.7.0). The
 per-architecture hyperparameters, tensors and presets are in model_archs.py.
 
-    make_model.py OUT.gguf [--arch ARCH] [--preset tiny|bench] [--n-embd N] [--n-layer N]
+    make_model.py OUT.gguf [--arch ARCH] [--preset tiny|bench|real] [--n-embd N] [--n-layer N]
                   [--n-ff N] [--n-head N] [--n-head-kv N] [--n-vocab N] [--n-ctx-train N]
                   [--d-state N] [--attn-every N] [--n-swa N] [--seed N] [--type f32|f16]
 
@@ -62,6 +62,13 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            59 MB, state 0.2 MB.
                    With Debian's BLAS backend on the reference libblas3 it is ~10x slower:
                    unload BLAS, as tools/support.cpp does.
+  real             mamba2 and qwen35 only: real models' proportions of recurrent state to weights
+                   and per-token compute in every layer, f16, n_vocab 4096 (a real vocabulary
+                   would add output compute, so snapshot shares here are upper bounds).
+                   mamba2: shaped like Mamba2-370M: n_embd 1024, n_layer 48, d_state 128
+                           (32 heads): 637 MB, state 51.7 MB per sequence.
+                   qwen35: shaped like a small Qwen3.5: n_embd 1024, n_layer 24 (6 attn),
+                           n_ff 3072, 16/8 heads, d_state 128.
 
 Checked with Debian's libllama 0.7.0 for every architecture and preset: loads, decodes a
 256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after it, logits finite
@@ -153,7 +160,7 @@ def parse_args(argv):
         description="Write a synthetic GGUF model with seeded random weights and an SPM vocabulary.")
     p.add_argument("out", metavar="OUT.gguf", help="output file (written atomically via OUT.tmp)")
     p.add_argument("--arch", choices=list(ARCHS), default="llama", help="architecture (default llama)")
-    p.add_argument("--preset", choices=("tiny", "bench"), default="tiny",
+    p.add_argument("--preset", choices=("tiny", "bench", "real"), default="tiny",
                    help="size preset (default tiny); explicit flags override it")
     p.add_argument("--n-embd", type=int)
     p.add_argument("--n-layer", type=int)
@@ -175,6 +182,8 @@ def parse_args(argv):
 
     spec = ARCHS[a.arch]
     keys = model_archs.COMMON + spec["keys"]
+    if a.preset not in spec["presets"]:
+        p.error("--preset %s: --arch %s has the presets %s" % (a.preset, a.arch, ", ".join(spec["presets"])))
     cfg = dict(DEFAULTS, **spec["presets"][a.preset])
     for k in keys:
         v = getattr(a, k)

@@ -406,6 +406,7 @@ ARCHS = {
         presets={
             "tiny": dict(n_embd=64, n_layer=2, d_state=32, n_vocab=512, type="f32"),
             "bench": dict(n_embd=512, n_layer=12, d_state=64, n_vocab=4096, type="f16"),
+            "real": dict(n_embd=1024, n_layer=48, d_state=128, n_vocab=4096, type="f16"),
         }),
     "lfm2": dict(
         arch=gguf.MODEL_ARCH.LFM2, build=lfm2, keys=("n_ff", "n_head", "n_head_kv", "attn_every"),
@@ -423,6 +424,8 @@ ARCHS = {
                          attn_every=2, n_vocab=512, type="f32"),
             "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_head_kv=4, d_state=64,
                           attn_every=4, n_vocab=4096, type="f16"),
+            "real": dict(n_embd=1024, n_layer=24, n_ff=3072, n_head=16, n_head_kv=8, d_state=128,
+                         attn_every=4, n_vocab=4096, type="f16"),
         }),
     "qwen2vl": dict(
         arch=gguf.MODEL_ARCH.QWEN2VL, build=qwen2vl, keys=("n_ff", "n_head", "n_head_kv"),

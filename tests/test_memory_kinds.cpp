@@ -5,12 +5,14 @@
 // default, vulkan, rpc1). The reference for "what a clean decode of the committed tokens leaves" is
 // a fresh context that decodes them with plain llama_decode, one n_ubatch slice per call (the ubatch
 // boundaries every path here shares), compared byte for byte through llama_state_seq_get_data.
-// Stops are triggered at a chosen graph node, so no test depends on timing.
+// Stops are triggered at a chosen graph node, so no test depends on timing. The models at real
+// models' proportions run the same tests on a shorter batch (LLAMA_CANCEL_TEST_BATCH="n,n_ubatch").
 #include "fixtures.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <ostream>
 #include <cstring>
@@ -23,16 +25,28 @@ using fixtures::node_trigger;
 using fixtures::seq_state;
 using fixtures::test_backend;
 
-constexpr int k_n = 256; // batch tokens
-constexpr int k_u = 64;  // n_ubatch: four slices
+// Batch tokens and n_ubatch (four slices): 256,64 unless LLAMA_CANCEL_TEST_BATCH says otherwise.
+int batch_size(int which) {
+    int n = 256, u = 64;
+    if (const char * e = std::getenv("LLAMA_CANCEL_TEST_BATCH")) {
+        if (std::sscanf(e, "%d,%d", &n, &u) != 2 || u < 2 || n != 4 * u) {
+            std::fprintf(stderr, "LLAMA_CANCEL_TEST_BATCH=%s: want \"n,n_ubatch\" with n = 4 * n_ubatch\n", e);
+            std::exit(2);
+        }
+    }
+    return which == 0 ? n : u;
+}
+const int k_n = batch_size(0); // batch tokens
+const int k_u = batch_size(1); // n_ubatch
 
 bool on_cpu() { return test_backend().name() == "cpu"; }
 
 // A context of n_batch k_n, n_ubatch k_u on the setup under test; a hook bound the way hosts bind
 // it when given.
-common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1) {
-    return fixtures::make_backend_context(test_backend().model.get(), hook,
-                                          fixtures::context_options(k_n, k_u, n_seq_max));
+common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1, bool kv_unified = false) {
+    common::context_options o = fixtures::context_options(k_n, k_u, n_seq_max);
+    o.kv_unified              = kv_unified;
+    return fixtures::make_backend_context(test_backend().model.get(), hook, o);
 }
 
 // Plain llama_decode of prompt[first, first + n) at its own positions, one k_u slice per call.
@@ -58,9 +72,10 @@ struct reference {
     std::vector<float>   logits; // last logits after all k_n tokens
 };
 
-reference clean(const std::vector<llama_token> & prompt, int n) {
+reference clean(const std::vector<llama_token> & prompt, int n, uint32_t n_seq_max = 1, bool kv_unified = false) {
     reference r;
-    auto ctx = context(nullptr);
+    // A state's bytes depend on n_seq_max and kv_unified (one KV stream per sequence, or one for all).
+    auto ctx = context(nullptr, n_seq_max, kv_unified);
     decode_plain(ctx.get(), prompt, 0, n);
     r.state = seq_state(ctx.get(), 0);
     decode_plain(ctx.get(), prompt, n, k_n - n);
@@ -308,3 +323,114 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
                                     &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(got, want);
 }
+
+// The hook keeps one snapshot for every decode made with it. After a call on sequences 0 and 1 and
+// steps on 1, a call on sequence 0 alone stopped in its third slice leaves both sequences exactly as
+// plain llama_decode of the same committed calls does: the kept buffers of the first call (one
+// entry per sequence) put nothing back into sequence 1. The hook counts a snapshot per started call
+// on models with recurrent state (none on a KV cache), a restore per stop and a held step (no
+// snapshot) per single-token decode.
+TEST(MemoryKind, HookSnapshotIsKeptAcrossCalls) {
+    const bool stateful = llama_model_is_recurrent(test_backend().model.get()) ||
+                          llama_model_is_hybrid(test_backend().model.get());
+    const int h = k_u / 2;
+    auto prompt = common::make_prompt(test_backend().model.get(), h + k_n, 26);
+    const int per_slice = nodes_per_slice(prompt, true);
+    third_slice_stop stop(per_slice, true);
+    const int stop_at = stop.trig.at;
+    stop.trig.at      = -1;
+    auto ctx = context(stop.bound_hook(), 2);
+    auto ref = context(nullptr, 2);
+    ASSERT_NE(ctx, nullptr);
+    llama_cancel_decode_params p = stop.params();
+    llama_cancel_decode_result r;
+
+    // Sequences 0 and 1 interleaved in one slice, then three generation steps on sequence 1.
+    llama_batch both = llama_batch_init(k_u, 0, 1);
+    for (int i = 0; i < k_u; ++i) {
+        both.token[i] = prompt[i / 2 + (i % 2) * 5];
+        both.pos[i] = i / 2;
+        both.n_seq_id[i] = 1;
+        both.seq_id[i][0] = i % 2;
+        both.logits[i] = i >= k_u - 2;
+    }
+    both.n_tokens = k_u;
+    EXPECT_EQ(llama_cancel_decode(ctx.get(), both, &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(llama_decode(ref.get(), both), 0);
+    llama_batch_free(both);
+    for (int i = 0; i < 3; ++i) {
+        common::seq_batch step(prompt, i, 1, h + i, 1);
+        ASSERT_EQ(llama_cancel_decode(ctx.get(), step.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+        ASSERT_EQ(llama_decode(ref.get(), step.get()), 0);
+    }
+
+    stop.trig.calls = 0;
+    stop.trig.at    = stop_at;
+    common::seq_batch b(prompt, h, k_n, h);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.n_committed, 2 * k_u);
+    decode_plain(ref.get(), prompt, h, 2 * k_u); // sequence 0, at positions from h: the same slices
+    for (llama_seq_id s = 0; s < 2; ++s) {
+        expect_same_state(seq_state(ctx.get(), s), seq_state(ref.get(), s), "sequence " + std::to_string(s));
+    }
+
+    const llama_cancel_snapshot_stats st = llama_cancel_hook_get_snapshot_stats(stop.bound_hook());
+    const size_t state_bytes = llama_state_seq_get_size_ext(ctx.get(), 0, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    EXPECT_EQ(st.snapshots, stateful ? 1u + 3u : 0u) << "one per started call: the two-sequence slice, three of sequence 0's";
+    EXPECT_EQ(st.held_steps, stateful ? 3u : 0u) << "the generation steps run to their end, without a snapshot";
+    EXPECT_EQ(st.restores, stateful ? 1u : 0u);
+    // The first snapshot found both sequences empty (a few bytes of header), the others a full state.
+    EXPECT_GE(st.bytes, stateful ? 3 * state_bytes : 0u);
+    EXPECT_LT(st.bytes, stateful ? 4 * state_bytes : 1u);
+    EXPECT_EQ(st.copy_ms > 0.0, stateful);
+}
+
+// A context with a spare sequence id (n_seq_max 2, sequence 0 used): the snapshot shares sequence
+// 0's state cell with the spare one instead of copying it, where llama.cpp allows that (recurrent
+// models; hybrid ones with one KV stream for all sequences). A stop in the third slice (hook or abort
+// callback) leaves exactly a clean decode's bytes, the spare sequence is empty after every call, and
+// the resume is bit-identical. Split KV streams (hybrid, kv_unified off) copy instead, as exactly.
+class SpareSequence : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SpareSequence, SnapshotSharesTheStateCell) {
+    const bool unified = GetParam();
+    llama_model * model = test_backend().model.get();
+    const bool recurrent = llama_model_is_recurrent(model);
+    const bool stateful  = recurrent || llama_model_is_hybrid(model);
+    const bool shares    = recurrent || (stateful && unified);
+    auto prompt = common::make_prompt(model, k_n, 27);
+    const int per_slice = nodes_per_slice(prompt, true);
+    third_slice_stop stop(per_slice, true);
+    auto ctx = context(stop.bound_hook(), 2, unified);
+    ASSERT_NE(ctx, nullptr);
+    llama_cancel_decode_params p = stop.params();
+    llama_cancel_decode_result r;
+    common::seq_batch b(prompt, 0, k_n, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
+    ASSERT_EQ(r.n_committed, 2 * k_u);
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 1), -1) << "the spare sequence is empty again";
+    const reference want = clean(prompt, r.n_committed, 2, unified);
+    expect_same_state(seq_state(ctx.get(), 0), want.state, "sequence 0 after the stop");
+
+    const llama_cancel_snapshot_stats st = llama_cancel_hook_get_snapshot_stats(stop.bound_hook());
+    EXPECT_EQ(st.snapshots, stateful ? 3u : 0u) << "one per started slice";
+    EXPECT_EQ(st.shared, shares ? 3u : 0u);
+    EXPECT_EQ(st.restores, stateful ? 1u : 0u);
+    if (shares) {
+        EXPECT_EQ(st.bytes, 0u) << "nothing copied";
+    }
+
+    stop.flag    = 0;
+    stop.trig.at = -1;
+    common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
+    llama_cancel_decode_result r2;
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r2, nullptr), LLAMA_CANCEL_OK) << r2.message;
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 1), -1) << "the spare sequence is empty again";
+    const float * last = llama_cancel_get_logits_ith(ctx.get(), &r2, -1);
+    ASSERT_NE(last, nullptr);
+    expect_same_logits(std::vector<float>(last, last + want.logits.size()), want.logits, "resumed logits differ");
+    expect_same_state(seq_state(ctx.get(), 0), clean(prompt, k_n, 2, unified).state, "sequence 0 after the resume");
+}
+
+INSTANTIATE_TEST_SUITE_P(KvStreams, SpareSequence, ::testing::Values(true, false),
+                         [](const auto & info) { return info.param ? "unified" : "per_sequence"; });
