@@ -132,7 +132,7 @@ extern "C" {
     // or hybrid memory only): one per llama_decode call that a stop could leave half-computed.
     struct llama_cancel_snapshot_stats {
         uint64_t snapshots;  // states kept, one per such call (all its sequences at once)
-        uint64_t shared;     // of those, kept without a copy: shared with spare sequence ids
+        uint64_t shared;     // of those, kept without a host copy: shared with spare sequence ids
         uint64_t held_steps; // llama_decode calls run to their end instead (at most a token per sequence)
         uint64_t restores;   // snapshots put back after a stop
         uint64_t bytes;      // bytes the other snapshots copied, in all
@@ -208,9 +208,10 @@ extern "C" {
     //   ubatch, except in a batch that asks for outputs before its last n_ubatch tokens on a context
     //   with a hook or recurrent state (then the call is undone whole). A byte set on entry: at once.
     // - Recurrent and hybrid models: a snapshot before each llama_decode call a stop could leave
-    //   half-computed (not before generation steps, which run to their end): free when ctx has an
-    //   unused sequence id per sequence of the call (n_seq_max above those in use; hybrid models with
-    //   kv_unified), which the call borrows and leaves empty; else a copy, into params->hook's buffer
+    //   half-computed (not before generation steps, which run to their end): no host copy when ctx
+    //   has an unused sequence id per sequence of the call (n_seq_max above those in use; hybrid
+    //   models with kv_unified), which the call borrows and leaves empty (llama.cpp's graph then moves
+    //   the state between cells on its own device); else a host copy, into params->hook's buffer
     //   (kept across calls) or one of the call's own. llama_cancel_hook_get_snapshot_stats counts them.
     // - A sequence's byte drops that sequence alone: it keeps its committed tokens, the others go on.
     // - ERROR: bad argument or llama_decode failure, result->message says which. An embeddings

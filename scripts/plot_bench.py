@@ -146,29 +146,29 @@ def plot_budgets(ax, budgets):
 
 
 def plot_memory(ax, memory):
-    """Exact rollback's cost per memory kind: the snapshot's share (from its copy time) and the
-    paired overhead with its spread, prefill and single tokens."""
+    """Exact rollback's cost per memory kind: the snapshot copies' share of the prefill (the library's
+    own count and time) and the paired overheads with their spread: prefill with the hook (copies),
+    with a spare sequence (shared, no copy), single tokens (held, no snapshot)."""
     if memory:
         x = range(len(memory))
-        for dx, key, color, label in ((-0.2, "prefill_overhead_sliced_pct", "#92c5de", "prefill, sliced"),
-                                      (0.2, "token_overhead_pct", "#d6604d", "single tokens")):
-            med = [m[key]["median"] for m in memory]
-            err = [[m[key]["median"] - m[key]["min"] for m in memory], [m[key]["max"] - m[key]["median"] for m in memory]]
-            ax.errorbar([i + dx for i in x], med, yerr=err, fmt="o", color=color, capsize=3,
+        for dx, key, color, label in ((-0.25, "prefill_overhead_sliced_pct", "#92c5de", "prefill, hook"),
+                                      (0.0, "prefill_overhead_sliced_spare_seq_pct", "#4393c3",
+                                       "prefill, spare sequence"),
+                                      (0.25, "token_overhead_pct", "#d6604d", "single tokens")):
+            rows = [(i, m) for i, m in zip(x, memory) if key in m]
+            med = [m[key]["median"] for _, m in rows]
+            err = [[m[key]["median"] - m[key]["min"] for _, m in rows], [m[key]["max"] - m[key]["median"] for _, m in rows]]
+            ax.errorbar([i + dx for i, _ in rows], med, yerr=err, fmt="o", color=color, capsize=3,
                         label=f"{label}: paired overhead, median [min, max]")
-        ax.scatter([i - 0.2 for i in x], [m["snapshot_share_prefill_pct"] for m in memory], marker="x", color="black",
-                   zorder=3, label="snapshot share (copy time / decode)")
-        ax.scatter([i + 0.2 for i in x], [m["snapshot_share_token_pct"] for m in memory], marker="x", color="black",
-                   zorder=3)
+        ax.scatter([i - 0.25 for i in x], [m["snapshot_share_prefill_pct"] for m in memory], marker="x", color="black",
+                   zorder=3, label="snapshot copies' share (their time / prefill)")
         ax.axhline(1.0, color="gray", linestyle="--", linewidth=1, label="target 1%")
         ax.axhline(0.0, color="black", linewidth=0.5)
         ax.set_xticks(list(x))
-        ax.set_xticklabels([f"{m['arch']}\n{m['memory']}\n{m['snapshot_bytes'] / 1e3:.0f} kB" for m in memory])
+        ax.set_xticklabels([f"{m['arch']}\n{m['memory']}\n{m['snapshot_bytes'] / 1e6:.2f} MB" for m in memory])
         ax.set_ylabel("cost with the byte at 0, %")
         ax.legend(fontsize=7)
     ax.set_title("Memory kinds: exact rollback's cost")
-
-
 
 
 def plot_host_cpu(ax, backends):

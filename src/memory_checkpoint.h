@@ -7,10 +7,10 @@
 // state (llama_state_seq_get_data_ext with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: the recurrent part
 // alone, whose size does not grow with the context) and writes it back before the positions go.
 //
-// No copy at all where the context has a spare sequence id for each sequence of the call (empty,
-// below n_seq_max): the sequence then shares its state cell with the spare one (llama_memory_seq_cp,
-// bookkeeping only), llama.cpp moves the sequence to a free cell for the call (its graph reads the
-// state from the shared cell, as it reads it anyway) and the old cell stays intact until release().
+// No host copy where the context has a spare sequence id for each sequence of the call (empty, below
+// n_seq_max): the sequence then shares its state cell with the spare one (llama_memory_seq_cp,
+// bookkeeping only), llama.cpp moves the sequence to a free cell for the call (its graph copies the
+// state there on the state's own device) and the old cell stays intact until release().
 // Not on a hybrid model whose KV cache is split per sequence (a copy between streams would move the
 // whole KV cache) nor where n_rs_seq keeps rollback planes.
 //

@@ -72,9 +72,18 @@ memory = data["memory_kinds"]
 assert [m["arch"] for m in memory] == ["mamba", "lfm2"], memory
 for m in memory:
     assert m["rollback_exact"] is True and m["snapshot_bytes"] > 0, m
-    for key in ("snapshot_copy_ms", "prefill_ms", "snapshot_share_prefill_pct", "token_ms"):
+    for key in ("ms_per_snapshot", "prefill_ms", "snapshot_share_prefill_pct", "token_ms"):
         assert isinstance(m[key], (int, float)), key
-    assert isinstance(m["prefill_overhead_sliced_pct"]["median"], (int, float)), m
+    for key in ("prefill_overhead_sliced_pct", "prefill_overhead_sliced_spare_seq_pct",
+                "prefill_overhead_sliced_no_hook_pct", "token_overhead_pct"):
+        assert isinstance(m[key]["median"], (int, float)), (key, m)
+    # The library's own counts: a snapshot per slice (copied with the hook, shared with a spare
+    # sequence on both of these models), none in the token loop, where every step is held.
+    slices = m["batch"] // m["n_ubatch"]
+    assert m["snapshots_per_prefill"] == slices and m["shared_snapshots_per_prefill_spare_seq"] == slices, m
+    assert m["bytes_per_snapshot"] > 0 and m["snapshots_per_token"] == 0 and m["held_steps_per_token"] == 1, m
+    for key in ("prefill_stop_ms", "token_loop_stop_ms"):
+        assert m[key]["stopped"] + m[key]["finished_first"] == m["runs"], (key, m)
 assert data["memory_rollback_exact"] is True
 budgets = data["budgets"]
 assert [b["budget_ms"] for b in budgets] == [0, 50], budgets

@@ -62,3 +62,15 @@ TEST(Status, Names) {
     EXPECT_STREQ(llama_cancel_status_str(LLAMA_CANCEL_ERROR), "error");
     EXPECT_STREQ(llama_cancel_status_str(42), "unknown");
 }
+
+// A hook's counters start at zero, and NULL reads as zeros rather than crashing.
+TEST(Hook, SnapshotStatsStartAtZero) {
+    llama_cancel_hook * hook = llama_cancel_hook_init(nullptr);
+    ASSERT_NE(hook, nullptr);
+    for (const llama_cancel_snapshot_stats s :
+         {llama_cancel_hook_get_snapshot_stats(hook), llama_cancel_hook_get_snapshot_stats(nullptr)}) {
+        EXPECT_EQ(s.snapshots + s.shared + s.held_steps + s.restores + s.bytes, 0u);
+        EXPECT_EQ(s.copy_ms, 0.0);
+    }
+    llama_cancel_hook_free(hook);
+}

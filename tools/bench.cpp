@@ -31,7 +31,7 @@ const char k_synopsis[] =
     "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35|none]\n"
+    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35,mamba2:real,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
@@ -90,7 +90,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
-        .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures), or none")
+        .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
         .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
         .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none")

@@ -42,7 +42,7 @@ struct options {
         o.threads      = {1, 2};
         o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
         o.mtmd         = {"vision", "audio"};
-        o.archs        = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35"};
+        o.archs        = {"llama", "gemma3", "mamba", "mamba2", "lfm2", "qwen35", "mamba2:real", "qwen35:real"};
         o.budgets      = {5, 20, 100};
         o.seq_backends = {"cpu", "rpc1"};
         o.seq_ubatches = {512, 128};
@@ -54,6 +54,9 @@ struct options {
 // The thread count of the rows beyond the CPU table that run on the CPU: backends (their host
 // side), memory kinds, stop-time budgets.
 constexpr int k_row_threads = 2;
+// The prefill of the memory rows on real-proportion models (ARCH:real): batch and n_ubatch.
+constexpr int k_real_batch  = 128;
+constexpr int k_real_ubatch = 64;
 
 // One section of the file: its rows' objects (or their error entries) and whether the rows met
 // their targets (through the hook, and through the stateless callback where the rows have one).

@@ -107,13 +107,25 @@ void print_backend_header() {
 }
 
 void print_memory_header(const options & opt) {
-    std::printf("\nmemory kinds (CPU, %d threads): batch 256 after 64 tokens, n_ubatch 64; llama_cancel_decode with "
-                "the byte at 0 against plain llama_decode, median paired ratio [min, max] of %d pairs; the snapshot "
-                "share is its measured copy time per slice (per token) over the decode\n\n", k_row_threads, opt.runs);
-    std::printf("| arch    | memory    | snap bytes | copy ms | restore ms | prefill ms | snap share | prefill overhead "
-                "| token ms | snap share | token overhead | committed | exact |\n");
-    std::printf("|:--------|:----------|-----------:|--------:|-----------:|-----------:|-----------:|-----------------:"
-                "|---------:|-----------:|---------------:|----------:|:------|\n");
+    std::printf("\nmemory kinds (CPU, %d threads): a prefill after 64 tokens in n_ubatch slices (batch/n_ubatch "
+                "256/64; the real-proportion models :real %d/%d), then %d single-token decodes; "
+                "llama_cancel_decode with the byte at 0 against plain llama_decode, median paired ratio [min, max] "
+                "of %d pairs: with the hook bound (snapshots copied into its buffer, kept across calls), with the hook "
+                "on a context with a spare sequence id (n_seq_max 2, kv_unified: snapshots share the state cell, "
+                "no copy), without a hook (a fresh buffer per call); snaps = snapshots per prefill / of them shared "
+                "with the spare sequence, as the hooks counted them; ms/snap = their mean copy time; snap share = the "
+                "copies' time over the prefill; held = token steps run to their end without a snapshot, per token; "
+                "stops stored at a random "
+                "10-90%% point, p50 / max ms store to return, runs that finished first counted apart\n\n",
+                k_row_threads, k_real_batch, k_real_ubatch, 32, opt.runs);
+    std::printf("| arch    | memory    | state bytes | snaps | ms/snap | restore | prefill ms | snap share "
+                "| prefill overhead (hook)  | (hook, spare sequence)   | (no hook)                | token ms | held "
+                "| token overhead           | prefill stop p50 / max         | token stop p50 / max          "
+                "| committed | exact |\n");
+    std::printf("|:--------|:----------|------------:|------:|--------:|--------:|-----------:|-----------:"
+                "|:-------------------------|:-------------------------|:-------------------------|---------:|-----:"
+                "|:-------------------------|:-------------------------------|:------------------------------"
+                "|----------:|:------|\n");
     std::fflush(stdout);
 }
 
@@ -201,16 +213,24 @@ section memory_rows(const options & opt) {
     }
     out.ran = true;
     print_memory_header(opt);
-    for (const std::string & arch : opt.archs) {
-        const std::string tmp = child_json_path(opt, "memory-" + arch);
-        const std::string model =
-            common::models_cache_dir() + opt.arch_preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
-        int rc = common::ensure_model(common::script_path("make_model.py"), model, opt.arch_preset, arch) ? 0 : 1;
+    for (const std::string & entry : opt.archs) {
+        // ARCH, or ARCH:PRESET for a make_model.py preset other than --arch-preset (mamba2:real).
+        const size_t colon = entry.find(':');
+        const std::string arch   = entry.substr(0, colon);
+        const std::string preset = colon == std::string::npos ? opt.arch_preset : entry.substr(colon + 1);
+        const bool        real   = preset == "real";
+        const std::string tmp    = child_json_path(opt, "memory-" + arch + "-" + preset);
+        const std::string model  = common::models_cache_dir() + preset + (arch == "llama" ? "" : "-" + arch) + ".gguf";
+        int rc = common::ensure_model(common::script_path("make_model.py"), model, preset, arch) ? 0 : 1;
         if (rc == 0) {
-            rc = run_self({"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)), "--threads",
-                           std::to_string(k_row_threads), "--json", tmp}, "");
+            std::vector<std::string> args = {"bench-memory", "--model", model, "--runs", std::to_string(std::max(opt.runs, 3)),
+                                             "--threads", std::to_string(k_row_threads), "--json", tmp};
+            if (real) {
+                args.insert(args.end(), {"--batch", std::to_string(k_real_batch), "--ubatch", std::to_string(k_real_ubatch)});
+            }
+            rc = run_self(args, "");
         }
-        const common::child_json j = add_child_row(out, tmp, rc, {"arch", arch, 7});
+        const common::child_json j = add_child_row(out, tmp, rc, {"arch", real ? arch + ":real" : arch, 7});
         out.ok = out.ok && rc == 0 && j.is_true({"rollback_exact"});
     }
     std::printf("\ntargets (memory kinds): rollback exact on every row: %s\n", out.ok ? "met" : "MISSED (see rows)");
