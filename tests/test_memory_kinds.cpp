@@ -43,9 +43,11 @@ bool on_cpu() { return test_backend().name() == "cpu"; }
 
 // A context of n_batch k_n, n_ubatch k_u on the setup under test; a hook bound the way hosts bind
 // it when given.
-common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1, bool kv_unified = false) {
+common::context_ptr context(llama_cancel_hook * hook, uint32_t n_seq_max = 1, bool kv_unified = false,
+                            uint32_t n_rs_seq = 0) {
     common::context_options o = fixtures::context_options(k_n, k_u, n_seq_max);
     o.kv_unified              = kv_unified;
+    o.n_rs_seq                = n_rs_seq;
     return fixtures::make_backend_context(test_backend().model.get(), hook, o);
 }
 
@@ -72,10 +74,12 @@ struct reference {
     std::vector<float>   logits; // last logits after all k_n tokens
 };
 
-reference clean(const std::vector<llama_token> & prompt, int n, uint32_t n_seq_max = 1, bool kv_unified = false) {
+reference clean(const std::vector<llama_token> & prompt, int n, uint32_t n_seq_max = 1, bool kv_unified = false,
+                uint32_t n_rs_seq = 0) {
     reference r;
-    // A state's bytes depend on n_seq_max and kv_unified (one KV stream per sequence, or one for all).
-    auto ctx = context(nullptr, n_seq_max, kv_unified);
+    // A state's bytes depend on n_seq_max, kv_unified (one KV stream per sequence, or one for all)
+    // and n_rs_seq (rollback planes).
+    auto ctx = context(nullptr, n_seq_max, kv_unified, n_rs_seq);
     decode_plain(ctx.get(), prompt, 0, n);
     r.state = seq_state(ctx.get(), 0);
     decode_plain(ctx.get(), prompt, n, k_n - n);
@@ -387,38 +391,42 @@ TEST(MemoryKind, HookSnapshotIsKeptAcrossCalls) {
 
 // A context with a spare sequence id (n_seq_max 2, sequence 0 used): the snapshot shares sequence
 // 0's state cell with the spare one instead of copying it, where llama.cpp allows that (recurrent
-// models; hybrid ones with one KV stream for all sequences). A stop in the third slice (hook or abort
-// callback) leaves exactly a clean decode's bytes, the spare sequence is empty after every call, and
-// the resume is bit-identical. Split KV streams (hybrid, kv_unified off) copy instead, as exactly.
-class SpareSequence : public ::testing::TestWithParam<bool> {};
+// models; hybrid ones with one KV stream for all sequences; no n_rs_seq rollback planes). A stop in
+// the third slice leaves exactly a clean decode's bytes, the spare sequence is empty after every
+// call, and the resume is bit-identical. Where sharing is not allowed the snapshot is copied, as
+// exactly.
+struct kv_layout {
+    bool     unified;
+    uint32_t n_rs_seq; // asked for: llama.cpp keeps it on the architectures that have rollback planes
+};
+void PrintTo(const kv_layout & k, std::ostream * os) { *os << "kv_unified " << k.unified << ", n_rs_seq " << k.n_rs_seq; }
+class SpareSequence : public ::testing::TestWithParam<kv_layout> {};
 
 TEST_P(SpareSequence, SnapshotSharesTheStateCell) {
-    const bool unified = GetParam();
+    const kv_layout kv = GetParam();
     llama_model * model = test_backend().model.get();
     const bool recurrent = llama_model_is_recurrent(model);
     const bool stateful  = recurrent || llama_model_is_hybrid(model);
-    const bool shares    = recurrent || (stateful && unified);
     auto prompt = common::make_prompt(model, k_n, 27);
     const int per_slice = nodes_per_slice(prompt, true);
     third_slice_stop stop(per_slice, true);
-    auto ctx = context(stop.bound_hook(), 2, unified);
+    auto ctx = context(stop.bound_hook(), 2, kv.unified, kv.n_rs_seq);
     ASSERT_NE(ctx, nullptr);
+    const bool shares = (recurrent || (stateful && kv.unified)) && llama_n_rs_seq(ctx.get()) == 0;
     llama_cancel_decode_params p = stop.params();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
     ASSERT_EQ(r.n_committed, 2 * k_u);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 1), -1) << "the spare sequence is empty again";
-    const reference want = clean(prompt, r.n_committed, 2, unified);
+    const reference want = clean(prompt, r.n_committed, 2, kv.unified, kv.n_rs_seq);
     expect_same_state(seq_state(ctx.get(), 0), want.state, "sequence 0 after the stop");
 
     const llama_cancel_snapshot_stats st = llama_cancel_hook_get_snapshot_stats(stop.bound_hook());
     EXPECT_EQ(st.snapshots, stateful ? 3u : 0u) << "one per started slice";
     EXPECT_EQ(st.shared, shares ? 3u : 0u);
     EXPECT_EQ(st.restores, stateful ? 1u : 0u);
-    if (shares) {
-        EXPECT_EQ(st.bytes, 0u) << "nothing copied";
-    }
+    EXPECT_EQ(st.bytes == 0, !stateful || shares) << "copied exactly when not shared";
 
     stop.flag    = 0;
     stop.trig.at = -1;
@@ -429,8 +437,13 @@ TEST_P(SpareSequence, SnapshotSharesTheStateCell) {
     const float * last = llama_cancel_get_logits_ith(ctx.get(), &r2, -1);
     ASSERT_NE(last, nullptr);
     expect_same_logits(std::vector<float>(last, last + want.logits.size()), want.logits, "resumed logits differ");
-    expect_same_state(seq_state(ctx.get(), 0), clean(prompt, k_n, 2, unified).state, "sequence 0 after the resume");
+    expect_same_state(seq_state(ctx.get(), 0), clean(prompt, k_n, 2, kv.unified, kv.n_rs_seq).state,
+                      "sequence 0 after the resume");
 }
 
-INSTANTIATE_TEST_SUITE_P(KvStreams, SpareSequence, ::testing::Values(true, false),
-                         [](const auto & info) { return info.param ? "unified" : "per_sequence"; });
+INSTANTIATE_TEST_SUITE_P(KvLayouts, SpareSequence,
+                         ::testing::Values(kv_layout{true, 0}, kv_layout{false, 0}, kv_layout{true, 4}),
+                         [](const auto & info) {
+                             return std::string(info.param.unified ? "unified" : "per_sequence") +
+                                    (info.param.n_rs_seq != 0 ? "_rollback_planes" : "");
+                         });

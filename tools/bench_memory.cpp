@@ -351,6 +351,7 @@ memory_figures measure(memory_bench & b, const memory_options & o, llama_model *
     memory_figures f;
     describe(model, f);
     double unused = 0;
+    b.prefill(ours_hook); // the hook's buffer allocated (its first touch is the no-hook column's cost)
     const llama_cancel_snapshot_stats before = llama_cancel_hook_get_snapshot_stats(b.hook(ours_hook));
     f.sliced_hook = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, ours_hook, &f.prefill_ms));
     f.sliced_spare = pct(paired(o.runs, [&](int m) { return b.prefill(m); }, ours_spare, &unused));

@@ -29,6 +29,7 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.offload_kqv     = opt.offload_kqv;
     cp.embeddings      = opt.embeddings;
     cp.kv_unified      = opt.kv_unified;
+    cp.n_rs_seq        = opt.n_rs_seq;
     cp.no_perf         = true;
     cp.cb_eval           = opt.cb_eval;
     cp.cb_eval_user_data = opt.cb_eval_data;

@@ -30,6 +30,7 @@ struct context_options {
     bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
     bool     embeddings  = false;
     bool     kv_unified  = false; // one KV stream for all sequences: ubatches are batch slices
+    uint32_t n_rs_seq    = 0;     // recurrent-state rollback planes per sequence (llama.cpp's own)
     ggml_backend_sched_eval_callback cb_eval      = nullptr;
     void *                           cb_eval_data = nullptr;
 };
