@@ -398,6 +398,7 @@ TEST(MemoryKind, HookSnapshotIsKeptAcrossCalls) {
 struct kv_layout {
     bool     unified;
     uint32_t n_rs_seq; // asked for: llama.cpp keeps it on the architectures that have rollback planes
+                       // (and aborts unless n_ubatch > n_rs_seq: 2, below the real models' 4)
 };
 void PrintTo(const kv_layout & k, std::ostream * os) { *os << "kv_unified " << k.unified << ", n_rs_seq " << k.n_rs_seq; }
 class SpareSequence : public ::testing::TestWithParam<kv_layout> {};
@@ -442,7 +443,7 @@ TEST_P(SpareSequence, SnapshotSharesTheStateCell) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvLayouts, SpareSequence,
-                         ::testing::Values(kv_layout{true, 0}, kv_layout{false, 0}, kv_layout{true, 4}),
+                         ::testing::Values(kv_layout{true, 0}, kv_layout{false, 0}, kv_layout{true, 2}),
                          [](const auto & info) {
                              return std::string(info.param.unified ? "unified" : "per_sequence") +
                                     (info.param.n_rs_seq != 0 ? "_rollback_planes" : "");
