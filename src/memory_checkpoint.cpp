@@ -53,15 +53,12 @@ bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq
         return true;
     }
     counters_.snapshots++;
-    return (may_share && share(ctx)) || copy(ctx);
+    return (may_share && share(ctx, seqs)) || copy(ctx);
 }
 
-// Each sequence shares its state cell with a spare sequence; false (nothing done) without enough.
-bool memory_checkpoint::share(llama_context * ctx) {
-    std::vector<llama_seq_id> seqs;
-    for (size_t i = 0; i < n_; ++i) {
-        seqs.push_back(seqs_[i].seq);
-    }
+// Each of `seqs` (the captured ones) shares its state cell with a spare sequence; false (nothing
+// done) without enough.
+bool memory_checkpoint::share(llama_context * ctx, const std::vector<llama_seq_id> & seqs) {
     const std::vector<llama_seq_id> spare = spare_seqs(ctx, seqs);
     if (spare.size() < n_) {
         return false;

@@ -60,7 +60,7 @@ class memory_checkpoint {
         std::vector<uint8_t> state;
         size_t               size = 0;
     };
-    bool share(llama_context * ctx);
+    bool share(llama_context * ctx, const std::vector<llama_seq_id> & seqs);
     bool copy(llama_context * ctx);
     bool put_back(llama_context * ctx, const seq_state & s);
 

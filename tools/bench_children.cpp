@@ -112,7 +112,7 @@ void print_memory_header(const options & opt) {
                 "llama_cancel_decode with the byte at 0 against plain llama_decode, median paired ratio [min, max] "
                 "of %d pairs: with the hook bound (snapshots copied into its buffer, kept across calls), with the hook "
                 "on a context with a spare sequence id (n_seq_max 2, kv_unified: snapshots share the state cell, "
-                "no copy), without a hook (a fresh buffer per call); snaps = snapshots per prefill / of them shared "
+                "no host copy), without a hook (a fresh buffer per call); snaps = snapshots per prefill / of them shared "
                 "with the spare sequence, as the hooks counted them; ms/snap = their mean copy time; snap share = the "
                 "copies' time over the prefill; held = token steps run to their end without a snapshot, per token; "
                 "stops stored at a random "

@@ -114,7 +114,7 @@ class memory_bench {
     // ms of one prefill after the prefix, decoded the way `m` says (ours: in n_ubatch slices on models
     // with recurrent state, a snapshot before each).
     double prefill(int m) {
-        reset();
+        reset(m);
         common::seq_batch b(prompt_, o_.prefix, o_.batch, o_.prefix);
         const double t0 = common::now_ms();
         decode(b.get(), m);
@@ -123,7 +123,7 @@ class memory_bench {
 
     // ms per token of o.tokens single-token decodes after the prefix, decoded the way `m` says.
     double tokens(int m) {
-        reset();
+        reset(m);
         const double t0 = common::now_ms();
         for (int i = 0; i < o_.tokens; ++i) {
             common::seq_batch b(prompt_, o_.prefix + i, 1, o_.prefix + i);
@@ -196,11 +196,16 @@ class memory_bench {
         bool   stopped = false, finished_first = false;
     };
 
-    void reset() {
-        for (llama_context * c : {ctx_.get(), ctx_hook_.get(), ctx_spare_.get()}) {
-            llama_memory_clear(llama_get_memory(c), true);
-            llama_state_seq_set_data(c, prefix_state_.data(), prefix_state_.size(), 0);
-        }
+    // The context a decode of mode `m` runs on: plain and no-hook runs share the first.
+    llama_context * context_of(int m) const {
+        return m == ours_hook ? ctx_hook_.get() : m == ours_spare ? ctx_spare_.get() : ctx_.get();
+    }
+
+    // The prefix alone in the memory of the context mode `m` decodes on.
+    void reset(int m = plain) {
+        llama_context * c = context_of(m);
+        llama_memory_clear(llama_get_memory(c), true);
+        llama_state_seq_set_data(c, prefix_state_.data(), prefix_state_.size(), 0);
     }
 
     void decode(llama_batch b, int m) {
@@ -212,14 +217,13 @@ class memory_bench {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag = &flag;
         p.hook = m == ours ? nullptr : hook(m);
-        llama_context * ctx = m == ours ? ctx_.get() : m == ours_hook ? ctx_hook_.get() : ctx_spare_.get();
-        llama_cancel_decode(ctx, b, &p, nullptr, nullptr);
+        llama_cancel_decode(context_of(m), b, &p, nullptr, nullptr);
     }
 
     // o.tokens generated after the prefix on the hooked context; with `at_ms` > 0 another thread
     // stores the byte that long after the start.
     timed_run generate(double at_ms) {
-        reset();
+        reset(ours_hook);
         int8_t flag = 0;
         llama_cancel_generate_params gp = llama_cancel_generate_default_params();
         gp.flag      = &flag;
@@ -233,7 +237,7 @@ class memory_bench {
         if (at_ms > 0) {
             writer = common::store_at(&flag, t0 + at_ms, &t_store);
         }
-        const int32_t st = llama_cancel_generate(ctx_hook_.get(), prompt_.data() + o_.prefix, 1, &gp, out.data(),
+        const int32_t st = llama_cancel_generate(context_of(ours_hook), prompt_.data() + o_.prefix, 1, &gp, out.data(),
                                                  o_.tokens, &r);
         const double t_ret = common::now_ms();
         if (writer.joinable()) {
@@ -305,7 +309,7 @@ struct memory_figures {
     double      prefill_ms = 0, token_ms = 0;
     size_t      state_bytes = 0;     // partial state of the sequence after the prefix
     double      snapshots_per_prefill = 0, bytes_per_snapshot = 0, ms_per_snapshot = 0;
-    double      shared_per_prefill = 0; // with a spare sequence id: snapshots that copied nothing
+    double      shared_per_prefill = 0; // with a spare sequence id: snapshots with no host copy
     double      held_per_token = 0;  // held steps per single-token decode (1: no snapshot)
     double      snapshots_per_token = 0;
     double      restore_ms = 0;
