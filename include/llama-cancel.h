@@ -158,8 +158,9 @@ extern "C" {
     LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
     // Counters since init, by value; zeros for NULL.
     LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
-    // Snapshot counters of the decodes made with the hook since init, by value; zeros for NULL. The
-    // hook keeps its largest snapshot's buffer (bytes / snapshots per call) until freed. Since 1.1.
+    // Snapshot counters of the decodes made with the hook since init, by value; zeros for NULL. On
+    // the thread of the hook's context. The hook keeps its largest snapshot's buffer (bytes /
+    // snapshots per call) until freed. Since 1.1.
     LLAMA_CANCEL_API struct llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const struct llama_cancel_hook * hook);
 
     //
