@@ -2,10 +2,13 @@
 // an error: it calls GGML_ABORT("Remote RPC server crashed or returned malformed response") on its
 // dispatcher thread and the process ends with SIGABRT, whatever the caller (or llama-cancel) does.
 // CTest expects that message; if upstream ever returns an error instead, the statuses printed
-// here say so and the test fails until the README's Limits is updated.
+// here say so and the test fails until the README's Limits is updated. SIGPIPE is ignored, so that
+// a write to the dead server's socket fails (EPIPE) and reaches that message, whichever of the
+// client's write or read meets the closed socket first.
 //   rpc_fault SMALL_MODEL RPC_SERVER
 #include "support.h"
 
+#include <csignal>
 #include <cstdio>
 
 namespace {
@@ -33,6 +36,9 @@ int main(int argc, char ** argv) {
         std::fprintf(stderr, "usage: rpc_fault MODEL RPC_SERVER\n");
         return 2;
     }
+#ifdef SIGPIPE
+    std::signal(SIGPIPE, SIG_IGN);
+#endif
     common::quiet_logs(false);
     common::backend_set set;
     set.rpc = true;
