@@ -1,4 +1,4 @@
-# The Python module (python/llama_cancel, pure ctypes), installed to LLAMA_CANCEL_PYTHON_INSTALL_DIR
+# The Python module (bindings/python/llama_cancel, pure ctypes), installed to LLAMA_CANCEL_PYTHON_INSTALL_DIR
 # with a generated _location.py that names the library relative to the installed package, so that
 # `llama_cancel.load()` finds it from any prefix. Included by the top-level CMakeLists.txt.
 if(LLAMA_CANCEL_STATIC)
@@ -15,9 +15,9 @@ file(GENERATE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/python/_location.py CONTENT
 LIBRARY = \"${PY_TO_LIBDIR}/$<TARGET_SONAME_FILE_NAME:llama-cancel>\"
 ")
 install(FILES
-    python/llama_cancel/__init__.py
-    python/llama_cancel/abi.py
-    python/llama_cancel/llama.py
-    python/llama_cancel/mtmd.py
+    bindings/python/llama_cancel/__init__.py
+    bindings/python/llama_cancel/abi.py
+    bindings/python/llama_cancel/llama.py
+    bindings/python/llama_cancel/mtmd.py
     ${CMAKE_CURRENT_BINARY_DIR}/python/_location.py
     DESTINATION ${PY_PACKAGE_DIR})

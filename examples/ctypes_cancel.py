@@ -5,7 +5,7 @@ llama_cancel_decode returns CANCELLED with the committed ubatches in memory; the
 resumes from there. Whether the store lands before or inside the decode, memory holds exactly the
 committed tokens.
 
-    PYTHONPATH=python python3 examples/ctypes_cancel.py path/to/libllama-cancel.so MODEL.gguf
+    PYTHONPATH=bindings/python python3 examples/ctypes_cancel.py path/to/libllama-cancel.so MODEL.gguf
 
 The tests run it with LLAMA_CANCEL_PROBE set to tests/ffi_probe.c built: then, so that the stop
 lands inside the prefill on a machine of any speed, that native probe (the decode's own abort

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings", "python"))
 import llama_cancel  # noqa: E402
 from llama_cancel import llama_cancel_decode_result, llama_cancel_seq_result  # noqa: E402
 

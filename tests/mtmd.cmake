@@ -47,7 +47,7 @@ set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj")
 
 # The Python module's multimodal test: an image chunk's encode stopped from the main thread.
 add_test(NAME python_module_mtmd
-    COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/python/tests/test_mtmd.py -p no:cacheprovider)
+    COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests/test_mtmd.py -p no:cacheprovider)
 set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmproj" SKIP_RETURN_CODE 77
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}")
 
@@ -111,6 +111,6 @@ add_test(NAME cli_media_mrope COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $
 set_tests_properties(cli_media_mrope PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models")
 # The Python module's multimodal test on the same M-RoPE pair.
 add_test(NAME python_module_mtmd_mrope
-    COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/python/tests -p "test_mtmd.py")
+    COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests -p "test_mtmd.py")
 set_tests_properties(python_module_mtmd_mrope PROPERTIES FIXTURES_REQUIRED "models;mrope_models"
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${MROPE_QWEN2VL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${QWEN2VL_MMPROJ}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `pip install` of the Python module from the source tree (python/pyproject.toml), as a user runs it:
+# `pip install` of the Python module from the source tree (bindings/python/pyproject.toml), as a user runs it:
 # offline (--no-deps --no-build-isolation: the system's setuptools builds it) into a scratch folder
-# (--target), from a copy of python/ so that setuptools' build/ and egg-info stay out of the source
+# (--target), from a copy of bindings/python/ so that setuptools' build/ and egg-info stay out of the source
 # tree. Then the installed copy alone: it imports from there, finds the library through
 # $LLAMA_CANCEL_LIBRARY, and passes the module's ABI tests. Without pip or setuptools: exit 77
 # (skipped) with the reason, and in CI (CI=true) a failure.
@@ -15,7 +15,7 @@ if ! missing=$("$python" -c 'import pip, setuptools, pytest' 2>&1); then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp -r "$src/python" "$work/src"
+cp -r "$src/bindings/python" "$work/src"
 rm -rf "$work/src/build" "$work/src"/*.egg-info
 "$python" -m pip install --quiet --no-deps --no-build-isolation --no-warn-script-location --root-user-action=ignore \
     --target "$work/site" "$work/src"
@@ -28,4 +28,4 @@ assert llama_cancel.__file__.startswith(sys.argv[1]), llama_cancel.__file__
 lc = llama_cancel.load()
 print("pip-installed module %s loads %s, version %d.%d.%d" % ((llama_cancel.__version__, lc.path) + lc.version()))
 ' "$work/site"
-"$python" -m pytest -q "$src/python/tests/test_abi.py"
+"$python" -m pytest -q "$src/bindings/python/tests/test_abi.py"
