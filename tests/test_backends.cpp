@@ -324,24 +324,33 @@ class Stateless : public ::testing::Test {
                     backend.c_str(), batch, n_asks, probe.max_work, ms, probe.checkpoints);
         ASSERT_GE(probe.max_work, min_work) << "the model's largest node is smaller than this test needs";
         ASSERT_LT(probe.max_work, max_work) << "the model's largest node is larger than this test needs";
-        // The checkpoints of the byte-at-0 decodes follow the measured rate: printed above, a figure.
-        // (Behind the delay proxy a checkpoint's round trip stretches the interval to about 100 round
-        // trips, checkpoint_policy's cost rule: fewer there, by design.) What is asserted is the stop.
+        // How many checkpoints the byte-at-0 decodes get follows the measured rate: printed above, a
+        // figure (a checkpoint's round trip stretches the interval on RPC up to a quarter of the
+        // graph, checkpoint_policy's cost rule: fewer there, by design). That there are some is the
+        // point on a device, where no abort callback runs: the old 1 GFLOP threshold gave none.
         EXPECT_EQ(probe.stopped_at, -1) << "the byte at 0 stopped nothing";
+        const bool device = backend == "vulkan" || backend == "rpc1" || backend == "rpc1-lan";
+        if (device) {
+            EXPECT_GT(probe.checkpoints, 0) << "the byte-at-0 decode passed no checkpoint: nothing could stop it inside a device split";
+        }
 
         probe.rearm(n_asks / 4);
         decode(ctx.get(), prompt);
         ASSERT_GT(probe.stored_at, 0) << "the probe never stored the byte";
-        if (backend == "vulkan" || backend == "rpc1" || backend == "rpc1-lan") {
-            // Node store_at is inside the device's one long split: only a checkpoint there stops it.
-            EXPECT_FALSE(probe.stored_late) << "node " << probe.store_at << "'s view ended without a checkpoint";
-        }
         ASSERT_GT(probe.stopped_at, 0) << "the graph ran to its end with the byte set at node " << probe.store_at;
         EXPECT_GE(probe.stopped_at, probe.store_at);
+        if (device && probe.stored_late) {
+            // Node store_at's view reached its split's end with no checkpoint (where it falls against
+            // the checkpoints is the measured rate's doing): the check made while the next split is
+            // grouped must stop it at that split's first node.
+            EXPECT_EQ(probe.stopped_at, probe.stored_at) << "the next split did not stop at its first node";
+        }
         EXPECT_LT(probe.stopped_at, n_asks) << "stopped only at the graph's last node";
-        std::printf("[%s] byte stored during node %d of %d: stopped at the checkpoint after node %d "
+        std::printf("[%s] byte stored during node %d of %d%s: stopped at the checkpoint after node %d "
                     "(%d nodes computed after it, %.0f%% of the rest)\n",
-                    backend.c_str(), probe.store_at, n_asks, probe.stopped_at, probe.stopped_at - probe.store_at,
+                    backend.c_str(), probe.store_at, n_asks,
+                    probe.stored_late ? " (its view ended with its split, no checkpoint)" : "",
+                    probe.stopped_at, probe.stopped_at - probe.store_at,
                     100.0 * (probe.stopped_at - probe.store_at) / (n_asks - probe.store_at));
     }
 };
