@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write a synthetic GGUF model (llama, mamba, mamba2, lfm2, qwen35, qwen2vl, qwen3vl or gemma3) for tests and benchmarks.
+"""Write a synthetic GGUF model (llama, mamba, mamba2, rwkv7, lfm2, qwen35, granitehybrid, qwen2vl,
+qwen3vl or gemma3) for tests and benchmarks.
 
 The weights are seeded random numbers (numpy default_rng), the vocabulary is a
 made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for every
@@ -18,11 +19,17 @@ Architectures (--arch; a flag that an architecture does not read is an error):
   mamba   Mamba-1, pure recurrent: d_inner 2 n_embd, conv kernel 4, dt_rank n_embd/16,
           state --d-state.
   mamba2  Mamba-2, pure recurrent: d_inner 2 n_embd in heads of 64, one group, state --d-state.
+  rwkv7   RWKV-7, pure recurrent: token shift and a wkv state of heads of --d-state (a multiple
+          of 64: ggml's CPU wkv7 kernel walks a head in blocks of up to 64 floats), squared-ReLU
+          channel mix, layer norms with biases.
   lfm2    hybrid: every --attn-every-th layer GQA attention, the others gated short
           convolutions (L_cache 3).
   qwen35  hybrid: every --attn-every-th layer gated full attention (partial M-RoPE), the others
           gated delta-net linear attention with n_head value heads and n_head_kv key heads
           of --d-state each.
+  granitehybrid  Granite 4.0-H: every --attn-every-th layer GQA attention without rope, the
+          others Mamba-2 mixers (as mamba2), SwiGLU FFN in every layer, Granite's embedding,
+          residual, attention and logit scales (the stored weights undo them).
   qwen2vl Qwen2-VL's text model: attention with q/k/v biases, SwiGLU, M-RoPE (sections
           time/height/width over the head; llama_model_rope_type MROPE), so that libmtmd gives
           its image and audio embeddings 4 positions each (mtmd_decode_use_mrope).
@@ -38,9 +45,12 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                    llama:  n_embd 64, n_layer 2, n_ff 128, n_head 4.
                    mamba:  n_embd 64, n_layer 2, d_state 16.
                    mamba2: n_embd 64, n_layer 2, d_state 32 (2 heads).
+                   rwkv7:  n_embd 64, n_layer 2, n_ff 128, d_state 64 (1 head).
                    lfm2:   n_embd 64, n_layer 4 (conv, attn, conv, attn), n_ff 128, 4/2 heads.
                    qwen35: n_embd 64, n_layer 4 (delta, attn, delta, attn), n_ff 128, 4/2 heads,
                            d_state 16.
+                   granitehybrid: n_embd 64, n_layer 4 (mamba2, attn, mamba2, attn), n_ff 128,
+                           4/2 heads, d_state 32.
                    gemma3: n_embd 64, n_layer 4 (swa, full, swa, full), n_ff 128, 4/2 heads,
                            n_swa 32.
                    qwen2vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads.
@@ -58,6 +68,10 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            state 16 KB.
                    qwen35: n_embd 512, n_layer 8 (2 attn), n_ff 1536, 8/4 heads, d_state 64:
                            63 MB, state 0.86 MB.
+                   rwkv7:  n_embd 512, n_layer 8, n_ff 1536, d_state 64 (8 heads): 54 MB,
+                           state 1.1 MB.
+                   granitehybrid: n_embd 512, n_layer 8 (2 attn), n_ff 1024, 8/4 heads,
+                           d_state 64: 56 MB, state 1.7 MB.
                    gemma3: n_embd 512, n_layer 8 (2 full), n_ff 1536, 8/4 heads, n_swa 32:
                            59 MB, state 0.2 MB.
                    With Debian's BLAS backend on the reference libblas3 it is ~10x slower:
@@ -73,7 +87,7 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
 Checked with Debian's libllama 0.7.0 for every architecture and preset: loads, decodes a
 256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after it, logits finite
 (max |logit| about 3-4), the last logits depend on the earlier tokens. llama_model_is_recurrent:
-mamba, mamba2; llama_model_is_hybrid: lfm2, qwen35.
+mamba, mamba2, rwkv7; llama_model_is_hybrid: lfm2, qwen35, granitehybrid.
 """
 
 import argparse
@@ -169,7 +183,7 @@ def parse_args(argv):
     p.add_argument("--n-head-kv", type=int, help="default: n-head (no GQA), or the preset's")
     p.add_argument("--n-vocab", type=int, help="at least %d (specials + byte tokens + 1)" % (N_FIXED + 1))
     p.add_argument("--n-ctx-train", type=int)
-    p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2; qwen35: delta-net head size)")
+    p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2, granitehybrid; qwen35: delta-net head size; rwkv7: wkv head size)")
     p.add_argument("--attn-every", type=int,
                    help="every N-th layer is full attention, the others recurrent (lfm2, qwen35) "
                         "or sliding-window (gemma3)")
@@ -209,8 +223,12 @@ def parse_args(argv):
         need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
         need((cfg["n_embd"] // cfg["n_head"]) % 2 == 0, "the head size n-embd/n-head must be even (rope)")
         need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
-    if a.arch == "mamba2":
+    if a.arch in ("mamba2", "granitehybrid"):
         need(cfg["n_embd"] % 32 == 0, "--n-embd must be a multiple of 32 (mamba2 heads)")
+    if a.arch == "rwkv7":
+        # ggml's CPU wkv7 kernel steps over a head in SIMD blocks of up to 64 floats
+        need(cfg["d_state"] % 64 == 0, "--d-state (the wkv head size) must be a multiple of 64 (rwkv7)")
+        need(cfg["n_embd"] % cfg["d_state"] == 0, "--n-embd must be a multiple of --d-state (rwkv7 heads)")
     if a.arch == "qwen35":
         need((cfg["n_embd"] // cfg["n_head"]) % 8 == 0, "the head size n-embd/n-head must be a multiple of 8 (qwen35 rope)")
     if "attn_every" in keys:

@@ -3,7 +3,8 @@
 Each builder writes its architecture's hyperparameters, then its tensors, through a Weights
 object (seeded random matrices, norms of ones). numpy shapes are ggml's ne reversed: a matrix
 that maps n_in -> n_out is (n_out, n_in). 2-D weights take the file's type (f32 or f16); norms,
-biases, convolution kernels and the SSM's A and D stay f32, as llama.cpp's converter keeps them.
+biases, convolution kernels, the SSM's A and D, and RWKV-7's decay LoRA and token-shift
+interpolations stay f32, as llama.cpp's converter keeps them.
 
 Scales: the residual stream is about unit size (token embeddings N(0, 1)), projections that read
 a normed input have std 1/sqrt(fan_in), the ones that write back into the residual stream are
@@ -66,13 +67,14 @@ def attn_layers(cfg):
     return [(i + 1) % cfg["attn_every"] == 0 for i in range(cfg["n_layer"])]
 
 
-def embd_and_output(t, cfg, body, out_norm=T.OUTPUT_NORM, embd_std=1.0):
-    """token_embd, body(), the final norm and the untied output matrix (logits ~ N(0, 1))."""
+def embd_and_output(t, cfg, body, out_norm=T.OUTPUT_NORM, embd_std=1.0, out_std=None):
+    """token_embd, body(), the final norm and the untied output matrix (logits ~ N(0, 1); out_std
+    overrides its std, for a graph that scales the logits)."""
     n_embd, n_vocab = cfg["n_embd"], cfg["n_vocab"]
     t.add(T.TOKEN_EMBD, None, t.mat(n_vocab, n_embd, embd_std))
     body()
     t.add(out_norm, None, t.ones())
-    t.add(T.OUTPUT, None, t.mat(n_vocab, n_embd, unit(n_embd)))
+    t.add(T.OUTPUT, None, t.mat(n_vocab, n_embd, unit(n_embd) if out_std is None else out_std))
 
 
 def gated_ffn(t, b, cfg, std_out):
@@ -153,18 +155,42 @@ def mamba2_heads(cfg):
     return d_inner, head_dim, d_inner // head_dim
 
 
-def mamba2(w, t, cfg):
-    n_embd, n_layer, d_state = cfg["n_embd"], cfg["n_layer"], cfg["d_state"]
+MAMBA2_D_CONV, MAMBA2_N_GROUP = 4, 1
+
+
+def mamba2_ssm_keys(w, cfg):
+    """The Mamba-2 mixer's hyperparameters (mamba2, granitehybrid)."""
     d_inner, _, n_head = mamba2_heads(cfg)
-    d_conv, n_group = 4, 1
+    w.add_ssm_conv_kernel(MAMBA2_D_CONV)
+    w.add_ssm_inner_size(d_inner)
+    w.add_ssm_state_size(cfg["d_state"])
+    w.add_ssm_time_step_rank(n_head)
+    w.add_ssm_group_count(MAMBA2_N_GROUP)
+
+
+def mamba2_mixer(t, b, cfg, std_out):
+    """Layer b's Mamba-2 mixer tensors, in_proj to out_proj (mamba2, granitehybrid)."""
+    n_embd, d_state = cfg["n_embd"], cfg["d_state"]
+    d_inner, _, n_head = mamba2_heads(cfg)
+    d_conv, n_group = MAMBA2_D_CONV, MAMBA2_N_GROUP
     conv_dim = d_inner + 2 * n_group * d_state
+    # z, then x B C (through the convolution), then dt
+    t.add(T.SSM_IN, b, t.mat(d_inner + conv_dim + n_head, n_embd, unit(n_embd)))
+    t.add(T.SSM_CONV1D, b, t.f32((conv_dim, d_conv), unit(d_conv)))
+    t.add(T.SSM_CONV1D, b, t.zeros(conv_dim), ".bias")
+    t.add(T.SSM_DT, b, dt_bias(n_head), ".bias")
+    t.add(T.SSM_A, b, -np.linspace(1, 16, n_head, dtype=np.float32).reshape(n_head, 1), "")
+    t.add(T.SSM_D, b, t.ones(n_head).reshape(n_head, 1), "")
+    t.add(T.SSM_NORM, b, t.ones(d_inner).reshape(n_group, d_inner // n_group))
+    t.add(T.SSM_OUT, b, t.mat(n_embd, d_inner, std_out))
+
+
+def mamba2(w, t, cfg):
+    n_layer = cfg["n_layer"]
+    d_inner, _, _ = mamba2_heads(cfg)
     w.add_feed_forward_length(0)
     w.add_head_count(0)
-    w.add_ssm_conv_kernel(d_conv)
-    w.add_ssm_inner_size(d_inner)
-    w.add_ssm_state_size(d_state)
-    w.add_ssm_time_step_rank(n_head)
-    w.add_ssm_group_count(n_group)
+    mamba2_ssm_keys(w, cfg)
     w.add_layer_norm_rms_eps(1e-5)
 
     std_out = unit(d_inner) / np.sqrt(2.0 * n_layer)
@@ -172,15 +198,7 @@ def mamba2(w, t, cfg):
     def body():
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())
-            # z, then x B C (through the convolution), then dt
-            t.add(T.SSM_IN, b, t.mat(d_inner + conv_dim + n_head, n_embd, unit(n_embd)))
-            t.add(T.SSM_CONV1D, b, t.f32((conv_dim, d_conv), unit(d_conv)))
-            t.add(T.SSM_CONV1D, b, t.zeros(conv_dim), ".bias")
-            t.add(T.SSM_DT, b, dt_bias(n_head), ".bias")
-            t.add(T.SSM_A, b, -np.linspace(1, 16, n_head, dtype=np.float32).reshape(n_head, 1), "")
-            t.add(T.SSM_D, b, t.ones(n_head).reshape(n_head, 1), "")
-            t.add(T.SSM_NORM, b, t.ones(d_inner).reshape(n_group, d_inner // n_group))
-            t.add(T.SSM_OUT, b, t.mat(n_embd, d_inner, std_out))
+            mamba2_mixer(t, b, cfg, std_out)
     embd_and_output(t, cfg, body)
 
 
@@ -387,6 +405,134 @@ def qwen3vl(w, t, cfg):
     embd_and_output(t, cfg, body)
 
 
+# --- granitehybrid (IBM Granite 4.0-H: Mamba-2 layers and GQA attention layers, Granite's scales) --
+
+# Granite's multipliers (muP), as Granite 4.0-H has them: the graph scales the token embeddings by
+# embedding_scale, every layer's mixer and FFN output by residual_scale before the residual add, and
+# divides the logits by logit_scale; attention_scale replaces 1/sqrt(head_dim) (here 1/head_dim).
+GRANITE_EMBEDDING_SCALE, GRANITE_RESIDUAL_SCALE, GRANITE_LOGIT_SCALE = 12.0, 0.22, 6.0
+
+
+def granitehybrid(w, t, cfg):
+    """Every attn_every-th layer GQA attention without rope (Granite 4.0-H's NoPE: the file says
+    rope.scaling.finetuned = false, which llama.cpp's granite graphs read as "no rope"), the others
+    Mamba-2 mixers (d_inner 2 n_embd in heads of 64, one group, as mamba2); SwiGLU FFN in every layer.
+    The stored weights undo Granite's multipliers, so that the residual stream stays about unit size."""
+    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
+    n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    d_inner, _, _ = mamba2_heads(cfg)
+    is_attn = attn_layers(cfg)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv([n_head_kv if a else 0 for a in is_attn])   # 0 marks a Mamba-2 layer
+    w.add_rope_scaling_finetuned(False)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_embedding_scale(GRANITE_EMBEDDING_SCALE)
+    w.add_residual_scale(GRANITE_RESIDUAL_SCALE)
+    w.add_attention_scale(1.0 / head_dim)
+    w.add_logit_scale(GRANITE_LOGIT_SCALE)
+    mamba2_ssm_keys(w, cfg)
+
+    # residual-stream writers, before the graph's residual_scale
+    res = np.sqrt(2.0 * n_layer) * GRANITE_RESIDUAL_SCALE
+
+    def body():
+        for b in range(n_layer):
+            t.add(T.ATTN_NORM, b, t.ones())
+            if is_attn[b]:
+                t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / res))
+            else:
+                mamba2_mixer(t, b, cfg, unit(d_inner) / res)
+            t.add(T.FFN_NORM, b, t.ones())
+            gated_ffn(t, b, cfg, unit(n_ff) / res)
+    embd_and_output(t, cfg, body, embd_std=1.0 / GRANITE_EMBEDDING_SCALE,
+                    out_std=GRANITE_LOGIT_SCALE * unit(n_embd))
+
+
+# --- rwkv7 (RWKV-7: token shift, wkv7 state with a per-channel decay and an in-context learning
+#     rate, squared-ReLU channel mix; layer norms with biases) --------------------------------------
+
+def rwkv7_lora_rank(n_embd, exponent, multiplier):
+    """RWKV-7's default low-rank sizes: n_embd^exponent * multiplier, in multiples of 32, at least 32."""
+    return max(1, round(n_embd ** exponent * multiplier / 32)) * 32
+
+
+def rwkv7(w, t, cfg):
+    """Pure recurrent: per layer a token-shift state (the time mix's and the channel mix's previous
+    token, 2 n_embd) and a wkv state of n_embd / d_state heads of d_state x d_state."""
+    n_embd, n_layer, n_ff, head_size = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"], cfg["d_state"]
+    n_vocab = cfg["n_vocab"]
+    n_decay = rwkv7_lora_rank(n_embd, 0.5, 1.8)
+    n_iclr = rwkv7_lora_rank(n_embd, 0.5, 1.8)
+    n_vres = rwkv7_lora_rank(n_embd, 0.5, 1.3)
+    n_gate = rwkv7_lora_rank(n_embd, 0.8, 0.6)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(0)   # unused, read anyway
+    w.add_layer_norm_eps(1e-5)
+    w.add_wkv_head_size(head_size)
+    w.add_decay_lora_rank(n_decay)
+    w.add_iclr_lora_rank(n_iclr)
+    w.add_value_residual_mix_lora_rank(n_vres)
+    w.add_gate_lora_rank(n_gate)
+    w.add_token_shift_count(2)
+
+    std_out = unit(n_embd) / np.sqrt(2.0 * n_layer)
+
+    def layer_norm(t_norm, b):
+        t.add(t_norm, b, t.ones())
+        t.add(t_norm, b, t.zeros(n_embd), ".bias")
+
+    def lerp(shape):
+        """Token-shift interpolation weights in [0, 1) (f32, as llama.cpp's converter keeps them)."""
+        return t.rng.random(shape, dtype=np.float32)
+
+    def lora(b, t1, t2, rank, std2):
+        """x -> t2 . f(t1 . x): t1 reads the normed input, t2 writes rank -> n_embd."""
+        t.add(t1, b, t.mat(rank, n_embd, unit(n_embd)))
+        t.add(t2, b, t.mat(n_embd, rank, std2))
+
+    t.add(T.TOKEN_EMBD, None, t.mat(n_vocab, n_embd, 1.0))
+    layer_norm(T.TOKEN_EMBD_NORM, None)   # RWKV's ln0, right after the embeddings
+    for b in range(n_layer):
+        layer_norm(T.ATTN_NORM, b)
+        layer_norm(T.ATTN_NORM_2, b)
+        # decay exp(-0.607 sigmoid(w0 + w2 tanh(w1 x))): w0 spreads it over about [0.59, 0.998],
+        # long memory to short, like mamba's time steps; w1 and w2 stay f32, as llama.cpp's
+        # converter keeps them
+        t.add(T.TIME_MIX_W0, b, np.linspace(-6, 2, n_embd, dtype=np.float32))
+        t.add(T.TIME_MIX_W1, b, t.f32((n_decay, n_embd), unit(n_embd)))
+        t.add(T.TIME_MIX_W2, b, t.f32((n_embd, n_decay), unit(n_decay)))
+        # in-context learning rate sigmoid(a0 + a2 a1 x)
+        t.add(T.TIME_MIX_A0, b, t.zeros(n_embd))
+        lora(b, T.TIME_MIX_A1, T.TIME_MIX_A2, n_iclr, unit(n_iclr))
+        # the mix with the first layer's values, sigmoid(v0 + v2 v1 x); layer 0's are unused and
+        # llama.cpp wants them of the iclr rank
+        t.add(T.TIME_MIX_V0, b, t.zeros(n_embd))
+        n_v = n_iclr if b == 0 else n_vres
+        lora(b, T.TIME_MIX_V1, T.TIME_MIX_V2, n_v, unit(n_v))
+        # output gate g2 sigmoid(g1 x)
+        lora(b, T.TIME_MIX_G1, T.TIME_MIX_G2, n_gate, unit(n_gate))
+        # r, w, k, v, a, g each interpolate between the token and the previous one
+        t.add(T.TIME_MIX_LERP_FUSED, b, lerp((6, 1, 1, n_embd)))
+        t.add(T.TIME_MIX_K_K, b, np.full(n_embd, 0.85, dtype=np.float32))
+        t.add(T.TIME_MIX_K_A, b, t.ones())
+        t.add(T.TIME_MIX_R_K, b, t.f32((n_embd,), unit(head_size)))
+        t.add(T.TIME_MIX_KEY, b, t.mat(n_embd, n_embd, unit(n_embd)))
+        t.add(T.TIME_MIX_VALUE, b, t.mat(n_embd, n_embd, unit(n_embd)))
+        t.add(T.TIME_MIX_RECEPTANCE, b, t.mat(n_embd, n_embd, unit(n_embd)))
+        layer_norm(T.TIME_MIX_LN, b)   # a group norm over the heads
+        t.add(T.TIME_MIX_OUTPUT, b, t.mat(n_embd, n_embd, std_out))
+        t.add(T.CHANNEL_MIX_LERP_K, b, lerp((1, 1, n_embd)))
+        t.add(T.CHANNEL_MIX_KEY, b, t.mat(n_ff, n_embd, unit(n_embd)))
+        t.add(T.CHANNEL_MIX_VALUE, b, t.mat(n_embd, n_ff, unit(n_ff) / np.sqrt(2.0 * n_layer)))
+    layer_norm(T.OUTPUT_NORM, None)
+    t.add(T.OUTPUT, None, t.mat(n_vocab, n_embd, unit(n_embd)))
+
+
 # Per architecture: the gguf arch, the builder, the config keys it reads beyond COMMON, presets.
 ARCHS = {
     "llama": dict(
@@ -449,5 +595,20 @@ ARCHS = {
                          attn_every=2, n_vocab=512, type="f32"),
             "bench": dict(n_embd=512, n_layer=8, n_ff=1536, n_head=8, n_head_kv=4, n_swa=32,
                           attn_every=4, n_vocab=4096, type="f16"),
+        }),
+    "granitehybrid": dict(
+        arch=gguf.MODEL_ARCH.GRANITE_HYBRID, build=granitehybrid,
+        keys=("n_ff", "n_head", "n_head_kv", "d_state", "attn_every"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=4, n_ff=128, n_head=4, n_head_kv=2, d_state=32,
+                         attn_every=2, n_vocab=512, type="f32"),
+            "bench": dict(n_embd=512, n_layer=8, n_ff=1024, n_head=8, n_head_kv=4, d_state=64,
+                          attn_every=4, n_vocab=4096, type="f16"),
+        }),
+    "rwkv7": dict(
+        arch=gguf.MODEL_ARCH.RWKV7, build=rwkv7, keys=("n_ff", "d_state"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=2, n_ff=128, d_state=64, n_vocab=512, type="f32"),
+            "bench": dict(n_embd=512, n_layer=8, n_ff=1536, d_state=64, n_vocab=4096, type="f16"),
         }),
 }
