@@ -31,7 +31,7 @@ const char k_synopsis[] =
     "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,lfm2,qwen35,mamba2:real,...|none]\n"
+    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"

@@ -118,11 +118,11 @@ void print_memory_header(const options & opt) {
                 "stops stored at a random "
                 "10-90%% point, p50 / max ms store to return, runs that finished first counted apart\n\n",
                 k_row_threads, k_real_batch, k_real_ubatch, 32, opt.runs);
-    std::printf("| arch    | memory    | state bytes | snaps | ms/snap | restore | prefill ms | snap share "
+    std::printf("| arch          | memory    | state bytes | snaps | ms/snap | restore | prefill ms | snap share "
                 "| prefill overhead (hook)  | (hook, spare sequence)   | (no hook)                | token ms | held "
                 "| token overhead           | prefill stop p50 / max         | token stop p50 / max          "
                 "| committed | exact |\n");
-    std::printf("|:--------|:----------|------------:|------:|--------:|--------:|-----------:|-----------:"
+    std::printf("|:--------------|:----------|------------:|------:|--------:|--------:|-----------:|-----------:"
                 "|:-------------------------|:-------------------------|:-------------------------|---------:|-----:"
                 "|:-------------------------|:-------------------------------|:------------------------------"
                 "|----------:|:------|\n");

@@ -52,8 +52,8 @@ int parse_options(int argc, char ** argv, memory_options & o) {
         .option("--json", &o.json, "OUT", "where the row's JSON goes")
         .option("--runs", &o.runs, "N", "paired runs (>= 3)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
-        .option("--batch", &o.batch, "N", "prefill tokens after the 64-token prefix (default 256)")
-        .option("--ubatch", &o.ubatch, "N", "n_ubatch: the prefill's slices (default 64)");
+        .option("--batch", &o.batch, "N", "prefill tokens after the 64-token prefix")
+        .option("--ubatch", &o.ubatch, "N", "n_ubatch: the prefill's slices");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -381,7 +381,7 @@ std::string spread(const ratio_stats & r) {
 
 void print_row(const memory_figures & f) {
     const std::vector<double> & ps = f.prefill_stops.stop_ms;
-    std::printf("| %-7s | %-9s | %11zu | %2.0f/%-2.0f | %7.3f | %7.3f | %10.1f | %9.3f%% | %-24s | %-24s | %-24s "
+    std::printf("| %-13s | %-9s | %11zu | %2.0f/%-2.0f | %7.3f | %7.3f | %10.1f | %9.3f%% | %-24s | %-24s | %-24s "
                 "| %8.2f | %4.2f | %-24s | %7.1f / %7.1f (%d first) | %6.1f / %6.1f (%d first) | %9d | %-5s |\n",
                 f.arch.c_str(), f.memory, f.state_bytes, f.snapshots_per_prefill, f.shared_per_prefill,
                 f.ms_per_snapshot, f.restore_ms, f.prefill_ms, f.share_prefill_pct, spread(f.sliced_hook).c_str(),
