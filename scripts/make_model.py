@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write a synthetic GGUF model (llama, mamba, mamba2, rwkv7, lfm2, qwen35, granitehybrid, qwen2vl,
-qwen3vl or gemma3) for tests and benchmarks.
+"""Write a synthetic GGUF model (llama, mamba, mamba2, rwkv7, lfm2, qwen35, granitehybrid,
+nemotron_h, falcon-h1, qwen2vl, qwen3vl or gemma3) for tests and benchmarks.
 
 The weights are seeded random numbers (numpy default_rng), the vocabulary is a
 made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for every
@@ -30,6 +30,13 @@ Architectures (--arch; a flag that an architecture does not read is an error):
   granitehybrid  Granite 4.0-H: every --attn-every-th layer GQA attention without rope, the
           others Mamba-2 mixers (as mamba2), SwiGLU FFN in every layer, Granite's embedding,
           residual, attention and logit scales (the stored weights undo them).
+  nemotron_h  Nemotron-H: each layer one block, in pairs of a mixer and a squared-ReLU MLP (up,
+          down, no gate); every --attn-every-th mixer GQA attention without rope, the others
+          Mamba-2 (as mamba2). The per-layer arrays tell llama.cpp the kinds: head_count_kv and
+          feed_forward_length both 0 is Mamba-2, feed_forward_length 0 alone attention.
+  falcon-h1  Falcon-H1: in every layer GQA attention (rope) and a Mamba-2 mixer (as mamba2) in
+          parallel on one norm, then a SwiGLU FFN. llama.cpp's graph applies none of Falcon-H1's
+          multipliers (its converter folds them into the weights), so the file has none.
   qwen2vl Qwen2-VL's text model: attention with q/k/v biases, SwiGLU, M-RoPE (sections
           time/height/width over the head; llama_model_rope_type MROPE), so that libmtmd gives
           its image and audio embeddings 4 positions each (mtmd_decode_use_mrope).
@@ -51,6 +58,10 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            d_state 16.
                    granitehybrid: n_embd 64, n_layer 4 (mamba2, attn, mamba2, attn), n_ff 128,
                            4/2 heads, d_state 32.
+                   nemotron_h: n_embd 64, n_layer 4 (mamba2, mlp, attn, mlp), n_ff 128, 4/2 heads,
+                           d_state 32: 0.58 MB.
+                   falcon-h1: n_embd 64, n_layer 2 (attn + mamba2 each), n_ff 128, 4/2 heads,
+                           d_state 32: 0.81 MB.
                    gemma3: n_embd 64, n_layer 4 (swa, full, swa, full), n_ff 128, 4/2 heads,
                            n_swa 32.
                    qwen2vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads.
@@ -74,6 +85,12 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            d_state 64: 56 MB, state 1.7 MB.
                    gemma3: n_embd 512, n_layer 8 (2 full), n_ff 1536, 8/4 heads, n_swa 32:
                            59 MB, state 0.2 MB.
+                   nemotron_h: n_embd 512, n_layer 12 (4 mamba2, 2 attn, 6 mlp), n_ff 1536,
+                           8/4 heads, d_state 64: 44 MB, state 1.1 MB.
+                   falcon-h1: n_embd 512, n_layer 6 (attn + mamba2 each), n_ff 1024, 8/2 heads,
+                           d_state 64: 55 MB, state 1.7 MB.
+                   (nemotron_h and falcon-h1: 210 and 270 ms, measured beside granitehybrid's
+                   325 ms.)
                    With Debian's BLAS backend on the reference libblas3 it is ~10x slower:
                    unload BLAS, as tools/support.cpp does.
   real             mamba2 and qwen35 only: real models' proportions of recurrent state to weights
@@ -87,7 +104,7 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
 Checked with Debian's libllama 0.7.0 for every architecture and preset: loads, decodes a
 256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after it, logits finite
 (max |logit| about 3-4), the last logits depend on the earlier tokens. llama_model_is_recurrent:
-mamba, mamba2, rwkv7; llama_model_is_hybrid: lfm2, qwen35, granitehybrid.
+mamba, mamba2, rwkv7; llama_model_is_hybrid: lfm2, qwen35, granitehybrid, nemotron_h, falcon-h1.
 """
 
 import argparse
@@ -183,10 +200,10 @@ def parse_args(argv):
     p.add_argument("--n-head-kv", type=int, help="default: n-head (no GQA), or the preset's")
     p.add_argument("--n-vocab", type=int, help="at least %d (specials + byte tokens + 1)" % (N_FIXED + 1))
     p.add_argument("--n-ctx-train", type=int)
-    p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2, granitehybrid; qwen35: delta-net head size; rwkv7: wkv head size)")
+    p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2, granitehybrid, nemotron_h, falcon-h1; qwen35: delta-net head size; rwkv7: wkv head size)")
     p.add_argument("--attn-every", type=int,
-                   help="every N-th layer is full attention, the others recurrent (lfm2, qwen35) "
-                        "or sliding-window (gemma3)")
+                   help="every N-th layer is full attention, the others recurrent (lfm2, qwen35, "
+                        "granitehybrid) or sliding-window (gemma3); nemotron_h: every N-th mixer")
     p.add_argument("--n-swa", type=int, help="sliding window (gemma3)")
     p.add_argument("--deepstack", type=int,
                    help="qwen3vl: deepstack layers of the vision projector it pairs with (n_embd_inp = n_embd * (1 + N))")
@@ -223,7 +240,7 @@ def parse_args(argv):
         need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
         need((cfg["n_embd"] // cfg["n_head"]) % 2 == 0, "the head size n-embd/n-head must be even (rope)")
         need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
-    if a.arch in ("mamba2", "granitehybrid"):
+    if a.arch in ("mamba2", "granitehybrid", "nemotron_h", "falcon-h1"):
         need(cfg["n_embd"] % 32 == 0, "--n-embd must be a multiple of 32 (mamba2 heads)")
     if a.arch == "rwkv7":
         # ggml's CPU wkv7 kernel steps over a head in SIMD blocks of up to 64 floats
@@ -235,6 +252,10 @@ def parse_args(argv):
         need(cfg["n_layer"] >= cfg["attn_every"], "--n-layer must be at least --attn-every "
              "(the model needs both kinds of layers)")
         need(cfg["attn_every"] >= 2, "--attn-every must be >= 2 (the model needs both kinds of layers)")
+    if a.arch == "nemotron_h":
+        # layers 0, 2, 4, ... are the mixers: the attn_every-th of them is layer 2 attn_every - 2
+        need(cfg["n_layer"] >= 2 * cfg["attn_every"] - 1, "--n-layer must be at least 2 --attn-every - 1 "
+             "(nemotron_h: a mixer and an MLP per pair of layers, every --attn-every-th mixer attention)")
     return a.out, cfg
 
 

@@ -78,7 +78,8 @@ def embd_and_output(t, cfg, body, out_norm=T.OUTPUT_NORM, embd_std=1.0, out_std=
 
 
 def gated_ffn(t, b, cfg, std_out):
-    """gate, up and down; the graph makes it SwiGLU (llama, lfm2, qwen35) or GeGLU (gemma3)."""
+    """gate, up and down; the graph makes it SwiGLU (llama, lfm2, qwen35, granitehybrid, falcon-h1) or
+    GeGLU (gemma3)."""
     n_embd, n_ff = cfg["n_embd"], cfg["n_ff"]
     t.add(T.FFN_GATE, b, t.mat(n_ff, n_embd, unit(n_embd)))
     t.add(T.FFN_UP, b, t.mat(n_ff, n_embd, unit(n_embd)))
@@ -159,7 +160,7 @@ MAMBA2_D_CONV, MAMBA2_N_GROUP = 4, 1
 
 
 def mamba2_ssm_keys(w, cfg):
-    """The Mamba-2 mixer's hyperparameters (mamba2, granitehybrid)."""
+    """The Mamba-2 mixer's hyperparameters (mamba2, granitehybrid, nemotron_h, falcon-h1)."""
     d_inner, _, n_head = mamba2_heads(cfg)
     w.add_ssm_conv_kernel(MAMBA2_D_CONV)
     w.add_ssm_inner_size(d_inner)
@@ -169,7 +170,8 @@ def mamba2_ssm_keys(w, cfg):
 
 
 def mamba2_mixer(t, b, cfg, std_out):
-    """Layer b's Mamba-2 mixer tensors, in_proj to out_proj (mamba2, granitehybrid)."""
+    """Layer b's Mamba-2 mixer tensors, in_proj to out_proj (mamba2, granitehybrid, nemotron_h,
+    falcon-h1)."""
     n_embd, d_state = cfg["n_embd"], cfg["d_state"]
     d_inner, _, n_head = mamba2_heads(cfg)
     d_conv, n_group = MAMBA2_D_CONV, MAMBA2_N_GROUP
@@ -453,6 +455,83 @@ def granitehybrid(w, t, cfg):
                     out_std=GRANITE_LOGIT_SCALE * unit(n_embd))
 
 
+# --- nemotron_h (NVIDIA Nemotron-H: Mamba-2 layers, attention-only layers, MLP-only layers) -------
+
+def nemotron_h_layers(cfg):
+    """Per layer its kind, in the letters of Nemotron-H's hybrid_override_pattern: "M" Mamba-2, "*"
+    attention, "-" MLP. The layers come in pairs, a mixer then an MLP, and every attn_every-th mixer
+    is attention: n_layer 4, attn_every 2 gives M-*-."""
+    return ["-" if i % 2 else "*" if (i // 2 + 1) % cfg["attn_every"] == 0 else "M"
+            for i in range(cfg["n_layer"])]
+
+
+def nemotron_h(w, t, cfg):
+    """Each layer one block behind its own norm and residual add: a Mamba-2 mixer (as mamba2), GQA
+    attention without rope, or a squared-ReLU MLP (up, down, no gate). llama.cpp tells them apart by
+    the per-layer arrays: n_head_kv(il) == 0 and n_ff(il) == 0 is Mamba-2, n_ff(il) == 0 alone is
+    attention, the rest are MLPs."""
+    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
+    n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    d_inner, _, _ = mamba2_heads(cfg)
+    kinds = nemotron_h_layers(cfg)
+    w.add_feed_forward_length([n_ff if k == "-" else 0 for k in kinds])
+    w.add_head_count(n_head)
+    w.add_head_count_kv([n_head_kv if k == "*" else 0 for k in kinds])
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_layer_norm_eps(1e-5)   # unused by the graph (RMS norms only), but 0.7.0 requires it
+    mamba2_ssm_keys(w, cfg)
+
+    def body():
+        for b in range(n_layer):
+            t.add(T.ATTN_NORM, b, t.ones())   # every block's input norm
+            if kinds[b] == "M":
+                mamba2_mixer(t, b, cfg, unit(d_inner) / np.sqrt(2.0 * n_layer))
+            elif kinds[b] == "*":
+                t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+                t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / np.sqrt(2.0 * n_layer)))
+            else:
+                t.add(T.FFN_UP, b, t.mat(n_ff, n_embd, unit(n_embd)))
+                t.add(T.FFN_DOWN, b, t.mat(n_embd, n_ff, unit(n_ff) / np.sqrt(2.0 * n_layer)))
+    embd_and_output(t, cfg, body)
+
+
+# --- falcon-h1 (TII Falcon-H1: attention and a Mamba-2 mixer in parallel in every layer, SwiGLU) --
+
+def falcon_h1(w, t, cfg):
+    """Every layer: one norm, then GQA attention (rope) and a Mamba-2 mixer (as mamba2) side by side,
+    their sum added to the residual stream, then a SwiGLU FFN. Falcon-H1's muP multipliers (embedding,
+    attention in/out, key, SSM in/out, MLP, lm_head) are folded into the weights by llama.cpp's
+    converter: the graph reads no multiplier keys, and the file writes none."""
+    n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
+    n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    d_inner, _, _ = mamba2_heads(cfg)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_freq_base(100000000000.0)   # Falcon-H1's rope_theta 1e11
+    w.add_layer_norm_rms_eps(1e-5)
+    mamba2_ssm_keys(w, cfg)
+
+    # attention and the mixer write into the residual stream together, the FFN after them
+    res = np.sqrt(3.0 * n_layer)
+
+    def body():
+        for b in range(n_layer):
+            t.add(T.ATTN_NORM, b, t.ones())   # read by both the attention and the mixer
+            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / res))
+            mamba2_mixer(t, b, cfg, unit(d_inner) / res)
+            t.add(T.FFN_PRE_NORM, b, t.ones(), "")   # llama.cpp looks it up without ".weight"
+            gated_ffn(t, b, cfg, unit(n_ff) / res)
+    embd_and_output(t, cfg, body)
+
+
 # --- rwkv7 (RWKV-7: token shift, wkv7 state with a per-channel decay and an in-context learning
 #     rate, squared-ReLU channel mix; layer norms with biases) --------------------------------------
 
@@ -604,6 +683,24 @@ ARCHS = {
                          attn_every=2, n_vocab=512, type="f32"),
             "bench": dict(n_embd=512, n_layer=8, n_ff=1024, n_head=8, n_head_kv=4, d_state=64,
                           attn_every=4, n_vocab=4096, type="f16"),
+        }),
+    "nemotron_h": dict(
+        arch=gguf.MODEL_ARCH.NEMOTRON_H, build=nemotron_h,
+        keys=("n_ff", "n_head", "n_head_kv", "d_state", "attn_every"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=4, n_ff=128, n_head=4, n_head_kv=2, d_state=32,
+                         attn_every=2, n_vocab=512, type="f32"),
+            "bench": dict(n_embd=512, n_layer=12, n_ff=1536, n_head=8, n_head_kv=4, d_state=64,
+                          attn_every=3, n_vocab=4096, type="f16"),
+        }),
+    "falcon-h1": dict(
+        arch=gguf.MODEL_ARCH.FALCON_H1, build=falcon_h1,
+        keys=("n_ff", "n_head", "n_head_kv", "d_state"),
+        presets={
+            "tiny": dict(n_embd=64, n_layer=2, n_ff=128, n_head=4, n_head_kv=2, d_state=32,
+                         n_vocab=512, type="f32"),
+            "bench": dict(n_embd=512, n_layer=6, n_ff=1024, n_head=8, n_head_kv=2, d_state=64,
+                          n_vocab=4096, type="f16"),
         }),
     "rwkv7": dict(
         arch=gguf.MODEL_ARCH.RWKV7, build=rwkv7, keys=("n_ff", "d_state"),
