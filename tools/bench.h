@@ -43,7 +43,7 @@ struct options {
         o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
         o.mtmd         = {"vision", "audio"};
         o.archs        = {"llama", "gemma3", "mamba", "mamba2", "rwkv7", "lfm2", "qwen35", "granitehybrid",
-                          "mamba2:real", "qwen35:real"};
+                          "nemotron_h", "falcon-h1", "mamba2:real", "qwen35:real"};
         o.budgets      = {5, 20, 100};
         o.seq_backends = {"cpu", "rpc1"};
         o.seq_ubatches = {512, 128};
