@@ -88,6 +88,19 @@ def gated_ffn(t, b, cfg, std_out):
 
 # --- llama -----------------------------------------------------------------------------------
 
+def gqa_attention(t, b, cfg, std_out, qk_norm=False):
+    """Layer b's attention: q (n_head heads), k and v (n_head_kv heads) reading a normed input,
+    optional q/k norms, and the output projection writing back with std_out."""
+    n_embd, n_head, n_head_kv = cfg["n_embd"], cfg["n_head"], cfg["n_head_kv"]
+    head_dim = n_embd // n_head
+    t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
+    t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+    t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
+    if qk_norm:
+        t.add(T.ATTN_Q_NORM, b, t.ones(head_dim))
+        t.add(T.ATTN_K_NORM, b, t.ones(head_dim))
+    t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+
 def llama(w, t, cfg):
     n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
     n_head, n_head_kv, n_vocab = cfg["n_head"], cfg["n_head_kv"], cfg["n_vocab"]
@@ -209,7 +222,6 @@ def mamba2(w, t, cfg):
 def lfm2(w, t, cfg):
     n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
     n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
-    head_dim = n_embd // n_head
     l_cache = 3
     is_attn = attn_layers(cfg)
     w.add_feed_forward_length(n_ff)
@@ -225,12 +237,7 @@ def lfm2(w, t, cfg):
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())
             if is_attn[b]:
-                t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_Q_NORM, b, t.ones(head_dim))
-                t.add(T.ATTN_K_NORM, b, t.ones(head_dim))
-                t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+                gqa_attention(t, b, cfg, std_out, qk_norm=True)
             else:
                 t.add(T.SHORTCONV_INPROJ, b, t.mat(3 * n_embd, n_embd, unit(n_embd)))   # B, C, x
                 t.add(T.SHORTCONV_CONV, b, t.f32((n_embd, l_cache), unit(l_cache)))
@@ -319,12 +326,7 @@ def gemma3(w, t, cfg):
     def body():
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())
-            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_Q_NORM, b, t.ones(head_dim))
-            t.add(T.ATTN_K_NORM, b, t.ones(head_dim))
-            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+            gqa_attention(t, b, cfg, std_out, qk_norm=True)
             t.add(T.ATTN_POST_NORM, b, t.ones())
             t.add(T.FFN_NORM, b, t.ones())
             gated_ffn(t, b, cfg, unit(n_ff) / np.sqrt(2.0 * n_layer))
@@ -396,12 +398,7 @@ def qwen3vl(w, t, cfg):
     def body():
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())
-            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_Q_NORM, b, t.ones(head_dim))
-            t.add(T.ATTN_K_NORM, b, t.ones(head_dim))
-            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, std_out))
+            gqa_attention(t, b, cfg, std_out, qk_norm=True)
             t.add(T.FFN_NORM, b, t.ones())
             gated_ffn(t, b, cfg, unit(n_ff) / np.sqrt(2.0 * n_layer))
     embd_and_output(t, cfg, body)
@@ -443,10 +440,7 @@ def granitehybrid(w, t, cfg):
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())
             if is_attn[b]:
-                t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / res))
+                gqa_attention(t, b, cfg, unit(n_embd) / res)
             else:
                 mamba2_mixer(t, b, cfg, unit(d_inner) / res)
             t.add(T.FFN_NORM, b, t.ones())
@@ -472,7 +466,6 @@ def nemotron_h(w, t, cfg):
     attention, the rest are MLPs."""
     n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
     n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
-    head_dim = n_embd // n_head
     d_inner, _, _ = mamba2_heads(cfg)
     kinds = nemotron_h_layers(cfg)
     w.add_feed_forward_length([n_ff if k == "-" else 0 for k in kinds])
@@ -488,10 +481,7 @@ def nemotron_h(w, t, cfg):
             if kinds[b] == "M":
                 mamba2_mixer(t, b, cfg, unit(d_inner) / np.sqrt(2.0 * n_layer))
             elif kinds[b] == "*":
-                t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-                t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / np.sqrt(2.0 * n_layer)))
+                gqa_attention(t, b, cfg, unit(n_embd) / np.sqrt(2.0 * n_layer))
             else:
                 t.add(T.FFN_UP, b, t.mat(n_ff, n_embd, unit(n_embd)))
                 t.add(T.FFN_DOWN, b, t.mat(n_embd, n_ff, unit(n_ff) / np.sqrt(2.0 * n_layer)))
@@ -507,7 +497,6 @@ def falcon_h1(w, t, cfg):
     converter: the graph reads no multiplier keys, and the file writes none."""
     n_embd, n_layer, n_ff = cfg["n_embd"], cfg["n_layer"], cfg["n_ff"]
     n_head, n_head_kv = cfg["n_head"], cfg["n_head_kv"]
-    head_dim = n_embd // n_head
     d_inner, _, _ = mamba2_heads(cfg)
     w.add_feed_forward_length(n_ff)
     w.add_head_count(n_head)
@@ -522,10 +511,7 @@ def falcon_h1(w, t, cfg):
     def body():
         for b in range(n_layer):
             t.add(T.ATTN_NORM, b, t.ones())   # read by both the attention and the mixer
-            t.add(T.ATTN_Q, b, t.mat(n_head * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_K, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_V, b, t.mat(n_head_kv * head_dim, n_embd, unit(n_embd)))
-            t.add(T.ATTN_OUT, b, t.mat(n_embd, n_head * head_dim, unit(n_embd) / res))
+            gqa_attention(t, b, cfg, unit(n_embd) / res)
             mamba2_mixer(t, b, cfg, unit(d_inner) / res)
             t.add(T.FFN_PRE_NORM, b, t.ones(), "")   # llama.cpp looks it up without ".weight"
             gated_ffn(t, b, cfg, unit(n_ff) / res)
