@@ -17,19 +17,21 @@
 //     struct llama_context * ctx = llama_init_from_model(model, cp);
 //
 //     struct llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-//     dp.flag = &stop;  dp.hook = hook;
+//     dp.flag = &stop;                         // the hook bound to ctx is found by itself
 //     struct llama_cancel_decode_result dr;
-//     if (llama_cancel_decode(ctx, batch, &dp, &dr, NULL) == LLAMA_CANCEL_CANCELLED) {
-//         // memory holds the first dr.n_committed batch tokens: decode the batch from there to resume
+//     if (llama_cancel_decode(ctx, batch, &dp, &dr, NULL) == LLAMA_CANCEL_OK) {
+//         const float * logits = llama_cancel_get_logits_ith(ctx, &dr, -1);
+//     } else {
+//         // CANCELLED: memory holds the first dr.n_committed batch tokens: decode from there to resume
 //     }
-//     const float * logits = llama_cancel_get_logits_ith(ctx, &dr, batch.n_tokens - 1);
 //
 //     llama_free(ctx);
 //     llama_cancel_hook_free(hook);            // after every context it is bound to
 //     llama_model_free(model);
 //
 // Threading: call each function on the thread that owns its context (a load: any one thread); other
-// threads only store into the bytes. Mechanisms and limits: docs/design.md.
+// threads only store into the bytes and, during a decode, read seqs[s].cancelled (nothing else of
+// a call's results is final before it returns). Mechanisms and limits: docs/design.md.
 //
 // Structs: fixed-width fields, pointers first, then 4-byte fields, `message` last, no padding on
 // 64-bit targets. A host that copies a layout checks it with llama_cancel_struct_size/_field_offset.
@@ -58,7 +60,7 @@
 
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
 #define LLAMA_CANCEL_VERSION_MAJOR 1
-#define LLAMA_CANCEL_VERSION_MINOR 1
+#define LLAMA_CANCEL_VERSION_MINOR 2
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
@@ -145,16 +147,19 @@ extern "C" {
     LLAMA_CANCEL_API struct llama_cancel_hook * llama_cancel_hook_init(const struct llama_cancel_hook_params * params);
     // Frees it after every context bound to it was freed; NULL does nothing.
     LLAMA_CANCEL_API void llama_cancel_hook_free(struct llama_cancel_hook * hook);
-    // Sets params->cb_eval/cb_eval_user_data to the hook before llama_init_from_model. False, with
-    // nothing changed, for NULL arguments or a cb_eval already set (chain it through the params).
+    // Sets params->cb_eval/cb_eval_user_data to the hook before llama_init_from_model, and notes
+    // params->abort_callback: the calls on that context consult it and put it back on return. False,
+    // with nothing changed, for NULL arguments or a cb_eval already set (chain it through the params).
     LLAMA_CANCEL_API bool llama_cancel_hook_bind(struct llama_cancel_hook * hook, struct llama_context_params * params);
     // The callback itself, user data = the hook: for mtmd_context_params and other schedulers.
     LLAMA_CANCEL_API bool llama_cancel_hook_eval_callback(struct ggml_tensor * t, bool ask, void * hook);
     // Replaces the byte of hook_params.flag; only while no graph runs with the hook.
     LLAMA_CANCEL_API void llama_cancel_hook_set_flag(struct llama_cancel_hook * hook, const int8_t * flag);
-    // True when the hook stopped a graph since the last reset (its results are garbage).
+    // True when the hook stopped the graph it ran last (its results are garbage: a host running a graph
+    // itself checks this after it returns 0). A stop is the graph's own: it ends when the next graph
+    // begins (a graph a host runs is recognised by its first node coming again), never cuts it.
     LLAMA_CANCEL_API bool llama_cancel_hook_stopped(const struct llama_cancel_hook * hook);
-    // Clears that, before a graph run outside llama_cancel_* calls; learnt rates are kept.
+    // Clears that at once; learnt rates are kept.
     LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
     // Counters since init, by value; zeros for NULL.
     LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
@@ -170,8 +175,8 @@ extern "C" {
     // Per-sequence data: arrays of params.n_seq entries, indexed by sequence id.
     struct llama_cancel_decode_params {
         const int8_t *             flag;                // the byte; NULL: never cancels
-        struct llama_cancel_hook * hook;                // the hook bound to ctx; NULL: none
-        ggml_abort_callback        abort_callback;      // the caller's own, consulted too and installed again on return
+        struct llama_cancel_hook * hook;                // the hook bound to ctx (another: ERROR); NULL: found at its first ask
+        ggml_abort_callback        abort_callback;      // the host's own, consulted too and installed on return; NULL: the hook's
         void *                     abort_callback_data; // its user data
         const int8_t * const *     seq_flags;           // a byte per sequence (entries may be NULL): drops it alone; NULL: none
         float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#stop-time-budget)
@@ -201,13 +206,17 @@ extern "C" {
     // llama_decode(ctx, batch) under the byte: read by the abort callback (the CPU) and, with a
     // hook or the stateless eval callback bound, at checkpoints on every backend. On the ctx's
     // thread; the batch, params and results stay the caller's. `params` NULL: defaults; `result`
-    // NULL: not reported; `seqs`: NULL or params->n_seq entries.
+    // NULL: not reported; `seqs`: NULL or params->n_seq entries. The abort callback installed on ctx
+    // on return is the host's (params->abort_callback, else the one its hook was bound with, else
+    // none: llama.cpp cannot tell the library which one ctx had).
     // - OK: the whole batch is in memory; read outputs with llama_cancel_get_logits_ith.
     // - CANCELLED: memory holds exactly the first result->n_committed batch tokens (per sequence,
     //   seqs[s].n_committed), byte for byte what a clean decode of them leaves, on every memory kind;
     //   decode the batch from that index to resume, bit-identical (CPU). A stop keeps every finished
-    //   ubatch, except in a batch that asks for outputs before its last n_ubatch tokens on a context
-    //   with a hook or recurrent state (then the call is undone whole). A byte set on entry: at once.
+    //   ubatch before the one holding the batch's first output, whichever callback stopped it (a
+    //   batch larger than n_ubatch goes a ubatch per llama_decode call up to there, then the rest in
+    //   one call; inside that call the CPU's abort callback keeps finished ubatches of a KV cache).
+    //   A byte set on entry: at once, nothing touched.
     // - Recurrent and hybrid models: a snapshot before each llama_decode call a stop could leave
     //   half-computed (not before generation steps, which run to their end): no host copy when ctx
     //   has an unused sequence id per sequence of the call (n_seq_max above those in use; hybrid
@@ -220,10 +229,11 @@ extern "C" {
     LLAMA_CANCEL_API int32_t llama_cancel_decode(struct llama_context * ctx, struct llama_batch batch,
         const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result,
         struct llama_cancel_seq_result * seqs);
-    // Output of batch index i (negative: from the last output) after llama_cancel_decode returned OK
-    // into `result`, on every path (hook, recurrent state, budget slices). After a sequence was
-    // dropped (output_base -1), read the others' last outputs through seqs[s].output instead.
-    // NULL when that output does not exist. Owned by ctx until its next decode; ctx's thread.
+    // Output of batch index i (negative: -1 the batch's last output, as llama.cpp counts) after
+    // llama_cancel_decode returned OK into `result`, on every path (hook, recurrent state, slices).
+    // After a sequence was dropped (output_base -1), read the others' last outputs through
+    // seqs[s].output instead. NULL when that output does not exist, after CANCELLED or ERROR
+    // whatever i, and for any index after a drop. Owned by ctx until its next decode; ctx's thread.
     LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(struct llama_context * ctx,
         const struct llama_cancel_decode_result * result, int32_t i);
     LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(struct llama_context * ctx,
@@ -245,14 +255,14 @@ extern "C" {
 
     struct llama_cancel_generate_params {
         const int8_t *              flag;          // the byte; NULL: never cancels
-        struct llama_cancel_hook *  hook;          // the hook bound to ctx; NULL: none
+        struct llama_cancel_hook *  hook;          // as in decode params; NULL: found at its first ask
         struct llama_sampler *      sampler;       // the caller's sampler chain; NULL: greedy
         llama_cancel_token_callback on_token;      // NULL: none
         void *                      on_token_data; // its user data
         float                       max_stop_ms;   // stop-time budget of every decode; 0: none
         int32_t                     n_predict;     // most tokens to generate (0: prompt only)
         int32_t                     seq_id;        // the sequence to continue
-        int32_t                     n_batch;       // prompt tokens per decode; <= 0: the context's n_batch
+        int32_t                     n_batch;       // prompt tokens per decode; <= 0: the context's; more: ERROR
     };
 
     struct llama_cancel_generate_result {
@@ -270,9 +280,11 @@ extern "C" {
     LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
     // Decodes `prompt` after what seq_id holds (n_prompt 0: go on from the last logits), then samples
     // and decodes up to n_predict tokens into `out` (n_out_max >= n_predict entries). The byte is read
-    // inside every decode and between tokens; memory always holds whole, committed steps, so the
-    // context is ready to resume from result->n_past. Returns OK (length or end of generation),
-    // CANCELLED or ERROR. On the ctx's thread; `result` may be NULL.
+    // inside every decode and between tokens; memory always holds whole, committed steps, and
+    // result->n_past is seq_id's next position whatever the return (an ERROR in the checks decodes
+    // nothing). Resume: prompt + n_prompt_committed while the prompt is not all in, then
+    // out[n_generated_committed..n_generated) as the prompt. Returns OK (length or end of
+    // generation), CANCELLED or ERROR. On the ctx's thread; `result` may be NULL.
     LLAMA_CANCEL_API int32_t llama_cancel_generate(struct llama_context * ctx, const llama_token * prompt,
         int32_t n_prompt, const struct llama_cancel_generate_params * params, llama_token * out,
         int32_t n_out_max, struct llama_cancel_generate_result * result);
@@ -310,12 +322,12 @@ extern "C" {
         bool use_gpu, const int8_t * flag, struct llama_cancel_load_result * result);
     struct llama_cancel_mtmd_params {
         const int8_t *             flag;        // the byte; NULL: never cancels
-        struct llama_cancel_hook * decode_hook; // the hook bound to the llama context; NULL: none
+        struct llama_cancel_hook * decode_hook; // the hook bound to the llama context; NULL: found
         const int8_t * const *     seq_flags;   // a byte per sequence, as in decode params; seq_id's stops it
         float                      max_stop_ms; // stop-time budget of the causal decodes; 0: none
         int32_t                    n_seq;       // entries of seq_flags
         int32_t                    seq_id;      // the sequence the chunks go to
-        int32_t                    n_batch;     // tokens per decode; <= 0: the context's n_batch
+        int32_t                    n_batch;     // tokens per decode; <= 0: the context's; more: ERROR
     };
 
     struct llama_cancel_mtmd_result {
@@ -328,10 +340,12 @@ extern "C" {
     // Defaults: sequence 0, the context's n_batch, the rest NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
     // mtmd_helper_eval_chunks(chunks[first_chunk..], from n_past, logits for the last token) under
-    // the byte: inside every encode (encode_hook: the hook bound to mctx, or NULL), every decode and
-    // between chunks. CANCELLED leaves exactly chunks [first_chunk, n_chunks_done) in memory (the
-    // stopped chunk is removed whole, a garbage encode is never decoded); call again from
-    // n_chunks_done and n_past to resume, bit-identical (CPU). ERROR keeps the same memory rule.
+    // the byte: inside every encode (encode_hook: the hook bound to mctx, or NULL: found; another:
+    // ERROR), every decode and between chunks. CANCELLED leaves exactly chunks [first_chunk,
+    // n_chunks_done) in memory (the stopped chunk is removed whole, a garbage encode is never
+    // decoded); call again from n_chunks_done and n_past to resume, bit-identical (CPU). ERROR keeps
+    // the same rule (a state that could not be put back empties the sequence: 0 and 0). Snapshots as
+    // in llama_cancel_decode, into decode_hook's kept buffer, counted in its snapshot stats.
     // M-RoPE decoders (Qwen2-VL...) get upstream's 4 positions per media token; n_past advances by
     // mtmd_input_chunk_get_n_pos. On the thread that owns lctx and mctx; `params` NULL: defaults.
     LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(struct mtmd_context * mctx,
@@ -340,7 +354,8 @@ extern "C" {
         const struct llama_cancel_mtmd_params * params, struct llama_cancel_mtmd_result * result);
     // llama_cancel_generate after evaluating chunks[first_chunk..] from n_past (params->flag,
     // ->hook as decode hook, ->seq_id, ->n_batch, ->max_stop_ms). A stop in the prompt generates
-    // nothing; result->n_chunks_done and n_past say where to resume.
+    // nothing; result->n_chunks_done and n_past say where to resume (then the token loop's rule).
+    // Arguments the token loop would refuse are refused before the prompt is evaluated.
     LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(struct mtmd_context * mctx,
         struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,

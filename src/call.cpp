@@ -45,6 +45,9 @@ bool call_abort_callback(void * user_data) {
     if (c->budget != nullptr) {
         c->budget->on_node(now_ms(), c->device_asks);
     }
+    if (c->wrong_hook) {
+        return true;
+    }
     if (c->hold) {
         return false;
     }

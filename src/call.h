@@ -7,7 +7,7 @@
 #pragma once
 
 #include "abort_reach.h"
-#include "llama.h"
+#include "llama-cancel.h"
 
 #include <cstdint>
 #include <vector>
@@ -31,12 +31,20 @@ struct call {
     // The graph in flight runs to its end whatever the bytes say (no checkpoint, no stop): a step
     // cheaper to finish than to snapshot. The call looks at the bytes once it returns.
     bool                        hold = false;
+    // The hook the caller named (decode params' hook, an encode hook), or NULL until the hook bound
+    // to the context names itself at its first ask (claim_hook): a host binds a hook once.
+    llama_cancel_hook *         hook = nullptr;
 
     // Written by the callbacks during one graph; begin_graph() clears them.
     bool     eval_stopped    = false; // an eval callback stopped the graph (llama_decode still returns 0)
     bool     held_stop       = false; // a chained cb_eval asked to stop a held graph
     double   longest_view_ms = 0.0;   // longest compute between two checkpoints on a device
     uint64_t device_asks     = 0;     // asks about device nodes so far (never cleared: a clock)
+    // A graph began since a hook last looked: the hook's stop state starts clean there.
+    bool     graph_fresh     = false;
+    // A hook other than `hook` ran the call's graph (the caller named the wrong one): it stops
+    // every node and the call fails.
+    bool     wrong_hook      = false;
 
     // The call's byte or a pending sequence's is set (never while the call holds its graph).
     bool stop_requested() const;
@@ -44,6 +52,7 @@ struct call {
         eval_stopped    = false;
         held_stop       = false;
         longest_view_ms = 0.0;
+        graph_fresh     = true;
     }
 };
 

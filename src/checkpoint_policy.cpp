@@ -123,7 +123,8 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
 
 void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
     const bool full = graph_nodes_.size() >= k_graph_nodes;
-    if (full || !graph_nodes_.insert(node)) {
+    began_ = !full && !graph_nodes_.insert(node);
+    if (full || began_) {
         // Asked before in this graph: a new graph began (or no end in sight: its work not known).
         // A device the graph did not use keeps what it knew. Rates are never 0.
         graph_ms_ = 0.0;

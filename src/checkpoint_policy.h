@@ -122,6 +122,10 @@ class checkpoint_policy {
     double round_trip_ms(const void * device) const;
     // The device most recently asked about.
     const void * last_device() const { return last_device_; }
+    // True when the node of the last place() was asked before: a new graph began there. (Each node
+    // of a graph is asked once per compute, and llama.cpp and clip build each graph in the same
+    // memory, so a graph's first nodes come again.)
+    bool graph_began() const { return began_; }
 
     // Current budget of `device` (k_initial_budget when not measured yet).
     double budget(const void * device) const;
@@ -178,6 +182,7 @@ class checkpoint_policy {
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
     pointer_set  graph_nodes_;          // the nodes asked in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known
+    bool         began_    = false;     // the last place() saw a node of the graph before
     double       last_ask_     = 0.0;
     const void * last_device_ = nullptr;
     double       longest_view_ = 0.0;

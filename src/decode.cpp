@@ -5,7 +5,8 @@
 #include "call.h"
 #include "decode_batch.h"
 #include "flag.h"
-#include "memory_checkpoint.h"
+#include "hook.h"
+#include "memory_snapshot.h"
 #include "pending_batch.h"
 #include "slice_budget.h"
 #include "status.h"
@@ -17,12 +18,8 @@
 
 namespace {
 
+using llama_cancel::fail;
 using llama_cancel::pending_batch;
-
-template <typename... Args> int32_t fail(llama_cancel_decode_result * result, const char * fmt, Args... args) {
-    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, fmt, args...);
-    return LLAMA_CANCEL_ERROR;
-}
 
 const char * decode_error_str(int32_t ret) {
     switch (ret) {
@@ -34,47 +31,40 @@ const char * decode_error_str(int32_t ret) {
 
 // How one call decodes its batch.
 struct decode_plan {
-    int32_t step         = 0;     // most tokens per llama_decode call: the whole batch, or n_ubatch
-    bool    with_state   = false; // a partial-state snapshot before each call (recurrent state)
-    bool    budgeted     = false; // slices sized by the stop-time budget, at most `step`
-    bool    outputs_last = false; // per-sequence bytes: outputs (and what follows them) go last
+    int32_t step       = 0;     // tokens per llama_decode call while slicing: n_ubatch (or the budget's)
+    int32_t sliced_end = 0;     // batch tokens before this index go `step` at a time, the rest in one call
+    bool    with_state = false; // a partial-state snapshot before each call (recurrent state)
+    bool    budgeted   = false; // slices sized by the stop-time budget, at most `step`
 };
 
 // llama.cpp undoes an aborted ubatch of a KV cache by itself, keeping the finished ones. Two stops it
-// cannot undo: a graph an eval callback stopped (llama_decode returns 0) and recurrent state
-// (overwritten in place). Those are undone here to the start of a llama_decode call, so a batch larger
-// than n_ubatch goes one n_ubatch slice per call, and a stop keeps the finished slices. llama.cpp
-// keeps only the last call's outputs: a batch with outputs before its last slice goes whole, unless
-// per-sequence bytes move outputs last (read through seqs[s].output). Pooled embeddings need the
-// whole batch. A stop-time budget slices any batch whose only output is its last token.
-decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p) {
+// cannot undo: a graph an eval callback stopped (llama_decode returns 0, whichever callback the host
+// bound: the library cannot see it before the graph runs) and recurrent state (overwritten in
+// place). Those are undone here to the start of a llama_decode call, so every batch larger than
+// n_ubatch goes one n_ubatch slice per call up to the slice of its first output, then the rest in one
+// call: llama.cpp keeps only the last call's outputs, and the calls' ubatches are those of one whole
+// call. Pooled embeddings need the whole batch. A stop-time budget sizes the slices of a batch whose
+// only output is its last token.
+decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
+                      bool embeddings_mode) {
     decode_plan plan;
     plan.step       = batch.n_tokens;
-    plan.with_state = llama_cancel::memory_checkpoint::needs_state(ctx);
-    const bool call_rollback = p.hook != nullptr || plan.with_state;
+    plan.with_state = llama_cancel::memory_snapshot::needs_state(ctx);
     const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
-    const int32_t first    = llama_cancel::first_output(ctx, batch);
+    const int32_t first    = llama_cancel::first_output(batch, embeddings_mode);
     if (llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
         return plan;
     }
     if (p.max_stop_ms > 0.0f && first >= batch.n_tokens - 1) {
-        plan.step     = std::min(batch.n_tokens, n_ubatch);
-        plan.budgeted = true;
+        plan.step       = std::min(batch.n_tokens, n_ubatch);
+        plan.sliced_end = batch.n_tokens;
+        plan.budgeted   = true;
         return plan;
     }
-    if (!call_rollback || batch.n_tokens <= n_ubatch) {
-        return plan;
+    if (batch.n_tokens > n_ubatch) {
+        plan.step       = n_ubatch;
+        plan.sliced_end = std::min(first, batch.n_tokens) / n_ubatch * n_ubatch;
     }
-    const int32_t last_start = (batch.n_tokens - 1) / n_ubatch * n_ubatch;
-    if (p.seq_flags != nullptr && p.n_seq > 0 && first < batch.n_tokens && llama_get_embeddings(ctx) == nullptr) {
-        plan.step         = n_ubatch;
-        plan.outputs_last = true;
-        return plan;
-    }
-    if (first < last_start) {
-        return plan;
-    }
-    plan.step = n_ubatch;
     return plan;
 }
 
@@ -82,21 +72,25 @@ decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llam
 // most for the next checkpoint, its synchronize and the rollback.
 constexpr double k_hook_budget_share = 0.7;
 
-// Installs the call's abort callback for the decode and puts the caller's back however it ends.
-// Where the byte alone is read, the exported reader itself: what FFI hosts register, and what the
-// benchmark measures.
+// Installs the call's abort callback for the decode (the bytes, the node clock of a budget, the
+// host's own callback) and, however the decode ends, the host's back: params->abort_callback, or
+// else the one in the context params the context's hook was bound into (llama.cpp has no getter).
 struct abort_guard {
     llama_context *                    ctx;
     const llama_cancel_decode_params & p;
-    abort_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::call & call, bool holds)
-        : ctx(c), p(params) {
-        if (call.abort_callback != nullptr || call.budget != nullptr || p.seq_flags != nullptr || holds) {
-            llama_set_abort_callback(ctx, llama_cancel::call_abort_callback, &call);
+    const llama_cancel::call &         call;
+    abort_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::call & cl)
+        : ctx(c), p(params), call(cl) {
+        llama_set_abort_callback(ctx, llama_cancel::call_abort_callback, &cl);
+    }
+    ~abort_guard() {
+        const llama_cancel::host_abort hook = llama_cancel::hook_host_abort(call.hook);
+        if (p.abort_callback != nullptr) {
+            llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
         } else {
-            llama_set_abort_callback(ctx, llama_cancel_abort_callback, const_cast<int8_t *>(p.flag));
+            llama_set_abort_callback(ctx, hook.callback, hook.data);
         }
     }
-    ~abort_guard() { llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data); }
     abort_guard(const abort_guard &) = delete;
     abort_guard & operator=(const abort_guard &) = delete;
 };
@@ -134,27 +128,26 @@ void remove_from(llama_context * ctx, const std::vector<std::pair<llama_seq_id, 
     }
 }
 
-// Empties the spare sequences a snapshot shares state cells with when the call ends, however it ends.
-struct spare_release {
-    llama_cancel::memory_checkpoint & checkpoint;
-    ~spare_release() { checkpoint.release(); }
-};
-
 // The state of one decode: its plan, pending tokens, snapshot and the call the callbacks see.
 struct decode_run {
     llama_context *                    ctx;
     const llama_cancel_decode_params & p;
-    const decode_plan &                plan;
+    const llama_batch &                batch;
+    decode_plan                        plan;
     llama_cancel::slice_budget &       budget;
     pending_batch &                    pending;
     llama_cancel::call &               call;
-    llama_cancel::memory_checkpoint &  checkpoint; // the hook's, kept across calls, or this call's
-    outcome                            o;
-    llama_cancel_seq_result *          seqs; // the caller's per-sequence results, or NULL
+    llama_cancel::memory_snapshot &    snapshot; // the hook's, kept across calls, or this call's
+    llama_cancel_seq_result *          seqs;     // the caller's per-sequence results, or NULL
+    bool                               embd_mode; // the context outputs embeddings (as last known)
+    outcome                            o{};
 
-    bool embeddings() const { return llama_get_embeddings(ctx) != nullptr; }
+    bool embeddings() const { return embd_mode; }
 
     int32_t next_size() {
+        if (pending.next_index() >= plan.sliced_end) {
+            return pending.size();
+        }
         int32_t n = std::min(plan.budgeted ? std::min(plan.step, budget.next()) : plan.step, pending.size());
         // A drop can move an output out of the last slice: the rest then goes in one call.
         if (n < pending.size() && pending.output_before_end(n, embeddings())) {
@@ -168,7 +161,7 @@ struct decode_run {
     // state could not be written back.
     bool undo_call() {
         llama_seq_id failed = -1;
-        if (checkpoint.restore(ctx, &failed)) {
+        if (snapshot.restore(ctx, &failed)) {
             return true;
         }
         std::snprintf(o.error, sizeof(o.error),
@@ -190,9 +183,17 @@ struct decode_run {
 
     // A generation step (at most one token per sequence) on recurrent state: cheaper to let it run to
     // its end than to copy the state before it, and a stop then waits one step at most. Not with
-    // the caller's own abort callback, which may ask for a stop inside the graph.
+    // the host's own abort callback, which may ask for a stop inside the graph.
     bool holds(int32_t n) const {
-        return plan.with_state && p.abort_callback == nullptr && pending.one_token_per_seq(n);
+        return plan.with_state && call.abort_callback == nullptr && pending.one_token_per_seq(n);
+    }
+
+    // The context turned out to output embeddings (llama_set_embeddings since its last decode) after
+    // a first slice of a batch without logits flags, whose every token is then an output: that slice
+    // is undone and the batch goes whole, so that every output stays readable.
+    bool embeddings_came_on(int32_t n) {
+        embd_mode = llama_cancel::embeddings_mode(ctx);
+        return batch.logits == nullptr && embd_mode && o.n_calls == 1 && n < pending.size();
     }
 
     // One llama_decode over the next n pending tokens.
@@ -200,7 +201,6 @@ struct decode_run {
         // Every pending sequence's byte, not only those in this call: a host waits for the drop.
         call.seq_flags = pending.flags();
         call.begin_graph();
-        llama_cancel_hook_reset(p.hook);
         budget.begin_call();
         const int32_t ret = llama_decode(ctx, pending.next(n));
         o.n_calls++;
@@ -213,8 +213,18 @@ struct decode_run {
     // Handles the end of a call over n tokens; false when the decode is over.
     bool settle(int32_t n, int32_t ret) {
         const bool aborted_kv = ret == 2 && !call.eval_stopped && !plan.with_state;
+        if (call.wrong_hook) {
+            undo_call();
+            std::snprintf(o.error, sizeof(o.error), "%s",
+                          "params.hook is not the hook bound to this context; nothing was decoded");
+            return false;
+        }
         switch (classify(ret, call.eval_stopped, llama_cancel::flag_is_set(p.flag), pending.flagged())) {
             case call_end::finished:
+                if (embeddings_came_on(n)) {
+                    plan.sliced_end = 0;
+                    return undo_call();
+                }
                 pending.consume(n);
                 return true;
             case call_end::seq_stopped:
@@ -254,10 +264,10 @@ struct decode_run {
             const int32_t n = next_size();
             call.hold = holds(n);
             if (call.hold) {
-                checkpoint.note_held();
+                snapshot.note_held();
             }
             // Positions are always noted (cheap): a graph a stateless cb_eval stopped is undone too.
-            if (!checkpoint.capture(ctx, pending.seqs_in(n), plan.with_state && !call.hold, true)) {
+            if (!snapshot.capture(ctx, pending.seqs_in(n), plan.with_state && !call.hold, true)) {
                 std::snprintf(o.error, sizeof(o.error), "could not copy the recurrent state before batch token %d",
                               pending.next_index());
                 break;
@@ -269,7 +279,7 @@ struct decode_run {
             if (!more) {
                 break;
             }
-            if (held_stop) {
+            if (held_stop && pending.size() > 0) {
                 o.stopped = true; // the chained cb_eval's stop, after the held step committed
                 break;
             }
@@ -374,28 +384,32 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
 
     const std::vector<llama_pos> before = llama_cancel::seq_pos_max(ctx);
     const std::vector<llama_pos> pos    = llama_cancel::token_positions(batch, before);
-    const decode_plan plan = make_plan(ctx, batch, p);
+    const bool        embd_mode = llama_cancel::embeddings_mode(ctx);
+    const decode_plan plan      = make_plan(ctx, batch, p, embd_mode);
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
     pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)),
                           llama_cancel::n_pos_per_token(ctx, batch), p.seq_flags, p.n_seq);
-    if (plan.outputs_last) {
-        pending.move_outputs_last();
-    }
 
     llama_cancel::call call;
-    call.flag           = p.flag;
-    call.abort_callback = p.abort_callback;
-    call.abort_data     = p.abort_callback_data;
-    call.cap_ms         = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
-    call.budget         = budget.active() ? &budget : nullptr;
+    call.flag = p.flag;
+    call.hook = p.hook;
+    // The host's own abort callback: the params', else the one its hook was bound with (a hook
+    // found at the first graph brings its own then).
+    const llama_cancel::host_abort host = p.abort_callback != nullptr
+                                              ? llama_cancel::host_abort{p.abort_callback, p.abort_callback_data}
+                                              : llama_cancel::hook_host_abort(p.hook);
+    call.abort_callback  = host.callback;
+    call.abort_data      = host.data;
+    call.cap_ms          = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;
+    call.budget          = budget.active() ? &budget : nullptr;
     call.abort_installed = true; // abort_guard below
-    llama_cancel::memory_checkpoint   own;
-    llama_cancel::memory_checkpoint * kept = llama_cancel::hook_checkpoint(p.hook);
-    decode_run run{ctx, p, plan, budget, pending, call, kept != nullptr ? *kept : own, {}, seqs};
+    llama_cancel::memory_snapshot   own;
+    llama_cancel::memory_snapshot * kept = llama_cancel::hook_decode_snapshot(p.hook);
+    decode_run run{ctx, p, batch, plan, budget, pending, call, kept != nullptr ? *kept : own, seqs, embd_mode};
     {
         llama_cancel::call_scope scope(call);
-        abort_guard               guard(ctx, p, call, plan.with_state);
-        spare_release             spares{run.checkpoint};
+        abort_guard               guard(ctx, p, call);
+        llama_cancel::snapshot_release spares{run.snapshot};
         run.run();
     }
     const int32_t status = status_of(run.o, pending);
@@ -409,20 +423,26 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     return status;
 }
 
-// Output i of the batch that `result` describes, as llama.cpp indexes it after the last call.
+// Output i of the batch that `result` describes, as llama.cpp indexes it after the last call: every
+// output of the batch is in the last call unless a sequence was dropped (output_base -1).
 template <typename Get> const float * output_ith(llama_context * ctx, const llama_cancel_decode_result * result,
                                                  int32_t i, Get get) {
     if (ctx == nullptr) {
         return nullptr;
     }
-    if (result == nullptr || i < 0) {
+    if (result == nullptr) {
         return get(ctx, i);
+    }
+    if (result->status != LLAMA_CANCEL_OK || result->output_base < 0) {
+        return nullptr;
+    }
+    if (i < 0) {
+        return get(ctx, i); // from the last output, which llama.cpp checks
     }
     // After a sequence was dropped the committed prefix says nothing of later tokens: llama.cpp
     // checks the index against the last call's outputs itself.
     const bool whole = result->n_seq_cancelled == 0;
-    if (result->status != LLAMA_CANCEL_OK || result->output_base < 0 || (whole && i >= result->n_committed) ||
-        i < result->output_base) {
+    if ((whole && i >= result->n_committed) || i < result->output_base) {
         return nullptr;
     }
     return get(ctx, i - result->output_base);

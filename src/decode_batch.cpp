@@ -97,11 +97,10 @@ std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vec
     return pos;
 }
 
-// With batch.logits NULL, llama.cpp outputs the last token, or every token in an embeddings context
-// (whose embeddings buffer exists from its creation on: that is how one is recognised here).
-int32_t first_output(llama_context * ctx, const llama_batch & batch) {
+// With batch.logits NULL, llama.cpp outputs the last token, or every token in an embeddings context.
+int32_t first_output(const llama_batch & batch, bool embeddings_mode) {
     if (batch.logits == nullptr) {
-        return llama_get_embeddings(ctx) != nullptr ? 0 : batch.n_tokens - 1;
+        return embeddings_mode ? 0 : batch.n_tokens - 1;
     }
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
         if (batch.logits[i] != 0) {

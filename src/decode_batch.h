@@ -27,8 +27,16 @@ std::vector<llama_pos> seq_pos_max(llama_context * ctx);
 // every sequence of the token then continues after it).
 std::vector<llama_pos> token_positions(const llama_batch & batch, const std::vector<llama_pos> & pos_max_before);
 
-// Index of the first output the batch asks for; n_tokens when none.
-int32_t first_output(llama_context * ctx, const llama_batch & batch);
+// Index of the first output the batch asks for in a context that outputs embeddings
+// (`embeddings_mode`) or logits; n_tokens when none.
+int32_t first_output(const llama_batch & batch, bool embeddings_mode);
+
+// Whether ctx outputs embeddings. llama.h has no getter: the embeddings buffer is there after a
+// decode in that mode, and from the context's creation when made so; after llama_set_embeddings
+// it is right again once a decode ran (llama_cancel_decode checks after its first call).
+inline bool embeddings_mode(llama_context * ctx) {
+    return llama_get_embeddings(ctx) != nullptr;
+}
 
 // A token is committed for a sequence when that sequence holds its position now (`all`: every
 // token is). Returns the committed prefix (tokens committed for every one of their sequences);

@@ -14,7 +14,8 @@
 #include "checkpoint_policy.h"
 #include "clock.h"
 #include "flag.h"
-#include "memory_checkpoint.h"
+#include "hook.h"
+#include "memory_snapshot.h"
 #include "work.h"
 
 #include <algorithm>
@@ -116,17 +117,44 @@ struct llama_cancel_hook {
     bool                chain_asked = false;
     const ggml_tensor * chain_node  = nullptr;
 
+    // The graph the hook ran last was stopped (its results are garbage). Cleared when the next
+    // graph begins: inside a call at its begin_graph, outside by the policy's graph end.
     bool     stopped     = false;
     uint64_t checkpoints = 0;
     uint64_t asks        = 0;
 
-    // The recurrent-state snapshot of the decodes made with this hook, kept across them: a fresh
+    // The abort callback of the context params the hook was bound into: put back after each call.
+    llama_cancel::host_abort host_abort;
+
+    // The recurrent-state snapshots of the calls made with this hook, kept across them: a fresh
     // buffer per call costs a page fault per page, many times the copy itself.
-    llama_cancel::memory_checkpoint snapshot;
+    llama_cancel::memory_snapshot decode_snapshot;
+    llama_cancel::memory_snapshot chunk_snapshot;
 
     // Inside a call, the call's bytes; outside, the hook's own.
     bool stop_requested(const call * c) const {
         return c != nullptr ? c->stop_requested() : llama_cancel::flag_is_set(params.flag);
+    }
+
+    // At an ask inside call `c`: names the hook to a call that has none, starts a new graph's stop
+    // state clean. False when `c` named another hook (the host passed the wrong one).
+    bool claim(call & c) {
+        if (c.hook == nullptr) {
+            c.hook = this;
+            if (c.abort_callback == nullptr) {
+                c.abort_callback = host_abort.callback; // the host's own, consulted beside the bytes
+                c.abort_data     = host_abort.data;
+            }
+        }
+        if (c.hook != this) {
+            c.wrong_hook = true;
+            return false;
+        }
+        if (c.graph_fresh) {
+            c.graph_fresh = false;
+            stopped       = false;
+        }
+        return true;
     }
 };
 
@@ -185,15 +213,36 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
 }
 
 extern "C" llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const llama_cancel_hook * hook) {
-    return hook != nullptr ? hook->snapshot.counters() : llama_cancel_snapshot_stats{};
+    if (hook == nullptr) {
+        return llama_cancel_snapshot_stats{};
+    }
+    llama_cancel_snapshot_stats s = hook->decode_snapshot.counters();
+    const llama_cancel_snapshot_stats & c = hook->chunk_snapshot.counters();
+    s.snapshots  += c.snapshots;
+    s.shared     += c.shared;
+    s.held_steps += c.held_steps;
+    s.restores   += c.restores;
+    s.bytes      += c.bytes;
+    s.copy_ms    += c.copy_ms;
+    return s;
 }
 
-llama_cancel::memory_checkpoint * llama_cancel::hook_checkpoint(llama_cancel_hook * hook) {
-    return hook != nullptr ? &hook->snapshot : nullptr;
+llama_cancel::memory_snapshot * llama_cancel::hook_decode_snapshot(llama_cancel_hook * hook) {
+    return hook != nullptr ? &hook->decode_snapshot : nullptr;
+}
+
+llama_cancel::memory_snapshot * llama_cancel::hook_chunk_snapshot(llama_cancel_hook * hook) {
+    return hook != nullptr ? &hook->chunk_snapshot : nullptr;
+}
+
+llama_cancel::host_abort llama_cancel::hook_host_abort(const llama_cancel_hook * hook) {
+    return hook != nullptr ? hook->host_abort : host_abort{};
 }
 
 // One way to chain a caller's cb_eval: the hook's params. A cb_eval already in the context params
-// is refused rather than silently replaced or silently chained.
+// is refused rather than silently replaced or silently chained. The params' abort callback stays
+// theirs; the hook notes it, so that the calls made on the context consult it and put it back
+// (llama.cpp cannot tell the library which one a context has).
 extern "C" bool llama_cancel_hook_bind(llama_cancel_hook * hook, llama_context_params * params) {
     if (hook == nullptr || params == nullptr) {
         return false;
@@ -204,6 +253,7 @@ extern "C" bool llama_cancel_hook_bind(llama_cancel_hook * hook, llama_context_p
     }
     params->cb_eval           = llama_cancel_hook_eval_callback;
     params->cb_eval_user_data = hook;
+    hook->host_abort          = {params->abort_callback, params->abort_callback_data};
     return true;
 }
 
@@ -216,13 +266,17 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     const auto & p = h->params;
     if (ask) {
         h->asks++;
-        // Once stopped, every later split of this graph stops at its first node.
-        if (h->stopped || h->stop_requested(c)) {
+        // A stop is the graph's own: each node stops while a byte asks for it, never for an
+        // earlier graph's stop. A wrong hook stops every node of the call.
+        if ((c != nullptr && !h->claim(*c)) || h->stop_requested(c)) {
             h->chain_asked = false;
             return true;
         }
         apply_cap(h->policy, c);
         const bool due = checkpoint_due(h->policy, t, c);
+        if (c == nullptr && h->policy.graph_began()) {
+            h->stopped = false; // outside a call: a node asked before came again, a new graph
+        }
         h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
         h->chain_node  = t;
         return h->chain_asked || due;
@@ -240,7 +294,7 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         keep_going   = true;
     }
     // A stop by a byte, or by the chained callback: either way the graph is incomplete.
-    if (h->stopped || h->stop_requested(c) || !keep_going) {
+    if ((c != nullptr && c->wrong_hook) || h->stop_requested(c) || !keep_going) {
         h->stopped = true;
         note_stop(h->policy, c);
         return false;

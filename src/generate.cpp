@@ -2,7 +2,9 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
+#include "checks.h"
 #include "flag.h"
+#include "seq_batch.h"
 #include "status.h"
 
 #include <algorithm>
@@ -11,31 +13,7 @@
 
 namespace {
 
-template <typename... Args> int32_t fail(llama_cancel_generate_result * r, const char * fmt, Args... args) {
-    llama_cancel::set_status(r, LLAMA_CANCEL_ERROR, fmt, args...);
-    if (r != nullptr) {
-        r->stop_reason = LLAMA_CANCEL_STOP_ERROR;
-    }
-    return LLAMA_CANCEL_ERROR;
-}
-
-struct batch_guard {
-    llama_batch b;
-    explicit batch_guard(int32_t n) : b(llama_batch_init(n, 0, 1)) {}
-    ~batch_guard() { llama_batch_free(b); }
-};
-
-// Fills `b` with tokens at consecutive positions of one sequence; logits for the last one only.
-void fill(llama_batch & b, const llama_token * tokens, int32_t n, llama_pos pos, llama_seq_id seq) {
-    b.n_tokens = n;
-    for (int32_t i = 0; i < n; ++i) {
-        b.token[i]     = tokens[i];
-        b.pos[i]       = pos + i;
-        b.n_seq_id[i]  = 1;
-        b.seq_id[i][0] = seq;
-        b.logits[i]    = i == n - 1;
-    }
-}
+using llama_cancel::fail;
 
 // The most likely next token; -1 when the context has no logits (an embeddings-only context).
 llama_token greedy(llama_context * ctx, int32_t n_vocab) {
@@ -52,8 +30,13 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     if (ctx == nullptr) {
         return fail(r, "ctx is NULL");
     }
-    if (p.n_predict < 0) {
-        return fail(r, "n_predict is %d; it must be 0 or more", p.n_predict);
+    llama_memory_t mem      = llama_get_memory(ctx);
+    auto           next_pos = [&] { return llama_memory_seq_pos_max(mem, p.seq_id) + 1; };
+    if (r != nullptr && p.seq_id >= 0 && static_cast<uint32_t>(p.seq_id) < llama_n_seq_max(ctx)) {
+        r->n_past = next_pos(); // where a request goes on, whatever the checks below refuse
+    }
+    if (!llama_cancel::check_out(p.n_predict, out, n_out_max, r)) {
+        return LLAMA_CANCEL_ERROR;
     }
     if (n_prompt < 0 || (n_prompt > 0 && prompt == nullptr)) {
         return fail(r, "the prompt has %d tokens and %s", n_prompt, prompt == nullptr ? "no array" : "a bad count");
@@ -62,16 +45,12 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     if (n_prompt == 0 && llama_get_logits_ith(ctx, -1) == nullptr) {
         return fail(r, "no prompt and no logits to continue from: the prompt needs at least one token");
     }
-    if (p.n_predict > 0 && (out == nullptr || n_out_max < p.n_predict)) {
-        return fail(r, "out holds %d tokens, fewer than n_predict %d", out == nullptr ? 0 : n_out_max, p.n_predict);
-    }
-    if (p.seq_id < 0 || p.seq_id >= static_cast<llama_seq_id>(llama_n_seq_max(ctx))) {
-        return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, llama_n_seq_max(ctx));
+    int32_t n_batch = 0;
+    if (!llama_cancel::check_seq_id(ctx, p.seq_id, r) || !llama_cancel::resolve_n_batch(ctx, p.n_batch, r, &n_batch)) {
+        return LLAMA_CANCEL_ERROR;
     }
     const llama_vocab * vocab   = llama_model_get_vocab(llama_get_model(ctx));
     const int32_t       n_vocab = llama_vocab_n_tokens(vocab);
-    llama_memory_t      mem     = llama_get_memory(ctx);
-    auto next_pos = [&] { return llama_memory_seq_pos_max(mem, p.seq_id) + 1; };
 
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
     dp.flag        = p.flag;
@@ -92,14 +71,11 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     };
 
     // Prefill in chunks of n_batch; each is a cancellable decode.
-    const int32_t ctx_batch = static_cast<int32_t>(llama_n_batch(ctx));
-    const int32_t n_batch   = p.n_batch > 0 ? std::min(p.n_batch, ctx_batch) : ctx_batch;
-    batch_guard   batch(std::max(1, std::min(n_prompt, n_batch))); // at least one: the token loop uses it
-    int32_t       done = 0;
+    llama_cancel::seq_batch batch(std::min(n_prompt, n_batch), p.seq_id); // at least one: the token loop's
+    int32_t                 done = 0;
     while (done < n_prompt) {
         const int32_t n = std::min(n_batch, n_prompt - done);
-        fill(batch.b, prompt + done, n, next_pos(), p.seq_id);
-        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr);
+        const int32_t st = llama_cancel_decode(ctx, batch.get(prompt + done, nullptr, n, next_pos(), true), &dp, &dr, nullptr);
         done += st == LLAMA_CANCEL_OK ? n : dr.n_committed;
         if (r != nullptr) {
             r->n_prompt_committed = done;
@@ -130,8 +106,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
         if (p.on_token != nullptr && !p.on_token(tok, p.on_token_data)) {
             return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
         }
-        fill(batch.b, &tok, 1, next_pos(), p.seq_id);
-        const int32_t st = llama_cancel_decode(ctx, batch.b, &dp, &dr, nullptr);
+        const int32_t st = llama_cancel_decode(ctx, batch.get(&tok, nullptr, 1, next_pos(), true), &dp, &dr, nullptr);
         if (st != LLAMA_CANCEL_OK) {
             return finish(st, st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR);
         }

@@ -3,6 +3,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
+#include "checks.h"
 #include "status.h"
 
 #include <cstring>
@@ -13,21 +14,21 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
                       const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
                       const llama_cancel_generate_params & gp, llama_token * out, int32_t n_out_max,
                       llama_cancel_generate_result * result) {
-    if (gp.n_predict < 0) {
-        // Refused before the prompt: nothing is evaluated.
-        if (result != nullptr) {
-            result->n_chunks_done = first_chunk;
-            result->n_past        = n_past;
-        }
-        llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "n_predict is %d; it must be 0 or more", gp.n_predict);
-        llama_cancel::mark_error(result);
+    if (result != nullptr) {
+        result->n_chunks_done = first_chunk;
+        result->n_past        = n_past;
+    }
+    // What the token loop would refuse, refused before the prompt: nothing is evaluated.
+    int32_t n_batch = 0;
+    if (!llama_cancel::check_out(gp.n_predict, out, n_out_max, result) ||
+        (lctx != nullptr && !llama_cancel::resolve_n_batch(lctx, gp.n_batch, result, &n_batch))) {
         return LLAMA_CANCEL_ERROR;
     }
     llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
     mp.flag        = gp.flag;
     mp.decode_hook = gp.hook;
     mp.seq_id      = gp.seq_id;
-    mp.n_batch     = gp.n_batch;
+    mp.n_batch     = lctx != nullptr ? n_batch : gp.n_batch;
     mp.max_stop_ms = gp.max_stop_ms;
     llama_cancel_mtmd_result mr{};
     const int32_t st = llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, &mp, &mr);

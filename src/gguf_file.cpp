@@ -51,5 +51,9 @@ bool llama_cancel::load_progress::on_progress(float progress, void * user_data) 
         p->cancelled = true;
         return false;
     }
-    return p->chain == nullptr || p->chain(progress, p->chain_data);
+    if (p->chain != nullptr && !p->chain(progress, p->chain_data)) {
+        p->chain_stopped = true;
+        return false;
+    }
+    return true;
 }

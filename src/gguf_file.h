@@ -21,7 +21,8 @@ struct load_progress {
     const int8_t * flag;
     callback       chain      = nullptr;
     void *         chain_data = nullptr;
-    bool           cancelled  = false; // the byte stopped the load
+    bool           cancelled     = false; // the byte stopped the load
+    bool           chain_stopped = false; // the caller's own progress callback did
 
     // The function to install, with `this` as its user data.
     static bool on_progress(float progress, void * user_data);

@@ -11,23 +11,19 @@
 
 namespace {
 
-template <typename... Args>
-llama_model * fail(llama_cancel_load_result * result, int32_t status, const char * fmt, Args... args) {
-    llama_cancel::set_status(result, status, fmt, args...);
-    return nullptr;
-}
+using llama_cancel::fail_null;
 
 llama_model * load(const char * path, llama_model_params params, const int8_t * flag,
                    llama_cancel_load_result * result) {
     if (path == nullptr) {
-        return fail(result, LLAMA_CANCEL_ERROR, "model path is NULL");
+        return fail_null(result, LLAMA_CANCEL_ERROR, "model path is NULL");
     }
     if (llama_cancel::flag_is_set(flag)) {
-        return fail(result, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
+        return fail_null(result, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
     }
     char why[256];
     if (!llama_cancel::check_gguf_file(path, why, sizeof(why))) {
-        return fail(result, LLAMA_CANCEL_ERROR, "%s", why);
+        return fail_null(result, LLAMA_CANCEL_ERROR, "%s", why);
     }
     llama_cancel::load_progress progress{flag, params.progress_callback, params.progress_callback_user_data};
     params.progress_callback           = llama_cancel::load_progress::on_progress;
@@ -40,9 +36,13 @@ llama_model * load(const char * path, llama_model_params params, const int8_t * 
         return model;
     }
     if (progress.cancelled) {
-        return fail(result, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
+        return fail_null(result, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
     }
-    return fail(result, LLAMA_CANCEL_ERROR,
+    if (progress.chain_stopped) {
+        return fail_null(result, LLAMA_CANCEL_CANCELLED, "loading %s was stopped by the caller's progress callback",
+                         path);
+    }
+    return fail_null(result, LLAMA_CANCEL_ERROR,
                 "llama.cpp could not load %s: truncated, corrupt or unsupported model (its log says why)", path);
 }
 

@@ -17,8 +17,11 @@
 
 #include "abi_guard.h"
 #include "call.h"
+#include "checks.h"
 #include "flag.h"
-#include "memory_checkpoint.h"
+#include "hook.h"
+#include "memory_snapshot.h"
+#include "seq_batch.h"
 #include "status.h"
 
 #include "mtmd.h"
@@ -32,10 +35,8 @@
 
 namespace {
 
-template <typename... Args> int32_t fail(llama_cancel_mtmd_result * r, const char * fmt, Args... args) {
-    llama_cancel::set_status(r, LLAMA_CANCEL_ERROR, fmt, args...);
-    return LLAMA_CANCEL_ERROR;
-}
+using llama_cancel::fail;
+using llama_cancel::k_mrope_sections;
 
 // What one chunk's evaluation ended with; `message` is set for errors.
 struct chunk_outcome {
@@ -45,7 +46,7 @@ struct chunk_outcome {
 
 template <typename... Args> chunk_outcome chunk_fail(const char * fmt, Args... args) {
     chunk_outcome o;
-    llama_cancel::set_status(&o, LLAMA_CANCEL_ERROR, fmt, args...);
+    fail(&o, fmt, args...);
     return o;
 }
 
@@ -57,56 +58,6 @@ chunk_outcome from_decode(int32_t status, const llama_cancel_decode_result & dr,
     }
     return o;
 }
-
-// Positions an M-RoPE decoder reads per embedding token (upstream's helper: 4).
-constexpr int32_t k_mrope_sections = 4;
-
-// One sequence's batch of tokens or embeddings, a slice at a time: text at consecutive positions,
-// media at the positions media_positions() gives.
-struct slice_batch {
-    std::vector<llama_pos>      pos;
-    std::vector<int32_t>        n_seq_id;
-    std::vector<llama_seq_id>   seq;
-    std::vector<llama_seq_id *> seq_ptr;
-    std::vector<int8_t>         logits;
-
-    explicit slice_batch(int32_t n_max, llama_seq_id seq_id)
-        : pos(static_cast<size_t>(n_max) * k_mrope_sections), n_seq_id(n_max, 1), seq(1, seq_id), seq_ptr(n_max),
-          logits(n_max, 0) {
-        for (auto & p : seq_ptr) {
-            p = seq.data();
-        }
-    }
-
-    // `n` entries from position `pos0`; the output of the last one when `output_last`.
-    llama_batch get(const llama_token * token, const float * embd, int32_t n, llama_pos pos0, bool output_last) {
-        for (int32_t i = 0; i < n; ++i) {
-            pos[i]    = pos0 + i;
-            logits[i] = output_last && i == n - 1;
-        }
-        llama_batch b{};
-        b.n_tokens = n;
-        b.token    = const_cast<llama_token *>(token);
-        b.embd     = const_cast<float *>(embd);
-        b.pos      = pos.data();
-        b.n_seq_id = n_seq_id.data();
-        b.seq_id   = seq_ptr.data();
-        b.logits   = logits.data();
-        return b;
-    }
-
-    // Embeddings [a, a + n) of a media chunk of `n_all` tokens whose positions `all` holds
-    // (`sections` sections of n_all each): each section's slice, section-major again.
-    llama_batch get_media(const float * embd, int32_t n, int32_t a, const std::vector<llama_pos> & all, int32_t n_all,
-                          int32_t sections, bool output_last) {
-        llama_batch b = get(nullptr, embd, n, 0, output_last);
-        for (int32_t s = 0; s < sections; ++s) {
-            const auto from = all.begin() + static_cast<std::ptrdiff_t>(s) * n_all + a;
-            std::copy(from, from + n, pos.begin() + static_cast<std::ptrdiff_t>(s) * n);
-        }
-        return b;
-    }
-};
 
 // The positions of a media chunk's n_tokens embeddings from pos0, section-major: one section
 // (pos0 + i) without M-RoPE; with it, upstream's: an image's mtmd_image_tokens_get_decoder_pos
@@ -138,7 +89,7 @@ struct eval_state {
     llama_context *                  lctx;
     const llama_cancel_mtmd_params & p;
     int32_t                          n_batch;
-    slice_batch &                    batch;
+    llama_cancel::seq_batch &        batch;
     const int8_t *                   seq_flag; // the byte of p.seq_id among p.seq_flags, or NULL
 
     bool stop_set() const { return llama_cancel::flag_is_set(p.flag) || llama_cancel::flag_is_set(seq_flag); }
@@ -199,21 +150,22 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
     const char *  name     = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio";
     const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk));
 
-    // The encode: the hook bound to mctx reads the byte at its checkpoints. A graph it stopped
-    // still returns 0, so its stopped state (or the byte, for a stateless callback) decides.
     // The encode is a call of its own: the hook (or the stateless callback) bound to mctx reads
-    // its bytes, and reports a graph it stopped.
+    // its bytes and reports a graph it stopped, which mtmd_encode_chunk still returns 0 for.
     llama_cancel::call encode;
     encode.flag      = s.p.flag;
     encode.seq_flags = {s.seq_flag};
+    encode.hook      = s.encode_hook;
     int32_t ret      = 0;
     {
         llama_cancel::call_scope scope(encode);
-        llama_cancel_hook_reset(s.encode_hook);
+        encode.begin_graph();
         ret = mtmd_encode_chunk(s.mctx, chunk);
     }
-    const bool stopped = encode.eval_stopped || llama_cancel_hook_stopped(s.encode_hook);
-    if (stopped || s.stop_set()) {
+    if (encode.wrong_hook) {
+        return chunk_fail("encode_hook is not the hook bound to mctx; nothing was encoded");
+    }
+    if (encode.eval_stopped || s.stop_set()) {
         chunk_outcome o;
         o.status = LLAMA_CANCEL_CANCELLED;
         return o;
@@ -273,17 +225,14 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
     if (n_past < 0) {
         return fail(r, "n_past is %d; positions start at 0", n_past);
     }
-    const uint32_t n_seq_max = llama_n_seq_max(lctx);
-    if (p.seq_id < 0 || static_cast<uint32_t>(p.seq_id) >= n_seq_max) {
-        return fail(r, "seq_id %d is outside [0, %u)", p.seq_id, n_seq_max);
+    if (!llama_cancel::check_seq_id(lctx, p.seq_id, r)) {
+        return LLAMA_CANCEL_ERROR;
     }
     if (p.n_seq < 0 || (p.seq_flags != nullptr && p.n_seq == 0)) {
         return fail(r, "n_seq is %d; seq_flags needs n_seq > 0 entries", p.n_seq);
     }
-    const int32_t ctx_n_batch = static_cast<int32_t>(llama_n_batch(lctx));
-    *n_batch = p.n_batch > 0 ? p.n_batch : ctx_n_batch;
-    if (*n_batch > ctx_n_batch) {
-        return fail(r, "n_batch %d is more than the context's n_batch %d", *n_batch, ctx_n_batch);
+    if (!llama_cancel::resolve_n_batch(lctx, p.n_batch, r, n_batch)) {
+        return LLAMA_CANCEL_ERROR;
     }
     for (size_t i = static_cast<size_t>(first_chunk); i < n_chunks; ++i) {
         const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks, i);
@@ -312,13 +261,17 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     }
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
 
-    slice_batch batch(n_batch, p.seq_id);
+    llama_cancel::seq_batch batch(n_batch, p.seq_id);
     eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch, seq_flag_of(p)};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
-    // recurrent state on models that have one).
-    llama_cancel::memory_checkpoint checkpoint;
-    const bool with_state = llama_cancel::memory_checkpoint::needs_state(lctx);
+    // recurrent state on models that have one): the decode hook's chunk snapshot, kept across calls,
+    // shared with a spare sequence where the context has one, as a decode's.
+    llama_cancel::memory_snapshot   own;
+    llama_cancel::memory_snapshot * kept     = llama_cancel::hook_chunk_snapshot(p.decode_hook);
+    llama_cancel::memory_snapshot & snapshot = kept != nullptr ? *kept : own;
+    llama_cancel::snapshot_release  spares{snapshot};
+    const bool with_state = llama_cancel::memory_snapshot::needs_state(lctx);
     for (size_t i = static_cast<size_t>(first_chunk); i < n_chunks; ++i) {
         if (s.stop_set()) {
             if (r != nullptr) {
@@ -329,7 +282,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         const mtmd_input_chunk * chunk       = mtmd_input_chunks_get(chunks, i);
         const bool               output_last = i + 1 == n_chunks;
         chunk_outcome            o;
-        if (!checkpoint.capture(lctx, {p.seq_id}, with_state)) {
+        if (!snapshot.capture(lctx, {p.seq_id}, with_state, true)) {
             return fail(r, "chunk %zu: could not copy the recurrent state of sequence %d", i, p.seq_id);
         }
         try {
@@ -343,7 +296,11 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         if (o.status != LLAMA_CANCEL_OK) {
             // Chunk granularity: whatever this chunk wrote goes, so that memory ends at a boundary.
             llama_seq_id failed = -1;
-            if (!checkpoint.restore(lctx, &failed)) {
+            if (!snapshot.restore(lctx, &failed)) {
+                if (r != nullptr) {
+                    r->n_chunks_done = 0; // the sequence is empty: everything goes again
+                    r->n_past        = 0;
+                }
                 return fail(r, "chunk %zu: could not restore the state of sequence %d after the stop; that "
                                "sequence was cleared", i, failed);
             }

@@ -13,26 +13,22 @@
 
 namespace {
 
-template <typename... Args>
-mtmd_context * init_fail(llama_cancel_load_result * r, int32_t status, const char * fmt, Args... args) {
-    llama_cancel::set_status(r, status, fmt, args...);
-    return nullptr;
-}
+using llama_cancel::fail_null;
 
 mtmd_context * init(const char * path, const llama_model * model, llama_cancel_hook * hook, int32_t n_threads,
                     bool use_gpu, const int8_t * flag, llama_cancel_load_result * r) {
     if (path == nullptr) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "mmproj path is NULL");
+        return fail_null(r, LLAMA_CANCEL_ERROR, "mmproj path is NULL");
     }
     if (model == nullptr) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "text model is NULL");
+        return fail_null(r, LLAMA_CANCEL_ERROR, "text model is NULL");
     }
     if (llama_cancel::flag_is_set(flag)) {
-        return init_fail(r, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
+        return fail_null(r, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
     }
     char why[256];
     if (!llama_cancel::check_gguf_file(path, why, sizeof(why))) {
-        return init_fail(r, LLAMA_CANCEL_ERROR, "%s", why);
+        return fail_null(r, LLAMA_CANCEL_ERROR, "%s", why);
     }
 
     mtmd_context_params mp = mtmd_context_params_default();
@@ -51,9 +47,12 @@ mtmd_context * init(const char * path, const llama_model * model, llama_cancel_h
     mtmd_context * mctx = mtmd_init_from_file(path, model, mp);
     if (mctx == nullptr) {
         if (progress.cancelled) {
-            return init_fail(r, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
+            return fail_null(r, LLAMA_CANCEL_CANCELLED, "loading %s was cancelled", path);
         }
-        return init_fail(r, LLAMA_CANCEL_ERROR,
+        if (progress.chain_stopped) {
+            return fail_null(r, LLAMA_CANCEL_CANCELLED, "loading %s was stopped by the caller's progress callback", path);
+        }
+        return fail_null(r, LLAMA_CANCEL_ERROR,
                          "libmtmd could not load %s for this text model (wrong n_embd, unsupported or corrupt "
                          "projector; its log says why)", path);
     }

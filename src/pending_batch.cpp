@@ -238,27 +238,6 @@ std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_held(int32
     return from;
 }
 
-void pending_batch::move_outputs_last() {
-    std::vector<llama_seq_id> in_tail; // sequences from whose first output on tokens go last
-    std::vector<bool>         last(batch_.n_tokens, false); // by batch index
-    for (int32_t j = next_; j < static_cast<int32_t>(index_.size()); ++j) {
-        const int32_t i = index_[j];
-        const auto &  seqs = seqs_[i];
-        last[i] = is_output(i, 0, 0, false) || std::any_of(seqs.begin(), seqs.end(), [&](llama_seq_id s) {
-                      return std::find(in_tail.begin(), in_tail.end(), s) != in_tail.end();
-                  });
-        for (const llama_seq_id s : seqs) { // a shared token takes its other sequences along
-            if (last[i] && std::find(in_tail.begin(), in_tail.end(), s) == in_tail.end()) {
-                in_tail.push_back(s);
-            }
-        }
-    }
-    const auto first = index_.begin() + next_;
-    const auto head  = [&](int32_t i) { return !last[i]; };
-    gaps_ = gaps_ || !std::is_partitioned(first, index_.end(), head); // the tokens change order
-    std::stable_partition(first, index_.end(), head);
-}
-
 bool pending_batch::output_before_end(int32_t n, bool embeddings_context) const {
     for (int32_t j = next_; j < next_ + n && j + 1 < static_cast<int32_t>(index_.size()); ++j) {
         const int32_t i = index_[j];

@@ -63,11 +63,6 @@ class pending_batch {
     // token some of whose other sequences do not (llama.cpp removes an aborted ubatch's positions by
     // a token's first sequence id only), the first such position, from which it must be removed.
     std::vector<std::pair<llama_seq_id, llama_pos>> partly_held(int32_t n, const std::vector<llama_pos> & pos_max) const;
-    // Puts every token that asks for an output, and every later token of its sequences, after the
-    // others (batch order kept within each part and so within each sequence), so that slices of
-    // the others hold no output and the outputs all go in the last call (not in an embeddings
-    // context, whose every token is an output).
-    void move_outputs_last();
     // True when one of the next `n` tokens, short of the last pending one, asks for an output.
     bool output_before_end(int32_t n, bool embeddings_context) const;
 

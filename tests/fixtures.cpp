@@ -214,7 +214,9 @@ common::context_options context_options(uint32_t n_batch, uint32_t n_ubatch, uin
 common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * hook, common::context_options opt) {
     llama_context_params cp = llama_context_default_params();
     cp.cb_eval           = opt.cb_eval;
-    cp.cb_eval_user_data = opt.cb_eval_data;
+    cp.cb_eval_user_data   = opt.cb_eval_data;
+    cp.abort_callback      = opt.abort_callback;
+    cp.abort_callback_data = opt.abort_callback_data;
     llama_cancel_hook_bind(hook, &cp);
     opt.cb_eval      = cp.cb_eval;
     opt.cb_eval_data = cp.cb_eval_user_data;

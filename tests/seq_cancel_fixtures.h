@@ -108,14 +108,6 @@ struct seq_stop {
     }
 };
 
-// With per-sequence bytes, a context that rolls a stop back to the start of a call (recurrent state
-// here) decodes a batch larger than n_ubatch one ubatch per call, its outputs moved to the last:
-// batch indices then do not read them (seqs[s].output does).
-inline bool outputs_moved(uint32_t n_ubatch) {
-    const bool state = llama_model_is_recurrent(suite_model()) || llama_model_is_hybrid(suite_model());
-    return state && n_ubatch < static_cast<uint32_t>(k_n);
-}
-
 // n_ubatch: the whole batch, or 32
 class SeqCancel : public fixtures::model_suite<SeqCancel, ::testing::TestWithParam<uint32_t>> {
   public:

@@ -105,31 +105,56 @@ int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
     return count.calls;
 }
 
-// A stop inside the third slice's graph: the byte stored at that node by a trigger chained behind
-// the hook (`hooked`) or installed as the caller's abort callback.
-struct third_slice_stop {
-    node_trigger trig;
-    int8_t            flag = 0;
-    bool              hooked;
-    common::hook_ptr     hook;
+// How a test's stop reaches the graph: the caller's abort callback (the CPU), a trigger chained
+// behind the hook, or the stateless eval callback alone (the context's cb_eval, no hook: the
+// contract name a host binds first).
+enum class stop_path { abort, hook, stateless };
 
-    third_slice_stop(int per_slice, bool hooked_) : hooked(hooked_) {
+// A stop inside the third slice's graph: the byte stored at that node by the trigger.
+struct third_slice_stop {
+    node_trigger     trig;
+    int8_t           flag = 0;
+    stop_path        path;
+    common::hook_ptr hook;
+
+    third_slice_stop(int per_slice, stop_path how) : path(how) {
         trig.flag = &flag;
         trig.at   = 2 * per_slice + per_slice / 2;
-        hook      = fixtures::make_hook(hooked ? &trig : nullptr);
+        hook      = fixtures::make_hook(path == stop_path::hook ? &trig : nullptr);
     }
+    third_slice_stop(int per_slice, bool hooked) : third_slice_stop(per_slice, hooked ? stop_path::hook : stop_path::abort) {}
     third_slice_stop(const third_slice_stop &) = delete;
     third_slice_stop & operator=(const third_slice_stop &) = delete;
 
-    // The hook to bind to the context: NULL on the abort path.
-    llama_cancel_hook * bound_hook() const { return hooked ? hook.get() : nullptr; }
+    // The stateless path's cb_eval: stores the byte at ask number `at` (while the scheduler groups
+    // nodes), then answers as llama_cancel_eval_callback with the byte as user data.
+    static bool stateless_cb(ggml_tensor * t, bool ask, void * data) {
+        auto * s = static_cast<third_slice_stop *>(data);
+        if (ask && ++s->trig.calls == s->trig.at) {
+            __atomic_store_n(&s->flag, 1, __ATOMIC_RELAXED);
+        }
+        return llama_cancel_eval_callback(t, ask, &s->flag);
+    }
 
-    // Default decode params but for the byte, the hook and the caller's abort callback.
+    // The hook to bind to the context: NULL on the other paths.
+    llama_cancel_hook * bound_hook() const { return path == stop_path::hook ? hook.get() : nullptr; }
+
+    // The context: the hook bound, or the stateless callback as its cb_eval, or neither.
+    common::context_ptr make_context() {
+        if (path != stop_path::stateless) {
+            return context(bound_hook());
+        }
+        common::context_options o = fixtures::context_options(k_n, k_u, 1, stateless_cb, this);
+        return fixtures::make_backend_context(test_backend().model.get(), nullptr, o);
+    }
+
+    // Default decode params but for the byte, the hook (its snapshot buffer) and the caller's abort
+    // callback (abort path).
     llama_cancel_decode_params params() {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
         p.flag = &flag;
         p.hook = bound_hook();
-        if (!hooked) {
+        if (path == stop_path::abort) {
             p.abort_callback      = node_trigger::abort_cb;
             p.abort_callback_data = &trig;
         }
@@ -163,30 +188,31 @@ enum class outputs { last, early };
 // How gtest names the parameter in its messages.
 void PrintTo(outputs o, std::ostream * os) { *os << (o == outputs::last ? "last_output" : "early_output"); }
 
-// A stop with default decode params keeps its finished slices, except for a batch with an output
-// before its last ubatch on a context where a stop undoes a whole llama_decode call (a hook bound,
-// or recurrent state): llama.cpp keeps only the last call's outputs, so such a batch is one call.
-int committed_on_third_slice_stop(bool hooked, outputs where) {
+// A stop with default decode params keeps its finished slices, whichever callback stopped it, except
+// for a batch with an output before its last ubatch where a stop undoes a whole llama_decode call (an
+// eval callback's stop, or recurrent state): llama.cpp keeps only the last call's outputs, so such a
+// batch is one call.
+int committed_on_third_slice_stop(stop_path how, outputs where) {
     llama_model * m = test_backend().model.get();
-    const bool call_undone_whole = hooked || llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
+    const bool call_undone_whole = how != stop_path::abort || llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
     return where == outputs::early && call_undone_whole ? 0 : 2 * k_u;
 }
 
 class MemoryKinds : public ::testing::TestWithParam<outputs> {
   protected:
     // Decodes k_n tokens through llama_cancel_decode (default params) with a stop inside the third
-    // slice's graph (through the hook when `hooked`, else the abort callback), checks the committed
+    // slice's graph (through `how`), checks the committed
     // count and the memory against a clean decode of the committed tokens, then resumes and checks
     // the final logits bit for bit against an uninterrupted decode.
-    void cancel_and_resume(bool hooked, outputs where, uint32_t seed) {
-        ASSERT_TRUE(hooked || on_cpu())
+    void cancel_and_resume(stop_path how, outputs where, uint32_t seed) {
+        ASSERT_TRUE(how != stop_path::abort || on_cpu())
             << "ggml calls the abort callback on the CPU backend only: tests/CMakeLists.txt filters these out elsewhere";
         auto prompt = common::make_prompt(test_backend().model.get(), k_n, seed);
-        const int per_slice = nodes_per_slice(prompt, hooked);
+        const int per_slice = nodes_per_slice(prompt, how != stop_path::abort);
         ASSERT_GT(per_slice, 8);
 
-        third_slice_stop stop(per_slice, hooked);
-        auto ctx = context(stop.bound_hook());
+        third_slice_stop stop(per_slice, how);
+        auto ctx = stop.make_context();
         llama_cancel_decode_params p = stop.params();
         p.n_seq = 1;
         llama_cancel_decode_result r;
@@ -199,7 +225,7 @@ class MemoryKinds : public ::testing::TestWithParam<outputs> {
         ASSERT_GE(stop.trig.calls, stop.trig.at) << "the stop landed";
         EXPECT_EQ(per_seq[0].n_committed, r.n_committed);
         EXPECT_EQ(per_seq[0].output, -1) << "no output after a cancel";
-        EXPECT_EQ(r.n_committed, committed_on_third_slice_stop(hooked, where))
+        EXPECT_EQ(r.n_committed, committed_on_third_slice_stop(how, where))
             << (where == outputs::last ? "the two finished slices are kept by default" : "the call is undone whole");
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), r.n_committed - 1);
 
@@ -218,12 +244,16 @@ class MemoryKinds : public ::testing::TestWithParam<outputs> {
     }
 };
 
-TEST_P(MemoryKinds, AbortCallbackStopIsRolledBackExactly) { cancel_and_resume(false, GetParam(), 21); }
+TEST_P(MemoryKinds, AbortCallbackStopIsRolledBackExactly) { cancel_and_resume(stop_path::abort, GetParam(), 21); }
 
 // Issue 22's done-when: with a hook bound and default decode params, a stop inside a long prefill
 // keeps its finished slices and the resume is bit-identical (test_memory_mamba on the CPU,
 // test_memory_llama_vulkan on Vulkan), on every memory kind and setup registered.
-TEST_P(MemoryKinds, HookStopIsRolledBackExactly) { cancel_and_resume(true, GetParam(), 22); }
+TEST_P(MemoryKinds, HookStopIsRolledBackExactly) { cancel_and_resume(stop_path::hook, GetParam(), 22); }
+
+// Issue 30: the stateless contract name alone (no hook) keeps the finished slices too, on every
+// memory kind and setup registered (Vulkan and RPC included).
+TEST_P(MemoryKinds, StatelessStopIsRolledBackExactly) { cancel_and_resume(stop_path::stateless, GetParam(), 23); }
 
 INSTANTIATE_TEST_SUITE_P(Outputs, MemoryKinds, ::testing::Values(outputs::last, outputs::early),
                          [](const auto & info) { return info.param == outputs::last ? "last_output" : "early_output"; });

@@ -1,6 +1,8 @@
 // Per-sequence cancel where one batch goes in several ubatches or llama_decode calls: what a stop
-// keeps (finished ubatches on a KV cache; one slice per call with a hook or recurrent state, outputs
-// last), and that every survivor's output stays readable. Built into test_seq_cancel's program.
+// keeps (finished ubatches of a KV cache that the abort callback stopped; with an eval-callback stop
+// or recurrent state the call is undone, and a server batch, whose first output is in its first
+// ubatch, goes in one call), and that every survivor's output stays readable. Built into
+// test_seq_cancel's program.
 #include "seq_cancel_fixtures.h"
 
 #include <cstdio>
@@ -15,7 +17,7 @@ INSTANTIATE_TEST_SUITE_P(Ubatch, SeqCancelSlices, ::testing::Values(uint32_t{k_l
 // A KV cache decodes the batch in one llama_decode call of 4 ubatches (one stream per sequence:
 // each ubatch holds a quarter of every sequence). Sequence 2 stopped in the third keeps what the
 // first two committed, as a cancel keeps finished ubatches; the others are not computed again.
-// With recurrent state (a stop undoes a whole call) the batch goes one ubatch per call, outputs last.
+// With recurrent state a stop undoes the whole call: sequence 2 then keeps nothing, the others go on.
 TEST_P(SeqCancelSlices, AStopInALaterUbatchKeepsTheFinishedOnes) {
     auto ctx = context(GetParam());
     multi_batch b(prompts);
@@ -29,12 +31,17 @@ TEST_P(SeqCancelSlices, AStopInALaterUbatchKeepsTheFinishedOnes) {
     for (llama_seq_id s : {0, 1, 3}) {
         EXPECT_EQ(st.seqs[s].n_committed, k_len) << "sequence " << s;
     }
-    // Recurrent state: one ubatch per call, so the stop undoes the third call alone.
-    ASSERT_GT(st.seqs[2].n_committed, 0) << "the finished ubatches hold sequence 2's first tokens";
-    EXPECT_LT(st.seqs[2].n_committed, k_len);
+    if (has_recurrent_state()) {
+        EXPECT_EQ(st.seqs[2].n_committed, 0) << "recurrent state: the stopped call is undone whole";
+    } else {
+        ASSERT_GT(st.seqs[2].n_committed, 0) << "the finished ubatches hold sequence 2's first tokens";
+        EXPECT_LT(st.seqs[2].n_committed, k_len);
+    }
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), st.seqs[2].n_committed - 1);
-    EXPECT_EQ(seq_state(ctx.get(), 2), decode_prefix_alone(prompts[2], 2, st.seqs[2].n_committed).state)
-        << "sequence 2 holds its committed tokens as a decode of them alone leaves them";
+    if (st.seqs[2].n_committed > 0) {
+        EXPECT_EQ(seq_state(ctx.get(), 2), decode_prefix_alone(prompts[2], 2, st.seqs[2].n_committed).state)
+            << "sequence 2 holds its committed tokens as a decode of them alone leaves them";
+    }
     for (llama_seq_id s : {0, 1, 3}) {
         const alone want = decode_alone(prompts[s], s);
         EXPECT_EQ(seq_state(ctx.get(), s), want.state) << "memory of sequence " << s;
@@ -58,12 +65,10 @@ TEST_P(SeqCancelSlices, OutputsOfFinishedUbatchesStayReadable) {
     llama_cancel_decode_params p = st.params(2, total * 5 / 8);
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
-    // KV cache: the stopped call (ubatch k is sequence k), then one for the rest. Recurrent state:
-    // one call per ubatch with every output moved to the last, so the two finished slices (the
-    // first 64 tokens without outputs: 31, 31 and 2) hold sequence 2's first 2 tokens.
-    const bool moved = outputs_moved(GetParam());
-    EXPECT_EQ(r.n_decode_calls, moved ? k_seqs : 2);
-    const int32_t kept2 = moved ? 2 * k_len - 2 * (k_len - 1) : 0;
+    // The stopped call (ubatch k is sequence k), then one for the rest; sequence 2 keeps nothing:
+    // the stop came in its own ubatch (KV cache) or undid the call (recurrent state).
+    EXPECT_EQ(r.n_decode_calls, 2);
+    const int32_t kept2 = 0;
     EXPECT_EQ(st.seqs[2].n_committed, kept2);
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 2), kept2 - 1);
     if (kept2 > 0) {
@@ -141,37 +146,40 @@ TEST_P(SeqCancelSlices, AllSequencesStoppedInALaterUbatch) {
         EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), s), st.seqs[s].n_committed - 1) << "sequence " << s;
         kept += st.seqs[s].n_committed;
     }
-    EXPECT_GT(kept, 0) << "the two finished ubatches are kept";
+    if (has_recurrent_state()) {
+        EXPECT_EQ(kept, 0) << "recurrent state: the stopped call is undone whole";
+    } else {
+        EXPECT_GT(kept, 0) << "the two finished ubatches are kept";
+    }
 }
 
-// With a hook (and on recurrent state) a stop undoes a whole llama_decode call: with per-sequence
-// bytes the server batch goes one ubatch per call with every output moved to the last one, so a
-// sequence stopped by the hook in the third slice leaves the first two committed, its share of them
-// included, and the others' outputs readable.
-TEST_P(SeqCancelSlices, AHookStopUndoesOneSliceOfAServerBatch) {
+// With a hook (and on recurrent state) a stop undoes a whole llama_decode call. A server batch (each
+// sequence's last token an output, the first in the first ubatch) goes in one call, so a sequence
+// the hook stopped in the third ubatch keeps nothing and the others are decoded again without it,
+// their memory and outputs as a clean decode leaves them.
+TEST_P(SeqCancelSlices, AHookStopInAServerBatchRedoesTheOthers) {
     fixtures::node_trigger count;
     auto counted = fixtures::make_hooked(suite_model(), k_n, k_len, &count, k_seqs);
     multi_batch b(prompts);
     seq_stop plain;
     llama_cancel_decode_params pc = plain.params(-1, 0);
-    pc.hook = counted.hook.get();
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(counted.ctx.get(), b.get(), &pc, &r, plain.seqs), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.n_decode_calls, k_n / k_len) << "one call per ubatch";
+    EXPECT_EQ(r.n_decode_calls, 1) << "the first output is in the first ubatch: one call";
+    EXPECT_EQ(r.output_base, 0);
 
     seq_stop st;
     fixtures::node_trigger trig;
     trig.flag = &st.bytes[2];
-    trig.at   = count.calls * 5 / 8; // inside the third of 4 equal calls
+    trig.at   = count.calls * 5 / 8; // inside the third of 4 equal ubatches
     auto hc = fixtures::make_hooked(suite_model(), k_n, k_len, &trig, k_seqs);
-    llama_cancel_decode_params p = st.params(-1, 0);
-    p.hook = hc.hook.get();
+    llama_cancel_decode_params p = st.params(-1, 0); // the hook bound to hc is found by itself
     ASSERT_EQ(llama_cancel_decode(hc.ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(st.seqs[2].cancelled, 1);
-    EXPECT_EQ(st.seqs[2].n_committed, 2 * k_len - 2 * (k_len - 1)) << "sequence 2's share of the two finished slices (the "
-                                                         "first 64 tokens without outputs: 31, 31 and 2)";
-    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(hc.ctx.get()), 2), st.seqs[2].n_committed - 1);
-    EXPECT_EQ(r.output_base, -1) << "outputs moved to the last slice: read through seqs[s].output";
+    EXPECT_EQ(r.n_decode_calls, 2) << "the stopped call, then the others again";
+    EXPECT_EQ(st.seqs[2].n_committed, 0);
+    EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(hc.ctx.get()), 2), -1);
+    EXPECT_EQ(r.output_base, -1) << "a drop left gaps: read through seqs[s].output";
     for (llama_seq_id s : {0, 1, 3}) {
         EXPECT_EQ(st.seqs[s].n_committed, k_len);
         EXPECT_EQ(seq_state(hc.ctx.get(), s), seq_state(counted.ctx.get(), s)) << "memory of sequence " << s;

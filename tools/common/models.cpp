@@ -33,6 +33,8 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.no_perf         = true;
     cp.cb_eval           = opt.cb_eval;
     cp.cb_eval_user_data = opt.cb_eval_data;
+    cp.abort_callback      = opt.abort_callback;
+    cp.abort_callback_data = opt.abort_callback_data;
     return context_ptr(llama_init_from_model(model, cp));
 }
 

@@ -33,6 +33,8 @@ struct context_options {
     uint32_t n_rs_seq    = 0;     // recurrent-state rollback planes per sequence (llama.cpp's own)
     ggml_backend_sched_eval_callback cb_eval      = nullptr;
     void *                           cb_eval_data = nullptr;
+    ggml_abort_callback              abort_callback      = nullptr; // the host's own, set at creation
+    void *                           abort_callback_data = nullptr;
 };
 // Context with op_offload off (and offload_kqv as asked), as the protocols need. NULL on failure.
 context_ptr make_context(llama_model * model, const context_options & opt);

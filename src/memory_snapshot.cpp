@@ -1,4 +1,4 @@
-#include "memory_checkpoint.h"
+#include "memory_snapshot.h"
 
 #include "clock.h"
 
@@ -28,12 +28,12 @@ std::vector<llama_seq_id> spare_seqs(llama_context * ctx, const std::vector<llam
 
 } // namespace
 
-bool memory_checkpoint::needs_state(const llama_context * ctx) {
+bool memory_snapshot::needs_state(const llama_context * ctx) {
     const llama_model * model = llama_get_model(ctx);
     return llama_model_is_recurrent(model) || llama_model_is_hybrid(model);
 }
 
-bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state,
+bool memory_snapshot::capture(llama_context * ctx, const std::vector<llama_seq_id> & seqs, bool with_state,
                                 bool may_share) {
     release();
     llama_memory_t mem = llama_get_memory(ctx);
@@ -58,7 +58,7 @@ bool memory_checkpoint::capture(llama_context * ctx, const std::vector<llama_seq
 
 // Each of `seqs` (the captured ones) shares its state cell with a spare sequence; false (nothing
 // done) without enough.
-bool memory_checkpoint::share(llama_context * ctx, const std::vector<llama_seq_id> & seqs) {
+bool memory_snapshot::share(llama_context * ctx, const std::vector<llama_seq_id> & seqs) {
     const std::vector<llama_seq_id> spare = spare_seqs(ctx, seqs);
     if (spare.size() < n_) {
         return false;
@@ -73,7 +73,7 @@ bool memory_checkpoint::share(llama_context * ctx, const std::vector<llama_seq_i
     return true;
 }
 
-bool memory_checkpoint::copy(llama_context * ctx) {
+bool memory_snapshot::copy(llama_context * ctx) {
     llama_synchronize(ctx); // the previous call's graph may still be writing the state (GPU backends)
     const double t0 = now_ms();
     for (size_t i = 0; i < n_; ++i) {
@@ -93,7 +93,7 @@ bool memory_checkpoint::copy(llama_context * ctx) {
 }
 
 // One sequence back as captured: its state (from the shared cell or the copy), no later position.
-bool memory_checkpoint::put_back(llama_context * ctx, const seq_state & s) {
+bool memory_snapshot::put_back(llama_context * ctx, const seq_state & s) {
     llama_memory_t mem = llama_get_memory(ctx);
     if (s.spare >= 0) {
         // The sequence leaves the cells the stopped call wrote and shares the untouched ones again.
@@ -110,7 +110,7 @@ bool memory_checkpoint::put_back(llama_context * ctx, const seq_state & s) {
     return llama_memory_seq_rm(mem, s.seq, s.pos_max + 1, -1);
 }
 
-bool memory_checkpoint::restore(llama_context * ctx, llama_seq_id * failed_seq) {
+bool memory_snapshot::restore(llama_context * ctx, llama_seq_id * failed_seq) {
     llama_synchronize(ctx); // a stopped graph's later splits may still run on an asynchronous backend
     if (state_) {
         counters_.restores++;
@@ -131,7 +131,7 @@ bool memory_checkpoint::restore(llama_context * ctx, llama_seq_id * failed_seq) 
     return ok;
 }
 
-void memory_checkpoint::release() {
+void memory_snapshot::release() {
     if (!shared_) {
         return;
     }

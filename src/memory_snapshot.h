@@ -3,7 +3,7 @@
 // A KV cache is rolled back by removing the step's positions (llama_memory_seq_rm). A recurrent
 // state (Mamba, RWKV, the recurrent layers of LFM2, Qwen3.5 and other hybrids) cannot be: the
 // layers a stopped graph computed have already overwritten it in place, and llama.cpp refuses to
-// remove part of it. For models with such state the checkpoint also keeps each sequence's partial
+// remove part of it. For models with such state the snapshot also keeps each sequence's partial
 // state (llama_state_seq_get_data_ext with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY: the recurrent part
 // alone, whose size does not grow with the context) and writes it back before the positions go.
 //
@@ -16,7 +16,7 @@
 //
 // Otherwise the state is copied. The copy runs at memory speed; what costs is fresh memory: the first
 // touch of each page of a new buffer (a page fault) costs far more than the copy. A hook therefore
-// keeps one checkpoint for every call made with it (hook_checkpoint), whose buffers stay allocated.
+// keeps its snapshots for every call made with it (hook.h), whose buffers stay allocated.
 #pragma once
 
 #include "llama-cancel.h"
@@ -26,7 +26,7 @@
 
 namespace llama_cancel {
 
-class memory_checkpoint {
+class memory_snapshot {
   public:
     // True when ctx's model keeps state that removing positions cannot undo.
     static bool needs_state(const llama_context * ctx);
@@ -49,7 +49,7 @@ class memory_checkpoint {
     // A call that took no snapshot because it holds the step (runs it to its end).
     void note_held() { counters_.held_steps++; }
 
-    // What the captures and restores through this checkpoint copied, in all.
+    // What the captures and restores through this snapshot copied, in all.
     const llama_cancel_snapshot_stats & counters() const { return counters_; }
 
   private:
@@ -72,7 +72,10 @@ class memory_checkpoint {
     llama_cancel_snapshot_stats counters_{};
 };
 
-// The checkpoint `hook` keeps for the llama_cancel_* calls made with it; NULL for NULL.
-memory_checkpoint * hook_checkpoint(llama_cancel_hook * hook);
+// Empties the spare sequences a snapshot shares state cells with when a call ends, however it ends.
+struct snapshot_release {
+    memory_snapshot & snapshot;
+    ~snapshot_release() { snapshot.release(); }
+};
 
 } // namespace llama_cancel
