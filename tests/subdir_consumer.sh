@@ -3,7 +3,8 @@
 # add_subdirectory() beside its own `llama` (and `mtmd`) targets: (1) llama-cancel static, linked
 # whole into the host's shared library, with the host's mtmd; (2) shared, without libmtmd. Each
 # time a loader binds llama_cancel_* by name in the host library, and the Python module loads the
-# host library itself (its layouts checked, llama.cpp's symbols resolved through it).
+# host library itself (its layouts checked; llama.cpp's functions from libllama.so.0, the copy the
+# host library links, opened by its soname).
 # usage: subdir_consumer.sh SRC WORKDIR
 set -euo pipefail
 src=$1
@@ -24,6 +25,7 @@ import sys, llama_cancel
 lc = llama_cancel.load(sys.argv[1])
 assert lc.has_mtmd == (sys.argv[2] == "1"), lc.has_mtmd
 assert lc.llama.llama_model_default_params().n_gpu_layers is not None
+assert lc.llama.sources["llama_model_default_params"] == "libllama.so.0", lc.llama.sources
 print("python module on the host library: version %d.%d.%d, layouts match, mtmd" % lc.version(), lc.has_mtmd)
 ' "$dir/libhost.so" "$expect"
 }

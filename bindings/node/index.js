@@ -11,6 +11,7 @@
 // library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
+const nodePath = require('node:path');
 
 const VERSION = [1, 1, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
@@ -133,10 +134,167 @@ const LLAMA_FUNCTIONS = [
     ['llama_get_logits_ith', P, [P, 'int32_t']],
     ['llama_memory_clear', 'void', [P, 'bool']],
     ['llama_memory_seq_pos_max', 'int32_t', [P, 'int32_t']],
+];
+const GGML_FUNCTIONS = [
     ['ggml_backend_load_all', 'void', []],
     ['ggml_backend_reg_by_name', P, ['const char *']],
     ['ggml_backend_unload', 'void', [P]],
 ];
+
+// Where the binding finds its libraries. Each llama.h and ggml function is looked up in the library
+// that defines it, opened by its own name: Windows' GetProcAddress finds only a DLL's own exports,
+// never what it imports from another DLL, so llama_decode cannot be found through llama-cancel.dll
+// (dlsym on Linux and macOS searches a handle's dependencies too, which the older lookup relied on).
+// Per kind ('llama', 'ggml', 'mtmd'), in order:
+//   1. $LLAMA_CANCEL_LLAMA_LIBRARY, $LLAMA_CANCEL_GGML_LIBRARY, $LLAMA_CANCEL_MTMD_LIBRARY: the files
+//      (path.delimiter-separated) to open, and only those: one that does not open is an error.
+//   2. Else the platform's names (libraryFiles()), on Windows first in the folder of the loaded
+//      llama-cancel DLL, then by name; elsewhere by name (the soname libllama-cancel linked: the
+//      loader hands back the copy already loaded), then in that folder (candidatePaths()).
+//   3. Last, llama-cancel's own handle: a host library that links llama-cancel and llama.cpp
+//      statically exports both, and on Linux and macOS dlsym reaches its dependencies through it.
+// A file that defines one of the kind's functions at another address than llama-cancel's handle
+// gives is another copy of llama.cpp than the one llama-cancel calls, and is not used.
+const ENV = {
+    'llama-cancel': 'LLAMA_CANCEL_LIBRARY', llama: 'LLAMA_CANCEL_LLAMA_LIBRARY', ggml: 'LLAMA_CANCEL_GGML_LIBRARY',
+    mtmd: 'LLAMA_CANCEL_MTMD_LIBRARY',
+};
+// The files of each kind by stem: ggml's backend loader is in libggml, its core in libggml-base.
+const STEMS = { 'llama-cancel': ['llama-cancel'], llama: ['llama'], ggml: ['ggml', 'ggml-base'], mtmd: ['mtmd'] };
+
+function family(platform) {
+    if (platform === 'win32' || platform === 'darwin') return platform;
+    return 'linux'; // Linux, the BSDs, Android: ELF shared objects with sonames
+}
+
+// The file names the loader is asked for, per file of `kind` ('llama-cancel', 'llama', 'ggml',
+// 'mtmd'): one array of alternative names per file (ggml: libggml, then libggml-base), for
+// `platform` (a process.platform value). Pure: nothing is opened.
+function libraryFiles(kind, platform = process.platform) {
+    const f = family(platform);
+    return STEMS[kind].map((stem) => {
+        const v = kind === 'llama-cancel' ? VERSION[0] : 0; // SOVERSION: MAJOR here, 0 for llama.cpp's
+        if (f === 'win32') return [`${stem}.dll`, `lib${stem}.dll`]; // MSVC builds; mingw-w64 ones
+        if (f === 'darwin') return [`lib${stem}.${v}.dylib`, `lib${stem}.dylib`];
+        return [`lib${stem}.so.${v}`, `lib${stem}.so`];
+    });
+}
+
+// What is opened for one file, in order, given its alternative `names` and the folder of the loaded
+// llama-cancel (null: unknown): on Windows each name in that folder first, then each name alone (the
+// DLL search); elsewhere the names alone first, then in that folder. Pure.
+function candidatePaths(names, platform = process.platform, folder = null) {
+    const win = family(platform) === 'win32';
+    const join = win ? nodePath.win32.join : nodePath.posix.join;
+    const beside = folder ? names.map((n) => join(folder, n)) : [];
+    return win ? [...beside, ...names] : [...names, ...beside];
+}
+
+let fileOfImpl = null;
+// The file the code at `address` (a BigInt, as lib.symbol() gives) was loaded from, or null.
+function fileOf(address) {
+    if (!address) return null;
+    try {
+        if (!fileOfImpl) {
+            if (process.platform === 'win32') {
+                const k32 = koffi.load('kernel32.dll');
+                const byAddress = k32.func('int __stdcall GetModuleHandleExW(uint32_t flags, void *addr, _Out_ void **module)');
+                const fileName = k32.func('uint32_t __stdcall GetModuleFileNameW(void *module, void *buf, uint32_t size)');
+                fileOfImpl = (a) => {
+                    const module = [null];
+                    // GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT
+                    if (!byAddress(6, a, module)) return null;
+                    const buf = Buffer.alloc(2 * 32768);
+                    const n = fileName(module[0], buf, 32768);
+                    return n ? buf.toString('utf16le', 0, 2 * n) : null;
+                };
+            } else {
+                const info = koffi.struct('llama_cancel_Dl_info', {
+                    dli_fname: 'const char *', dli_fbase: P, dli_sname: 'const char *', dli_saddr: P,
+                });
+                const dladdr = koffi.load(null).func('dladdr', 'int', [P, koffi.out(koffi.pointer(info))]);
+                fileOfImpl = (a) => {
+                    const out = {};
+                    return dladdr(a, out) && out.dli_fname ? out.dli_fname : null;
+                };
+            }
+        }
+        return fileOfImpl(address);
+    } catch {
+        return null;
+    }
+}
+
+// The address of `name` in a koffi library, or null.
+function symbolIn(lib, name) {
+    try {
+        return lib.symbol(name);
+    } catch {
+        return null;
+    }
+}
+
+// Why `lib` is not the copy llama-cancel (`cancel`, a koffi library) calls; null when it is, or
+// when nothing tells (names: the kind's functions).
+function otherCopy(lib, cancel, names) {
+    for (const name of names) {
+        const mine = symbolIn(lib, name);
+        if (mine === null) continue;
+        const theirs = symbolIn(cancel, name);
+        if (theirs !== null && theirs !== mine) {
+            return `another copy of ${name} than llama-cancel's (${fileOf(mine)} against ${fileOf(theirs)}): not used`;
+        }
+        return null;
+    }
+    return null;
+}
+
+// Opens the files of `kind` as described above: [{ path, lib }] (possibly empty: then every function
+// comes from llama-cancel's handle). Throws for a file named in the kind's variable that does not
+// open or is another copy.
+function openKind(kind, names, cancel, folder = null, platform = process.platform, env = process.env) {
+    const override = env[ENV[kind]];
+    const files = override
+        ? override.split(nodePath.delimiter).filter(Boolean).map((p) => [p])
+        : libraryFiles(kind, platform).map((alts) => candidatePaths(alts, platform, folder));
+    const handles = [];
+    for (const paths of files) {
+        const errors = [];
+        let opened = null;
+        for (const p of paths) {
+            let lib;
+            try {
+                lib = koffi.load(p);
+            } catch (e) {
+                errors.push(`${p}: ${e.message}`);
+                continue;
+            }
+            const other = otherCopy(lib, cancel, names);
+            if (other) {
+                errors.push(`${p}: ${other}`);
+                continue;
+            }
+            opened = { path: p, lib };
+            break;
+        }
+        if (opened) handles.push(opened);
+        else if (override) throw new Error(`$${ENV[kind]}: ${errors.join('; ')}`);
+    }
+    return handles;
+}
+
+// The functions of `table`, each declared from the first of `handles` that defines it; sources[name]
+// is that library's path (as opened).
+function declareFrom(handles, table, sources) {
+    const out = {};
+    for (const [name, ret, args] of table) {
+        const from = handles.find((h) => symbolIn(h.lib, name) !== null);
+        if (!from) throw new Error(`${name}: in none of ${handles.map((h) => h.path).join(', ')}`);
+        out[name] = from.lib.func(name, ret, args);
+        sources[name] = from.path;
+    }
+    return out;
+}
 
 class AbiMismatch extends Error {}
 
@@ -179,12 +337,22 @@ function declare(lib, table) {
     return out;
 }
 
-// Opens libllama-cancel: `path`, else $LLAMA_CANCEL_LIBRARY, else the loader's search by soname.
+// Opens libllama-cancel: `path`, else $LLAMA_CANCEL_LIBRARY, else the loader's search by the
+// platform's names (libraryFiles('llama-cancel')), then llama.cpp's libraries by theirs (above).
 // Throws AbiMismatch when its version or any struct layout differs from the declarations above.
 function load(path) {
-    const where = path || process.env.LLAMA_CANCEL_LIBRARY ||
-        (process.platform === 'darwin' ? `libllama-cancel.${VERSION[0]}.dylib` : `libllama-cancel.so.${VERSION[0]}`);
-    return new Library(where);
+    const env = process.env.LLAMA_CANCEL_LIBRARY;
+    const candidates = path ? [path] : env ? [env] : libraryFiles('llama-cancel')[0];
+    const errors = [];
+    for (const candidate of candidates) {
+        try {
+            return new Library(candidate);
+        } catch (e) {
+            if (e instanceof AbiMismatch) throw e;
+            errors.push(`${candidate}: ${e.message}`);
+        }
+    }
+    throw new Error(`cannot load libllama-cancel: ${errors.join('; ')}`);
 }
 
 class Library {
@@ -193,9 +361,34 @@ class Library {
         this.so = koffi.load(path);
         this.c = declare(this.so, CANCEL_FUNCTIONS);
         this.checkAbi();
-        // llama.h and ggml symbols resolve through the library's own dependencies.
-        this.llama = declare(this.so, LLAMA_FUNCTIONS);
+        // The folder of the file the loader opened (a bare name too): on Windows llama.cpp's DLLs
+        // are looked for there first.
+        const opened = fileOf(symbolIn(this.so, 'llama_cancel_version'));
+        const given = nodePath.dirname(path) !== '.' ? nodePath.dirname(nodePath.resolve(path)) : null;
+        this.folder = opened ? nodePath.dirname(opened) : given;
+        // Each llama.h and ggml function from the library that defines it, else from llama-cancel's
+        // handle. handles[kind]: what each kind opened; files[kind] their paths; sources[name]: the
+        // path of the library each declared function came from.
+        this.handles = {};
+        this.files = {};
+        this.sources = {};
         this.hasMtmd = this.c.llama_cancel_has_mtmd();
+        for (const [kind, table] of [['llama', LLAMA_FUNCTIONS], ['ggml', GGML_FUNCTIONS], ['mtmd', null]]) {
+            if (kind === 'mtmd' && !this.hasMtmd) continue;
+            const names = table ? table.map(([name]) => name) : ['mtmd_default_marker'];
+            this.handles[kind] = [...openKind(kind, names, this.so, this.folder), { path: this.path, lib: this.so }];
+            this.files[kind] = this.handles[kind].slice(0, -1).map((h) => h.path);
+        }
+        this.ggml = declareFrom(this.handles.ggml, GGML_FUNCTIONS, this.sources);
+        // ggml's functions on this.llama too, where the 1.1.0 binding declared them.
+        this.llama = { ...declareFrom(this.handles.llama, LLAMA_FUNCTIONS, this.sources), ...this.ggml };
+    }
+
+    // Any other function of llama.cpp's, declared from the library of `kind` ('llama', 'ggml',
+    // 'mtmd') that defines it: lib.func('llama', 'llama_n_ctx', 'uint32_t', ['void *']).
+    func(kind, name, ret, args) {
+        if (!this.handles[kind]) throw new Error(`no ${kind} library here (mtmd: llama_cancel_has_mtmd() is false)`);
+        return declareFrom(this.handles[kind], [[name, ret, args]], this.sources)[name];
     }
 
     version() {
@@ -245,10 +438,10 @@ class Library {
     // Loads ggml's dynamically built backends (as Debian ships them) and unloads BLAS, Vulkan and
     // RPC unless named in `keep`: the CPU backend, where the abort callback runs, stays.
     loadBackends(keep = []) {
-        this.llama.ggml_backend_load_all();
+        this.ggml.ggml_backend_load_all();
         for (const name of ['BLAS', 'Vulkan', 'RPC']) {
-            const reg = this.llama.ggml_backend_reg_by_name(name);
-            if (reg && !keep.includes(name)) this.llama.ggml_backend_unload(reg);
+            const reg = this.ggml.ggml_backend_reg_by_name(name);
+            if (reg && !keep.includes(name)) this.ggml.ggml_backend_unload(reg);
         }
     }
 
@@ -409,4 +602,5 @@ class Library {
 module.exports = {
     load, Library, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
     OK, CANCELLED, ERROR, STOP,
+    ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };

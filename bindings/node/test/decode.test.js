@@ -4,9 +4,11 @@
 // in memory, then resumes. The worst store-to-return latency is printed beside the decode time.
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const koffi = require('koffi');
 const { env, library, Probe, cancelFromMain, bounded, tokens, llamaCancel } = require('./host');
 
 const N_TOKENS = 256, N_UBATCH = 64, RUNS = 10;
+const N_PREFILL = 512, N_PREFILL_UBATCH = 128; // four ubatches
 
 test('decodes on a worker thread stop when the main thread stores the byte', async () => {
     const lib = library();
@@ -126,4 +128,122 @@ test('a byte per sequence: a set one drops its sequence, one of a sequence witho
     set.free();
     lib.llama.llama_free(ctx);
     lib.llama.llama_model_free(model);
+});
+
+// An eval callback chained behind the hook that counts the scheduler's asks and, at ask `stopAt`,
+// asks for the node (a checkpoint there) and stores 1 into the byte once it is computed: the store
+// comes from inside the computation, at a node chosen by count. A JavaScript callback (koffi.register),
+// so the decode runs on this thread, synchronously.
+const EvalCallback = koffi.proto('bool llama_cancel_test_eval_cb(void *t, bool ask, void *data)');
+class AskCounter {
+    constructor(flag) {
+        this.flag = flag;
+        this.arm();
+        this.address = koffi.register((t, ask) => {
+            if (ask) return ++this.asks === this.stopAt;
+            if (this.stopAt !== null && this.asks >= this.stopAt && this.storedAt === null) {
+                this.flag.set();
+                this.storedAt = this.asks;
+            }
+            return true;
+        }, koffi.pointer(EvalCallback));
+    }
+    arm(stopAt = null) { this.asks = 0; this.stopAt = stopAt; this.storedAt = null; }
+    free() { koffi.unregister(this.address); }
+}
+
+// The raw bytes of batch index i's logits (llama_cancel_get_logits_ith), for a bitwise compare.
+function logitsBytes(lib, ctx, result, i) {
+    const native = koffi.alloc(llamaCancel.types.llama_cancel_decode_result, 1);
+    try {
+        koffi.encode(native, llamaCancel.types.llama_cancel_decode_result, result);
+        const ptr = lib.c.llama_cancel_get_logits_ith(ctx, native, i);
+        assert.ok(ptr, `batch index ${i} has logits`);
+        const n = lib.llama.llama_vocab_n_tokens(lib.llama.llama_model_get_vocab(lib.llama.llama_get_model(ctx)));
+        return Buffer.from(new Uint8Array(koffi.view(ptr, 4 * n))); // a copy (Buffer.from(view) would share it)
+    } finally {
+        koffi.free(native);
+    }
+}
+
+test('a prefill stopped inside its third ubatch keeps two and resumes to bit-identical logits', () => {
+    // 512 tokens in ubatches of 128, the byte stored from inside the third: CANCELLED with the two
+    // finished ubatches committed (a stop that threw finished work away, or one before any work,
+    // fails here), and the rest decoded from there gives the last token's logits of a clean decode
+    // on a fresh context, byte for byte.
+    const lib = library();
+    const flag = new llamaCancel.Flag();
+    const counter = new AskCounter(flag);
+    const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
+    assert.equal(loadStatus, llamaCancel.OK, message);
+    const fields = { n_ctx: N_PREFILL, n_batch: N_PREFILL, n_ubatch: N_PREFILL_UBATCH, n_threads: 2, n_threads_batch: 2,
+                     op_offload: false, offload_kqv: false };
+    const hook = lib.hook(flag, { chain: counter.address });
+    const ctx = lib.context(model, fields, hook);
+    assert.ok(ctx, 'context created');
+    const mem = lib.llama.llama_get_memory(ctx);
+    const toks = tokens(N_PREFILL);
+    const decode = (c, values, h) => {
+        const { batch, tokens: native } = lib.tokensBatch(values);
+        try {
+            return lib.decode(c, batch, { flag, hook: h, nSeq: 1 });
+        } finally {
+            native.free();
+        }
+    };
+    const nUbatches = N_PREFILL / N_PREFILL_UBATCH;
+
+    // A clean run through the hooked context: how many asks a ubatch takes.
+    lib.llama.llama_memory_clear(mem, true);
+    counter.arm();
+    let r = decode(ctx, toks, hook);
+    assert.equal(r.status, llamaCancel.OK, r.result.message);
+    assert.equal(r.result.n_committed, N_PREFILL);
+    assert.equal(counter.asks % nUbatches, 0, `${counter.asks} asks in ${nUbatches} equal graphs`);
+    const perUbatch = counter.asks / nUbatches;
+    assert.ok(perUbatch > 4);
+
+    // The byte clear on entry, stored at the middle of the third ubatch's graph.
+    lib.llama.llama_memory_clear(mem, true);
+    flag.clear();
+    const stopAt = 2 * perUbatch + Math.floor(perUbatch / 2);
+    counter.arm(stopAt);
+    r = decode(ctx, toks, hook);
+    assert.equal(counter.storedAt, stopAt, 'stored inside the third ubatch');
+    assert.equal(r.status, llamaCancel.CANCELLED, r.result.message);
+    assert.equal(r.result.status, llamaCancel.CANCELLED);
+    const n = r.result.n_committed;
+    assert.ok(n > 0, 'the finished ubatches are kept');
+    assert.equal(n % N_PREFILL_UBATCH, 0, 'only whole ubatches are committed');
+    assert.ok(n < N_PREFILL);
+    assert.equal(n, 2 * N_PREFILL_UBATCH, 'exactly the two ubatches finished before the store');
+    assert.deepEqual(r.seqs, [{ n_committed: n, output: -1, cancelled: 0 }]);
+    assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), n - 1);
+    assert.ok(counter.asks < 3 * perUbatch, 'the third graph was abandoned');
+
+    // Resume from n_committed with the byte cleared.
+    flag.clear();
+    counter.arm();
+    r = decode(ctx, toks.slice(n), hook);
+    assert.equal(r.status, llamaCancel.OK, r.result.message);
+    assert.equal(r.result.n_committed, N_PREFILL - n);
+    assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), N_PREFILL - 1);
+    const resumed = logitsBytes(lib, ctx, r.result, N_PREFILL - n - 1);
+
+    // A clean, uninterrupted decode on a fresh context without a hook.
+    const fresh = lib.context(model, fields);
+    assert.ok(fresh, 'fresh context created');
+    r = decode(fresh, toks, null);
+    assert.equal(r.status, llamaCancel.OK, r.result.message);
+    const want = logitsBytes(lib, fresh, r.result, N_PREFILL - 1);
+    lib.llama.llama_free(fresh);
+    assert.equal(resumed.length, want.length);
+    assert.ok(want.some((b) => b !== 0), 'real logits');
+    assert.ok(resumed.equals(want), "the resumed decode's last logits are bit-identical to a clean decode's");
+
+    lib.llama.llama_free(ctx);
+    lib.c.llama_cancel_hook_free(hook);
+    lib.llama.llama_model_free(model);
+    counter.free();
+    flag.free();
 });

@@ -16,13 +16,14 @@ import ctypes.util
 import os
 import sys
 
-from . import abi, llama, mtmd
+from . import abi, libraries, llama, mtmd
 from .abi import (CANCELLED, ERROR, OK, STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,  # noqa: F401
                   llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
                   llama_cancel_snapshot_stats,
                   llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
                   llama_cancel_seq_result)
+from .libraries import ENV, Functions, candidate_paths, file_of, library_files  # noqa: F401
 
 __version__ = "%d.%d.%d" % (abi.VERSION_MAJOR, abi.VERSION_MINOR, abi.VERSION_PATCH)
 
@@ -80,15 +81,17 @@ def _candidate_paths():
     found = ctypes.util.find_library("llama-cancel")
     if found:
         paths.append(found)
-    major = abi.VERSION_MAJOR
-    paths.append(f"libllama-cancel.{major}.dylib" if sys.platform == "darwin" else f"libllama-cancel.so.{major}")
+    # libllama-cancel.so.1 and .so, libllama-cancel.1.dylib and .dylib, llama-cancel.dll and libllama-cancel.dll
+    paths += [name for name in library_files("llama-cancel")[0] if name not in paths]
     return paths
 
 
 def load(path=None):
     """Opens libllama-cancel (path, else $LLAMA_CANCEL_LIBRARY, else the installed one, else the
-    dynamic loader's search) and checks it; raises OSError when none loads, AbiMismatch when its
-    version or layouts differ. A host's own library that links llama-cancel statically works too."""
+    dynamic loader's search by the platform's names) and checks it; raises OSError when none loads,
+    AbiMismatch when its version or layouts differ. A host's own library that links llama-cancel
+    statically works too. llama.cpp's libraries are then opened by their own names (libraries.py:
+    $LLAMA_CANCEL_LLAMA_LIBRARY, $LLAMA_CANCEL_GGML_LIBRARY, $LLAMA_CANCEL_MTMD_LIBRARY override)."""
     errors = []
     for candidate in [path] if path else _candidate_paths():
         try:
@@ -103,20 +106,33 @@ class Library:
 
     def __init__(self, path):
         self.path = path
+        windows = sys.platform == "win32"
+        self._dll_dirs = []  # os.add_dll_directory's cookies: the folders stay searched while this lives
+        folder = os.path.dirname(os.path.abspath(path)) if os.path.dirname(path) else None
+        if windows and folder:
+            self._dll_dirs.append(os.add_dll_directory(folder))  # the DLLs it imports: beside it first
         self._c = C.CDLL(path, mode=C.RTLD_GLOBAL)
         _declare(self._c, abi.prototypes(llama))
         self.check_abi()
-        # llama.h, ggml and mtmd.h symbols resolve through the library's own dependencies (or the
-        # host library it was linked into): no second search for libllama.
-        self.llama = C.CDLL(path)
-        _declare(self.llama, llama.prototypes())
-        self.ggml = C.CDLL(path)
-        _declare(self.ggml, llama.ggml_prototypes())
+        # The folder of the file the loader opened (a bare name too), where llama.cpp's libraries are
+        # looked for on Windows first (libraries.py).
+        opened = file_of(libraries.address_in(self._c, "llama_cancel_version"))
+        self.folder = os.path.dirname(opened) if opened else folder
+        if windows and self.folder and self.folder != folder:
+            self._dll_dirs.append(os.add_dll_directory(self.folder))
+        # llama.h, ggml and mtmd.h functions, each from the library that defines it (libllama,
+        # libggml / libggml-base, libmtmd, opened by their own names), else from llama-cancel's
+        # handle (a host library with everything linked in). self.files: what each kind opened.
+        self.files = {}
+        self.llama = self._functions("llama", llama.prototypes())
+        self.ggml = self._functions("ggml", llama.ggml_prototypes())
         self.has_mtmd = bool(self._c.llama_cancel_has_mtmd())
-        self.mtmd = None
-        if self.has_mtmd:
-            self.mtmd = C.CDLL(path)
-            _declare(self.mtmd, mtmd.prototypes())
+        self.mtmd = self._functions("mtmd", mtmd.prototypes()) if self.has_mtmd else None
+
+    def _functions(self, kind, table):
+        handles = libraries.open_kind(kind, list(table), self._c, self.folder)
+        self.files[kind] = [h._name for h in handles]
+        return Functions(handles + [self._c], table)
 
     def __getattr__(self, name):
         if name.startswith("llama_cancel_"):

@@ -32,7 +32,7 @@ class Abi(unittest.TestCase):
         self.assertEqual(list(self.lib.version()), want)
         self.assertEqual(llama_cancel.__version__, "%d.%d.%d" % tuple(want))
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyproject.toml")) as f:
-            self.assertIn('\nversion = "%d.%d.%d"' % tuple(want), f.read(), "python/pyproject.toml's version")
+            self.assertIn('\nversion = "%d.%d.%d"' % tuple(want), f.read(), "bindings/python/pyproject.toml's version")
 
     def test_library_knows_every_struct_and_field_of_the_header(self):
         structs = header_structs(self.header)

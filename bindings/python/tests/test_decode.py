@@ -1,6 +1,9 @@
 """llama_cancel_decode on a worker thread, stopped by a byte the main thread stores: every decode
 returns CANCELLED with whole ubatches in memory, and resumes. The worst latency from the store to
-the worker's return is printed beside the decode time (a figure, not an assertion)."""
+the worker's return is printed beside the decode time (a figure, not an assertion). And a prefill
+stopped from inside its third ubatch: the two finished ones stay, and the resumed decode gives the
+logits of an uninterrupted one bit for bit."""
+import ctypes as C
 import statistics
 import unittest
 
@@ -9,6 +12,7 @@ import llama_cancel
 import host
 
 N_TOKENS, N_UBATCH, RUNS = 256, 64, 10
+N_PREFILL, N_PREFILL_UBATCH = 512, 128  # four ubatches
 
 
 class DecodeCancelledFromMainThread(unittest.TestCase):
@@ -98,6 +102,123 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         status, result, _ = self.lib.decode(None, batch, self.flag)
         self.assertEqual(status, llama_cancel.ERROR)
         self.assertIn(b"NULL", result.message)
+
+
+class AskCounter:
+    """An eval callback chained behind the hook that counts the scheduler's asks and, at ask
+    `stop_at`, asks for the node (a checkpoint there) and stores 1 into the byte once it is computed:
+    the store comes from inside the computation, at a node chosen by count. A ctypes callback, so
+    it runs in the interpreter on the decoding thread: this decodes on the test's own thread."""
+
+    def __init__(self, flag):
+        self.flag, self.asks, self.stop_at, self.stored_at = flag, 0, None, None
+        self.fn = llama_cancel.abi.eval_callback_t(self._callback)  # kept alive as long as the hook
+        self.address = llama_cancel.native_address(self.fn)
+
+    def arm(self, stop_at=None):
+        self.asks, self.stop_at, self.stored_at = 0, stop_at, None
+
+    def _callback(self, tensor, ask, data):
+        if ask:
+            self.asks += 1
+            return self.asks == self.stop_at
+        if self.stop_at is not None and self.asks >= self.stop_at and self.stored_at is None:
+            self.flag.set()
+            self.stored_at = self.asks
+        return True
+
+
+class DecodeStoppedInsideThePrefill(unittest.TestCase):
+    """512 tokens in ubatches of 128, the byte stored from inside the third: CANCELLED with the two
+    finished ubatches committed (a stop that threw finished work away, or one before any work, fails
+    here), and the rest decoded from there gives the last token's logits of a clean decode on a
+    fresh context, byte for byte."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib = host.lib()
+        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
+        assert cls.model, res.message
+        cls.flag = llama_cancel.Flag()
+        cls.counter = AskCounter(cls.flag)
+        cls.hook = lib.hook(cls.flag, chain=cls.counter.address)
+        cls.ctx = cls.context(hook=cls.hook)
+        cls.mem = lib.llama.llama_get_memory(cls.ctx)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lib.llama.llama_free(cls.ctx)
+        cls.lib.llama_cancel_hook_free(cls.hook)
+        cls.lib.llama.llama_model_free(cls.model)
+
+    @classmethod
+    def context(cls, hook=None):
+        ctx = cls.lib.context(cls.model, hook=hook, n_ctx=N_PREFILL, n_batch=N_PREFILL, n_ubatch=N_PREFILL_UBATCH,
+                              n_threads=2, n_threads_batch=2, op_offload=False, offload_kqv=False)
+        assert ctx, "context created"
+        return ctx
+
+    def decode(self, ctx, toks, hook=None):
+        batch, keep = self.lib.tokens_batch(toks)
+        return self.lib.decode(ctx, batch, self.flag, hook=hook, n_seq=1)
+
+    def last_logits_bytes(self, ctx, result, i):
+        """The raw bytes of batch index i's logits (llama_cancel_get_logits_ith), for a bitwise compare."""
+        ptr = self.lib._c.llama_cancel_get_logits_ith(ctx, C.byref(result), i)
+        self.assertTrue(ptr, f"batch index {i} has logits")
+        return C.string_at(ptr, 4 * self.lib.n_vocab(ctx))
+
+    def test_stop_in_the_third_ubatch_keeps_two_and_resumes_bit_identical(self):
+        toks = host.tokens(N_PREFILL)
+        n_ubatches = N_PREFILL // N_PREFILL_UBATCH
+
+        # A clean run through the hooked context: how many asks a ubatch takes.
+        self.lib.llama.llama_memory_clear(self.mem, True)
+        self.counter.arm()
+        status, result, _ = self.decode(self.ctx, toks, self.hook)
+        self.assertEqual(status, llama_cancel.OK, result.message)
+        self.assertEqual(result.n_committed, N_PREFILL)
+        self.assertEqual(self.counter.asks % n_ubatches, 0, f"{self.counter.asks} asks in {n_ubatches} equal graphs")
+        per_ubatch = self.counter.asks // n_ubatches
+        self.assertGreater(per_ubatch, 4)
+
+        # The byte clear on entry, stored at the middle of the third ubatch's graph.
+        self.lib.llama.llama_memory_clear(self.mem, True)
+        self.flag.clear()
+        self.counter.arm(stop_at=2 * per_ubatch + per_ubatch // 2)
+        status, result, seqs = self.decode(self.ctx, toks, self.hook)
+        self.assertEqual(self.counter.stored_at, 2 * per_ubatch + per_ubatch // 2, "stored inside the third ubatch")
+        self.assertEqual(status, llama_cancel.CANCELLED, result.message)
+        self.assertEqual(result.status, llama_cancel.CANCELLED)
+        n = result.n_committed
+        self.assertGreater(n, 0, "the finished ubatches are kept")
+        self.assertEqual(n % N_PREFILL_UBATCH, 0, "only whole ubatches are committed")
+        self.assertLess(n, N_PREFILL)
+        self.assertEqual(n, 2 * N_PREFILL_UBATCH, "exactly the two ubatches finished before the store")
+        self.assertEqual([(q.n_committed, q.output, q.cancelled) for q in seqs], [(n, -1, 0)])
+        self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), n - 1)
+        self.assertLess(self.counter.asks, 3 * per_ubatch, "the third graph was abandoned")
+
+        # Resume from n_committed with the byte cleared.
+        self.flag.clear()
+        self.counter.arm()
+        status, result, _ = self.decode(self.ctx, toks[n:], self.hook)
+        self.assertEqual(status, llama_cancel.OK, result.message)
+        self.assertEqual(result.n_committed, N_PREFILL - n)
+        self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), N_PREFILL - 1)
+        resumed = self.last_logits_bytes(self.ctx, result, N_PREFILL - n - 1)
+
+        # A clean, uninterrupted decode on a fresh context without a hook.
+        fresh = self.context()
+        try:
+            status, result, _ = self.decode(fresh, toks)
+            self.assertEqual(status, llama_cancel.OK, result.message)
+            want = self.last_logits_bytes(fresh, result, N_PREFILL - 1)
+        finally:
+            self.lib.llama.llama_free(fresh)
+        self.assertEqual(len(resumed), len(want))
+        self.assertTrue(any(want), "real logits")
+        self.assertTrue(resumed == want, "the resumed decode's last logits are bit-identical to a clean decode's")
 
 
 if __name__ == "__main__":
