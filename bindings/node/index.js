@@ -13,7 +13,7 @@
 const koffi = require('koffi');
 const nodePath = require('node:path');
 
-const VERSION = [1, 1, 0]; // the header version these declarations follow
+const VERSION = [1, 2, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 
