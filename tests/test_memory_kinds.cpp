@@ -182,20 +182,23 @@ const auto * const g_environment = fixtures::add_backend_environment([] {
 
 } // namespace
 
-// Where a batch asks for outputs: its last token only (as every prefill does), or also token 10,
-// before the last ubatch.
+// Where a batch asks for outputs: its last token only (as every prefill does), or also token
+// k_early_output, before the last ubatch.
 enum class outputs { last, early };
 // How gtest names the parameter in its messages.
 void PrintTo(outputs o, std::ostream * os) { *os << (o == outputs::last ? "last_output" : "early_output"); }
 
-// A stop with default decode params keeps its finished slices, whichever callback stopped it, except
-// for a batch with an output before its last ubatch where a stop undoes a whole llama_decode call (an
-// eval callback's stop, or recurrent state): llama.cpp keeps only the last call's outputs, so such a
-// batch is one call.
+// The early output's batch index.
+constexpr int k_early_output = 10;
+
+// A stop with default decode params keeps its finished slices, whichever callback stopped it. A batch
+// with an output before its last ubatch goes a slice per call only up to that output's ubatch, then
+// the rest in one call (llama.cpp keeps only the last call's outputs): where a stop undoes a whole
+// call (an eval callback's stop, or recurrent state), the slices before that ubatch are what stays.
 int committed_on_third_slice_stop(stop_path how, outputs where) {
     llama_model * m = test_backend().model.get();
     const bool call_undone_whole = how != stop_path::abort || llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
-    return where == outputs::early && call_undone_whole ? 0 : 2 * k_u;
+    return where == outputs::early && call_undone_whole ? k_early_output / k_u * k_u : 2 * k_u;
 }
 
 class MemoryKinds : public ::testing::TestWithParam<outputs> {
@@ -219,7 +222,7 @@ class MemoryKinds : public ::testing::TestWithParam<outputs> {
         llama_cancel_seq_result per_seq[1] = {{INT32_MIN, INT32_MIN, INT32_MIN}};
         common::seq_batch b(prompt, 0, k_n, 0);
         if (where == outputs::early) {
-            b.set_output(10, true);
+            b.set_output(k_early_output, true);
         }
         ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, per_seq), LLAMA_CANCEL_CANCELLED) << r.message;
         ASSERT_GE(stop.trig.calls, stop.trig.at) << "the stop landed";
