@@ -2,7 +2,8 @@
 """Runs the README's host-guide snippets as written: each fenced block right after a
 `<!-- snippet: LANG -->` line, Python with python3 and Node with node (the binding reachable as
 `require('llama-cancel')`), with the model path as their one argument. Blocks marked
-`<!-- snippet: LANG, not run: REASON -->` are listed with the reason. A Node snippet that cannot run
+`<!-- snippet: LANG, not run: REASON -->` are listed with the reason. Each must exit 0 and print, last,
+the line the README's snippets print (EXPECTED_LAST_LINE). A Node snippet that cannot run
 (no node, or no koffi: npm ci in bindings/node) is listed with the reason too, and in CI (CI=true),
 where the README says both are there, fails the test. Each snippet gets 300 s.
 usage: readme_snippets.py README MODEL [NODE]   (env: LLAMA_CANCEL_LIBRARY, LLAMA_CANCEL_NODE_BINDING)"""
@@ -11,6 +12,10 @@ import re
 import subprocess
 import sys
 import tempfile
+
+# What each snippet prints last: the status of a 512-token decode and the tokens it kept (all of them
+# when the decode finished before the store; the snippets assert memory agrees).
+EXPECTED_LAST_LINE = r"(ok 512|cancelled (0|[1-9][0-9]*)) tokens in memory"
 
 readme, model = sys.argv[1], sys.argv[2]
 node = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith("NOTFOUND") else None
@@ -51,6 +56,9 @@ with tempfile.TemporaryDirectory() as tmp:
         if proc.returncode != 0:
             print(proc.stderr[-3000:])
             failures.append(lang)
+        elif not lines or not re.fullmatch(EXPECTED_LAST_LINE, lines[-1]):
+            failures.append(f"{lang} snippet printed {lines[-1] if lines else 'nothing'!r}, "
+                            f"not what the README says it prints ({EXPECTED_LAST_LINE})")
         ran.append(lang)
 if "python" not in ran:
     failures.append("no Python snippet ran")
