@@ -1,4 +1,4 @@
-// A node's estimated work in FLOPs, for placing eval-callback checkpoints.
+// A node's estimated work in FLOP-equivalents, for placing eval-callback checkpoints.
 #pragma once
 
 #include "ggml-backend.h"
@@ -9,7 +9,26 @@
 
 namespace llama_cancel {
 
-inline double node_work(const ggml_tensor * t) {
+// Bytes a node moves: what it writes and what its sources hold (a view source counted whole: an
+// upper bound).
+inline double node_bytes(const ggml_tensor * t) {
+    double bytes = static_cast<double>(ggml_nbytes(t));
+    for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
+        bytes += static_cast<double>(ggml_nbytes(t->src[i]));
+    }
+    return bytes;
+}
+
+// FLOP-equivalents a byte moved counts for. Memory-bound nodes (im2col, copies, activations, norms,
+// products with a short inner dimension, an encoder's first nodes) take the time their bytes take,
+// which their FLOPs price near zero: with FLOPs alone a run of them outlasted the interval twice
+// over (issue 31). A CPU moves a byte in about the time of 2-5 FLOPs of a product; pricing it at 4
+// keeps such runs within the interval there, and on a GPU (tens of FLOPs a byte) it is still far
+// closer than 1/8. Rates are learnt in these units, so only the weighting between nodes changes.
+constexpr double k_flops_per_byte = 4.0;
+
+// The FLOPs of one node.
+inline double node_flops(const ggml_tensor * t) {
     const double n = static_cast<double>(ggml_nelements(t));
     switch (t->op) {
         case GGML_OP_MUL_MAT:
@@ -27,6 +46,13 @@ inline double node_work(const ggml_tensor * t) {
         default:
             return n;
     }
+}
+
+// A node's estimated work: its FLOPs plus its bytes' worth (a node without an op, as the policy's
+// tests make, is its element count).
+inline double node_work(const ggml_tensor * t) {
+    const double flops = node_flops(t);
+    return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t);
 }
 
 // True when `t` lives in an RPC server's memory: reading it is a network round trip.

@@ -4,11 +4,14 @@
 // budget's slices are in test_slice_budget.cpp, ggml-vulkan's waiting rule in test_backend_wait.cpp.
 #include "checkpoint_policy.h"
 #include "pointer_set.h"
+#include "work.h"
 
 #include "ggml.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <utility>
 #include <vector>
@@ -381,6 +384,70 @@ TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
 }
 
 // The graph-end detector's set: inserts report news, clearing empties it, growth keeps members.
+// An encoder's memory-bound run (issue 31): a product with a short inner dimension (a conv stack's
+// first, over im2col's 9 rows), then a run of nodes that take the time of the bytes they move (adds,
+// activations, copies, norms), on a device that moves a byte in the time of 3 FLOPs (a CPU's
+// balance). Once its rate is learnt, no stretch between checkpoints (from a graph's start, between
+// two, to its end) outlasts the interval by more than the longest node. Priced by FLOPs alone, the
+// run costs a twentieth of the product and checkpoints fall once a layer, twice the interval apart.
+TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
+    ggml_init_params ip{};
+    ip.mem_size = 4 << 20;
+    ip.no_alloc = true;
+    ggml_context * ctx = ggml_init(ip);
+    ASSERT_NE(ctx, nullptr);
+    const int64_t n_tok = 2000, n_chan = 480, k = 9;
+    std::vector<ggml_tensor *> nodes;
+    ggml_tensor * cols = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n_tok);
+    for (int layer = 0; layer < 6; ++layer) {
+        ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n_chan);
+        ggml_tensor * b = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n_chan);
+        ggml_tensor * y = ggml_mul_mat(ctx, w, cols);
+        nodes.push_back(y);
+        for (int i = 0; i < 4; ++i) {
+            ggml_tensor * a = ggml_add(ctx, y, b);
+            ggml_tensor * g = ggml_gelu(ctx, a);
+            nodes.insert(nodes.end(), {a, g});
+            y = g;
+        }
+        ggml_tensor * c = ggml_cont(ctx, ggml_transpose(ctx, y));
+        ggml_tensor * n = ggml_norm(ctx, c, 1e-5f);
+        nodes.insert(nodes.end(), {c, n});
+    }
+    const double rate    = 1.0e7; // FLOPs per ms
+    const double balance = 3.0;   // FLOPs in the time of one byte
+    auto node_ms = [&](const ggml_tensor * t) {
+        return std::max(llama_cancel::node_flops(t), balance * llama_cancel::node_bytes(t)) / rate;
+    };
+    double longest = 0.0;
+    for (const ggml_tensor * t : nodes) {
+        longest = std::max(longest, node_ms(t));
+    }
+    checkpoint_policy policy;
+    double now = 1000.0, worst = 0.0;
+    for (int graph = 0; graph < 40; ++graph) {
+        double view_ms = 0.0, since = now;
+        for (const ggml_tensor * t : nodes) {
+            now += 1e-5;
+            view_ms += node_ms(t);
+            if (policy.place(t, dev_a, now)) {
+                now += view_ms + 0.02;
+                view_ms = 0.0;
+                policy.passed(now);
+                worst = graph >= 20 ? std::max(worst, now - since) : worst;
+                since = now;
+            }
+        }
+        now += view_ms;
+        worst = graph >= 20 ? std::max(worst, now - since) : worst;
+        now += 5.0; // the host between graphs
+    }
+    ggml_free(ctx);
+    EXPECT_LT(longest, 0.5 * k_interval) << "the setup: nodes shorter than the interval";
+    EXPECT_LE(worst, k_interval + longest) << "longest node " << longest << " ms";
+    EXPECT_GT(worst, 0.5 * k_interval) << "not a checkpoint at every node";
+}
+
 TEST(PointerSet, InsertClearGrow) {
     llama_cancel::pointer_set set;
     std::vector<int> items(5000);

@@ -169,6 +169,7 @@ TEST_F(Promises, PerSequenceBytesKeepOutputsReadableByBatchIndex) {
     int8_t b0 = 0, b1 = 0;
     const int8_t * flags[2] = {&b0, &b1};
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.hook      = h.hook.get(); // named, as 1.1's hosts did (1.1 then moved the outputs last)
     p.seq_flags = flags;
     p.n_seq     = 2;
     llama_cancel_decode_result r;
