@@ -195,9 +195,13 @@ constexpr int k_early_output = 10;
 // with an output before its last ubatch goes a slice per call only up to that output's ubatch, then
 // the rest in one call (llama.cpp keeps only the last call's outputs): where a stop undoes a whole
 // call (an eval callback's stop, or recurrent state), the slices before that ubatch are what stays.
+// On the CPU the stateless path's byte, stored while the scheduler groups nodes, is seen first by
+// the call's abort callback at the next node computed (ggml's scheduler returns the abort before
+// it asks the eval callback again): that stop is the abort path's.
 int committed_on_third_slice_stop(stop_path how, outputs where) {
     llama_model * m = test_backend().model.get();
-    const bool call_undone_whole = how != stop_path::abort || llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
+    const bool eval_stop = how == stop_path::hook || (how == stop_path::stateless && !on_cpu());
+    const bool call_undone_whole = eval_stop || llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
     return where == outputs::early && call_undone_whole ? k_early_output / k_u * k_u : 2 * k_u;
 }
 
