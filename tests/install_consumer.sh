@@ -3,10 +3,11 @@
 # CMake's find_package(llama-cancel) and with pkg-config; the Python module finding the library from
 # its installed place; the CLI running its installed generator and writing the model it generates
 # into a cache folder, not beside itself, with no source-tree path compiled in.
-# usage: install_consumer.sh BUILD SRC
+# usage: install_consumer.sh BUILD SRC MODEL
 set -euo pipefail
 build=$1
 src=$2
+model=$3
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -16,6 +17,8 @@ libdir=$(dirname "$(find "$prefix" -name 'libllama-cancel.so' | head -n 1)")
 cmake -S "$src/tests/consumer" -B "$prefix/cbuild" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/cbuild" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$prefix/cbuild/consumer"
+# The header's promises (issue 30) through the installed library alone, on a model.
+LD_LIBRARY_PATH="$libdir" "$prefix/cbuild/promises" "$model" 2>/dev/null
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -o "$prefix/consumer-pc" "$src/tests/consumer/main.c" $(pkg-config --cflags --libs llama-cancel)
