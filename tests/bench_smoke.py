@@ -97,11 +97,17 @@ seq = data["seq"]
 assert [(q["backend"], q["n_ubatch"]) for q in seq] == [("cpu", 512), ("cpu", 128)], seq
 for q in seq:
     if q["n_ubatch"] == 512:  # one ubatch: bit-identical; smaller ones: within bench-seq's tolerance
-        assert q["single"]["logits_mismatches"] == 0, q
-    assert q["single"]["logits_max_abs_diff"] <= 5e-3, q
+        assert q["single"]["logits_mismatches"] == 0 and q["survivor_logits_rule"] == "bit-identical", q
+    else:
+        assert q["survivor_logits_rule"] == "within 0.005", q
+    assert q["single"]["logits_max_abs_diff"] <= 5e-3 and q["survivor_logits_ok"] is True, q
     assert q["single"]["cancelled_count"] + q["single"]["finished_first"] + q["single"]["missed"] == RUNS, q
-    # Every dropped sequence's stop is timed (the entry is set before the call returns).
+    # Every dropped sequence's stop is timed (the entry is set before the call returns, and the
+    # polling thread takes a last look), each by the first of its two observers.
     assert len(q["seq_stop"]["all"]) == q["single"]["cancelled_count"], q
+    assert len(q["seq_stop_polling_thread"]["all"]) == q["single"]["cancelled_count"], q
+    for first, polled in zip(q["seq_stop"]["all"], q["seq_stop_polling_thread"]["all"]):
+        assert first <= polled, q
     assert len(q["all"]["all"]) + q["all"]["finished_first"] + q["all_missed"] == RUNS, q
     assert len(q["solo"]["all"]) + q["solo"]["finished_first"] + q["solo_missed"] == RUNS, q
     # Each of the three stops was seen at least once, and the survivors' logits were compared.
