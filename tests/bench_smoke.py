@@ -42,10 +42,13 @@ for r in rows:
     assert rb["status"] == "cancelled" and rb["seq_pos_max"] == r["batch"] // 2 - 1 and rb["ok"] is True, rb
     assert r["n_nodes"] > 0 and r["longest_node_op"], r
     assert r["overhead_pairs"] >= 4, r
-    for key in ("decode_ms", "reader_overhead_pct", "reader_overhead_cpu_time_pct", "longest_node_ms",
-                "today_over_ours"):
+    # The same stores without the reader: a decode that returned first has no wait, counted apart.
+    today = r["today_ms"]
+    assert len(today["all"]) + today["finished_first"] == RUNS and all(v > 0 for v in today["all"]), today
+    assert (r["today_over_ours"] is None) == (not today["all"]), r
+    for key in ("decode_ms", "reader_overhead_pct", "reader_overhead_cpu_time_pct", "longest_node_ms"):
         assert isinstance(r[key], (int, float)), key
-for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_thread"):
+for key in ("overhead_le_1pct", "worst_latency_le_2x_node_plus_1ms", "zero_off_thread", "stored_runs_stopped"):
     assert isinstance(data["targets"][key], bool), key
 assert data["targets"]["rollback_ok"] is True, data["targets"]
 backends = data["backends"]

@@ -174,7 +174,7 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["targets"] = {{"overhead_le_1pct", rep.cpu.overhead},
                      {"worst_latency_le_2x_node_plus_1ms", rep.cpu.latency},
                      {"zero_off_thread", rep.cpu.thread},
-                     {"all_cancelled_returned_2", rep.cpu.all_cancelled},
+                     {"stored_runs_stopped", rep.cpu.stopped},
                      {"rollback_ok", rep.cpu.rollback}};
     js["rows"] = common::json::array();
     for (const cpu_row & r : rep.rows) {
