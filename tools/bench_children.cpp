@@ -117,7 +117,8 @@ void print_memory_header(const options & opt) {
                 "with the spare sequence, as the hooks counted them; ms/snap = their mean copy time; snap share = the "
                 "copies' time over the prefill; held = token steps run to their end without a snapshot, per token; "
                 "stops stored at a random "
-                "10-90%% point, p50 / max ms store to return, runs that finished first counted apart\n\n",
+                "10-90%% point, p50 / max ms store to return, runs that finished first (and prefills whose store came "
+                "after their last checkpoint: late) counted apart\n\n",
                 k_row_threads, k_real_batch, k_real_ubatch, 32, opt.runs);
     std::printf("| arch          | memory    | state bytes | snaps | ms/snap | restore | prefill ms | snap share "
                 "| prefill overhead (hook)  | (hook, spare sequence)   | (no hook)                | token ms | held "
