@@ -19,6 +19,7 @@
 #include <cstring>
 #include <cstdio>
 #include <sstream>
+#include <sys/stat.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,8 +120,10 @@ int parse_options(int argc, char ** argv, options & opt) {
 
 // What the JSON file holds beside the options.
 struct bench_report {
-    std::string          desc;
-    uint64_t             n_params = 0;
+    std::string          desc;     // llama_model_desc: "llama ?B F16" where llama.cpp knows no size class
+    std::string          arch, ftype;
+    uint64_t             n_params = 0, file_bytes = 0;
+    int32_t              n_layer = 0, n_embd = 0;
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
     section              backends, mtmd, memory, budgets, seq;
@@ -147,10 +150,25 @@ common::model_ptr load_bench_model(const options & opt, bench_report & rep) {
     }
     char desc[128];
     llama_model_desc(model.get(), desc, sizeof(desc));
-    rep.desc     = desc;
-    rep.n_params = llama_model_n_params(model.get());
-    std::fprintf(stderr, "model: %s (%s, %.1f M parameters), CPU backend, %u cores\n", opt.model.c_str(), desc,
-                 rep.n_params / 1e6, std::thread::hardware_concurrency());
+    rep.desc = desc;
+    // The size class llama.cpp names ("?B" for a model of no known class, such as the generated
+    // ones) says less than the figures themselves: architecture, layers, width, parameters, file.
+    char arch[64] = "";
+    if (llama_model_meta_val_str(model.get(), "general.architecture", arch, sizeof(arch)) < 0) {
+        std::snprintf(arch, sizeof(arch), "%s", rep.desc.substr(0, rep.desc.find(' ')).c_str());
+    }
+    rep.arch = arch;
+    // llama_model_desc is "ARCH SIZE FTYPE": the file type is what follows the second space.
+    const size_t second = rep.desc.find(' ', rep.desc.find(' ') + 1);
+    rep.ftype      = second == std::string::npos ? "" : rep.desc.substr(second + 1);
+    rep.n_params   = llama_model_n_params(model.get());
+    rep.n_layer    = llama_model_n_layer(model.get());
+    rep.n_embd     = llama_model_n_embd(model.get());
+    struct stat st{};
+    rep.file_bytes = stat(opt.model.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    std::fprintf(stderr, "model: %s (%s, %d layers, n_embd %d, %.1f M parameters, %s, %.1f MB), CPU backend, %u cores\n",
+                 opt.model.c_str(), rep.arch.c_str(), rep.n_layer, rep.n_embd, rep.n_params / 1e6,
+                 rep.ftype.empty() ? "?" : rep.ftype.c_str(), rep.file_bytes / 1e6, std::thread::hardware_concurrency());
     return model;
 }
 
@@ -163,7 +181,9 @@ common::json target(const section & s, bool met) {
 // (the child processes' objects as they wrote them, or their error entries) and its targets.
 common::json bench_json(const options & opt, const bench_report & rep) {
     common::json js;
-    js["model"] = {{"path", opt.model}, {"desc", rep.desc}, {"n_params", rep.n_params}};
+    js["model"] = {{"path", opt.model},   {"desc", rep.desc},       {"arch", rep.arch},
+                   {"n_layer", rep.n_layer}, {"n_embd", rep.n_embd},   {"n_params", rep.n_params},
+                   {"ftype", rep.ftype},     {"file_bytes", rep.file_bytes}};
     js["backend"] = "CPU";
     js["cores"]   = std::thread::hardware_concurrency();
     js["runs"]    = opt.runs;
@@ -174,7 +194,7 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["targets"] = {{"overhead_le_1pct", rep.cpu.overhead},
                      {"worst_latency_le_2x_node_plus_1ms", rep.cpu.latency},
                      {"zero_off_thread", rep.cpu.thread},
-                     {"all_cancelled_returned_2", rep.cpu.all_cancelled},
+                     {"stored_runs_stopped", rep.cpu.stopped},
                      {"rollback_ok", rep.cpu.rollback}};
     js["rows"] = common::json::array();
     for (const cpu_row & r : rep.rows) {

@@ -256,10 +256,16 @@ void print_rows(const backend_options & o, const results & r) {
             std::snprintf(interval, sizeof(interval), "%.1f (%.2f)", r.interval_ms, r.round_trip_ms);
         }
         const latencies & l = r.lat[w];
-        std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8.3f | %8.3f | %8.3f | %10s | %22s | %11s | %13s "
+        char p50[32] = "-", p95[32] = "-", mx[32] = "-"; // no run with a latency: no figure
+        if (!l.ms.empty()) {
+            std::snprintf(p50, sizeof(p50), "%.3f", l.p50());
+            std::snprintf(p95, sizeof(p95), "%.3f", l.p95());
+            std::snprintf(mx, sizeof(mx), "%.3f", common::max_of(l.ms));
+        }
+        std::printf("| %-9s | %-14s | %5d | %7d | %9.2f | %8s | %8s | %8s | %10s | %22s | %11s | %13s "
                     "| %5d/%-3d | %14d | %13.1f | %6.0f%% | %14.1f |\n",
-                    o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, l.p50(), l.p95(),
-                    common::max_of(l.ms), pct, overhead, checkpoints, interval, l.cancelled, o.runs, l.finished_first,
+                    o.name.c_str(), k_way_names[w], o.batch, o.threads, r.decode_ms, p50, p95,
+                    mx, pct, overhead, checkpoints, interval, l.cancelled, o.runs, l.finished_first,
                     r.thread_cpu_ms[w], cpu_share_pct(r, w), r.process_cpu_ms[w]);
     }
     std::fflush(stdout);

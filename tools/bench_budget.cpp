@@ -31,6 +31,8 @@ struct budget_bench_options {
 common::json row_json(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps,
                       bool met) {
     using common::printed;
+    // No run stopped (each finished first or took a late store): no figure, not 0 ms.
+    auto figure = [&f](double v) { return f.stop_ms.empty() ? common::json(nullptr) : common::json(printed(v, "%f")); };
     const common::json row = {
         {"model", o.label},
         {"budget_ms", printed(budget)},
@@ -45,18 +47,24 @@ common::json row_json(const budget_bench_options & o, float budget, const common
         {"longest_node_ms", printed(f.longest_node_ms, "%.3f")},
         {"within_budget_plus_2ms", met},
         {"stop_ms",
-         {{"p50", printed(common::percentile(f.stop_ms, 0.5), "%f")},
-          {"p95", printed(common::percentile(f.stop_ms, 0.95), "%f")},
-          {"max", printed(common::max_of(f.stop_ms), "%f")},
+         {{"p50", figure(common::percentile(f.stop_ms, 0.5))},
+          {"p95", figure(common::percentile(f.stop_ms, 0.95))},
+          {"max", figure(common::max_of(f.stop_ms))},
           {"all", common::printed_list(f.stop_ms)}}}};
     return common::with_threads_override(row);
 }
 
 void print_row(const budget_bench_options & o, float budget, const common::stop_figures & f, double base_tps, bool met) {
-    std::printf("| %-12s | %6s | %9.1f | %8.1f | %+7.1f%% | %5d | %8.2f | %8.2f | %8.2f | %5zu | %5d | %4d | %8.2f | %-4s |\n",
+    auto fig = [&f](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.2f", v);
+        return f.stop_ms.empty() ? std::string("-") : std::string(buf);
+    };
+    std::printf("| %-12s | %6s | %9.1f | %8.1f | %+7.1f%% | %5d | %8s | %8s | %8s | %5zu | %5d | %4d | %8.2f | %-4s |\n",
                 o.label.c_str(), budget > 0 ? std::to_string(static_cast<int>(budget)).c_str() : "none",
                 f.decode_ms, f.tokens_per_s, base_tps > 0 ? 100.0 * (f.tokens_per_s / base_tps - 1.0) : 0.0,
-                f.calls, common::percentile(f.stop_ms, 0.5), common::percentile(f.stop_ms, 0.95), common::max_of(f.stop_ms),
+                f.calls, fig(common::percentile(f.stop_ms, 0.5)).c_str(), fig(common::percentile(f.stop_ms, 0.95)).c_str(),
+                fig(common::max_of(f.stop_ms)).c_str(),
                 f.stop_ms.size(), f.finished_first, f.late_store, f.longest_node_ms, budget <= 0 ? "-" : met ? "yes" : "NO");
     std::fflush(stdout);
 }

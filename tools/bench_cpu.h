@@ -19,8 +19,9 @@ struct cpu_row {
     int    batch = 0, threads = 0, runs = 0;
     double decode_ms = 0, overhead_pct = 0, overhead_cpu_pct = 0;
     int    pairs = 0;
-    std::vector<double> lat, today;
+    std::vector<double> lat, today; // store to return: runs the byte stopped; plain decodes the store came before
     int    cancelled = 0, completed_early = 0, completed_late = 0; // late: stored before the return, after the last checkpoint
+    int    today_early = 0; // plain decodes that returned before the store: no wait, and no latency either
     double longest_node_ms = 0;
     std::string longest_node_op;
     int    n_nodes = 0;
@@ -31,9 +32,10 @@ struct cpu_row {
     bool   rollback_ok = false;
 };
 
-// The CPU rows' targets, read off the table.
+// The CPU rows' targets, read off the table. stopped: every run whose store came before its return
+// stopped with status 2 (runs that finished before the store are counted apart), and one at least.
 struct cpu_targets {
-    bool overhead = true, latency = true, thread = true, rollback = true, all_cancelled = true;
+    bool overhead = true, latency = true, thread = true, rollback = true, stopped = true;
 };
 
 // One row per batch size and thread count, with progress lines on stderr.

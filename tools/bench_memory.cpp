@@ -379,21 +379,31 @@ std::string spread(const ratio_stats & r) {
     return buf;
 }
 
+// "p50 / max" of the runs that stopped, "-" when none did.
+std::string stops_text(const std::vector<double> & v, int width) {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "%*.1f / %*.1f", width, common::percentile(v, 0.5), width, common::max_of(v));
+    return v.empty() ? std::string("-") : std::string(buf);
+}
+
 void print_row(const memory_figures & f) {
     const std::vector<double> & ps = f.prefill_stops.stop_ms;
     std::printf("| %-13s | %-9s | %11zu | %2.0f/%-2.0f | %7.3f | %7.3f | %10.1f | %9.3f%% | %-24s | %-24s | %-24s "
-                "| %8.2f | %4.2f | %-24s | %7.1f / %7.1f (%d first) | %6.1f / %6.1f (%d first) | %9d | %-5s |\n",
+                "| %8.2f | %4.2f | %-24s | %s (%d first, %d late) | %s (%d first) | %9d | %-5s |\n",
                 f.arch.c_str(), f.memory, f.state_bytes, f.snapshots_per_prefill, f.shared_per_prefill,
                 f.ms_per_snapshot, f.restore_ms, f.prefill_ms, f.share_prefill_pct, spread(f.sliced_hook).c_str(),
                 spread(f.sliced_spare).c_str(), spread(f.sliced).c_str(), f.token_ms,
-                f.held_per_token, spread(f.token).c_str(), common::percentile(ps, 0.5), common::max_of(ps),
-                f.prefill_stops.finished_first + f.prefill_stops.late_store, f.token_stops.p50(),
-                common::max_of(f.token_stops.ms), f.token_stops.finished_first, f.committed, f.exact ? "yes" : "NO");
+                f.held_per_token, spread(f.token).c_str(), stops_text(ps, 7).c_str(), f.prefill_stops.finished_first,
+                f.prefill_stops.late_store, stops_text(f.token_stops.ms, 6).c_str(), f.token_stops.finished_first,
+                f.committed, f.exact ? "yes" : "NO");
     std::fflush(stdout);
 }
 
 common::json row_json(const memory_options & o, const memory_figures & f) {
     using common::printed;
+    const std::vector<double> & ps = f.prefill_stops.stop_ms;
+    // A figure of the stops, null when no run stopped.
+    auto figure = [](const std::vector<double> & v, double x) { return v.empty() ? common::json(nullptr) : common::json(printed(x)); };
     const common::json row = {
         {"arch", f.arch},
         {"model", o.model},
@@ -417,12 +427,13 @@ common::json row_json(const memory_options & o, const memory_figures & f) {
         {"prefill_overhead_sliced_no_hook_pct", stats_json(f.sliced)},
         {"token_ms", printed(f.token_ms)},
         {"token_overhead_pct", stats_json(f.token)},
-        {"prefill_stop_ms", {{"p50", printed(common::percentile(f.prefill_stops.stop_ms, 0.5))},
-                             {"max", printed(common::max_of(f.prefill_stops.stop_ms))},
-                             {"stopped", static_cast<int>(f.prefill_stops.stop_ms.size())},
-                             {"finished_first", f.prefill_stops.finished_first + f.prefill_stops.late_store}}},
-        {"token_loop_stop_ms", {{"p50", printed(f.token_stops.p50())},
-                                {"max", printed(common::max_of(f.token_stops.ms))},
+        {"prefill_stop_ms", {{"p50", figure(ps, common::percentile(ps, 0.5))},
+                             {"max", figure(ps, common::max_of(ps))},
+                             {"stopped", static_cast<int>(ps.size())},
+                             {"finished_first", f.prefill_stops.finished_first},
+                             {"late_store", f.prefill_stops.late_store}}},
+        {"token_loop_stop_ms", {{"p50", figure(f.token_stops.ms, f.token_stops.p50())},
+                                {"max", figure(f.token_stops.ms, common::max_of(f.token_stops.ms))},
                                 {"stopped", static_cast<int>(f.token_stops.ms.size())},
                                 {"finished_first", f.token_stops.finished_first},
                                 {"loop_ms", printed(f.loop_ms)}}},

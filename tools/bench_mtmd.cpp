@@ -270,10 +270,18 @@ void measure_latency(encoders & e, embd_decoder & d, int runs, uint32_t seed, re
 // One table row: a path (encode through the hook or the stateless callback, embedding decode).
 void print_row(const std::string & kind, const char * path, const results & r, double full_ms,
                const common::latencies & without, const common::latencies & with, const char * overhead, int runs) {
-    std::printf("| %-6s | %-17s | %6d | %9.1f | %14.1f | %8.2f | %8.2f | %8.2f | %9.1f%% | %9s | %5d/%-3d | %6d/%-6d |\n",
-                kind.c_str(), path, r.n_tokens, full_ms, without.p50(), with.p50(), with.p95(), common::max_of(with.ms),
-                with.p50() / full_ms * 100.0, overhead, with.cancelled, runs, with.finished_first,
-                without.finished_first);
+    // A way no run of which has a latency (each finished first) has no figure: "-", not 0 ms.
+    auto fig = [](const common::latencies & l, double v, const char * format) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), format, v);
+        return l.ms.empty() ? std::string("-") : std::string(buf);
+    };
+    std::printf("| %-6s | %-17s | %6d | %9.1f | %14s | %8s | %8s | %8s | %10s | %9s | %5d/%-3d | %6d/%-6d |\n",
+                kind.c_str(), path, r.n_tokens, full_ms, fig(without, without.p50(), "%.1f").c_str(),
+                fig(with, with.p50(), "%.2f").c_str(), fig(with, with.p95(), "%.2f").c_str(),
+                fig(with, common::max_of(with.ms), "%.2f").c_str(),
+                fig(with, with.p50() / full_ms * 100.0, "%.1f%%").c_str(), overhead, with.cancelled, runs,
+                with.finished_first, without.finished_first);
 }
 
 void print_rows(const std::string & kind, const results & r, int runs) {
@@ -305,8 +313,8 @@ common::json row_json(const std::string & kind, const std::string & mmproj, int 
         {"encode_cancel_without_ms", common::to_json(r.enc[plain])},
         {"encode_cancel_with_ms", common::to_json(r.enc[with_hook])},
         {"encode_cancel_stateless_ms", common::to_json(r.enc[by_name])},
-        {"encode_cancel_pct_of_encode", printed(pct(with_hook))},
-        {"encode_stateless_pct_of_encode", printed(pct(by_name))},
+        {"encode_cancel_pct_of_encode", r.enc[with_hook].ms.empty() ? common::json(nullptr) : common::json(printed(pct(with_hook)))},
+        {"encode_stateless_pct_of_encode", r.enc[by_name].ms.empty() ? common::json(nullptr) : common::json(printed(pct(by_name)))},
         {"embd_decode_ms", printed(r.decode_ms)},
         {"decode_cancel_without_ms", common::to_json(r.dec_without)},
         {"decode_cancel_with_ms", common::to_json(r.dec_with)},

@@ -24,9 +24,11 @@ json printed_list(const std::vector<double> & v, const char * format) {
 }
 
 json to_json(const latencies & l) {
-    return {{"p50", printed(l.p50(), "%.4f")},
-            {"p95", printed(l.p95(), "%.4f")},
-            {"max", printed(max_of(l.ms), "%.4f")},
+    // No run with a latency (every one finished first, or none stopped): no figure, not 0 ms.
+    auto figure = [&l](double v) { return l.ms.empty() ? json(nullptr) : json(printed(v, "%.4f")); };
+    return {{"p50", figure(l.p50())},
+            {"p95", figure(l.p95())},
+            {"max", figure(max_of(l.ms))},
             {"cancelled", l.cancelled},
             {"finished_first", l.finished_first},
             {"all", printed_list(l.ms)}};

@@ -21,7 +21,8 @@ double printed(double v, const char * format = "%g");
 // Each value of `v`, printed().
 json printed_list(const std::vector<double> & v, const char * format = "%.4f");
 
-// {"p50", "p95", "max", "cancelled", "finished_first", "all"}, four decimals.
+// {"p50", "p95", "max", "cancelled", "finished_first", "all"}, four decimals; the three figures are
+// null when no run has a latency.
 json to_json(const latencies & l);
 
 // `j` with "threads_override": N right after its key `after` when LLAMA_CANCEL_THREADS is set
