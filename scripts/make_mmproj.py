@@ -12,7 +12,7 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
                    vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2] [--image-size N]
                            [--patch-size N] [--merge N] [--deepstack N]
-                   audio:  [--projector ultravox|qwen2a|qwen3a] [--n-mel N] [--stack N]
+                   audio:  [--projector ultravox|qwen2a|qwen3a|voxtral] [--n-mel N] [--stack N]
                            [--n-pos N] [--conv-channels N]
 
 --n-embd-text must equal the text model's n_embd (make_model.py --n-embd), or
@@ -47,6 +47,11 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            clip's length, so --n-pos must be at least 1500 and one chunk gives
            1500 / stack tokens (ultravox; stack must divide 1500, libmtmd 0.7.0 aborts
            with "Invalid number of output tokens" otherwise) or 750 tokens (qwen2a).
+           --projector voxtral: Voxtral's projector on the same whisper encoder: libmtmd
+           0.7.0 pools by 2 as for qwen2a and stacks `stack` frames, then a GELU MLP
+           without biases (n_embd * stack -> n-embd-text -> n-embd-text): 750 / stack
+           tokens per chunk (stack must divide 750; 50 at the preset's 15), after the text
+           "[BEGIN_AUDIO]". Voxtral's text model is a plain llama one (no M-RoPE).
            --projector qwen3a: Qwen3-ASR's encoder instead of whisper's: three conv2d
            (kernel 3, stride 2, GELU; --conv-channels, default 16) over time x mel bins
            (default 128 here, as the real model), a matrix without bias from channels x the
@@ -129,9 +134,9 @@ def parse_args(argv):
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
     g = p.add_argument_group("audio")
-    g.add_argument("--projector", choices=["ultravox", "qwen2a", "qwen3a"], help="default ultravox")
+    g.add_argument("--projector", choices=["ultravox", "qwen2a", "qwen3a", "voxtral"], help="default ultravox")
     g.add_argument("--n-mel", type=int, help="mel bins")
-    g.add_argument("--stack", type=int, help="ultravox: frames stacked into one token")
+    g.add_argument("--stack", type=int, help="ultravox, voxtral: frames stacked into one token")
     g.add_argument("--n-pos", type=int, help="rows of the position embedding (>= %d; qwen3a: >= %d)"
                    % (WHISPER_N_POS, QWEN3A_N_POS))
     g.add_argument("--conv-channels", type=int,
@@ -194,6 +199,10 @@ def parse_args(argv):
         # ceil(1500 / stack) and aborts ("Invalid number of output tokens") if they differ
         need(cfg["projector"] != "ultravox" or WHISPER_N_POS % cfg["stack"] == 0,
              "--stack must divide %d" % WHISPER_N_POS)
+        # voxtral: the whisper positions pooled by 2, then stacked (libmtmd counts
+        # floor(ceil(3000 / stack) / 4)); exact when stack divides 750
+        need(cfg["projector"] != "voxtral" or (WHISPER_N_POS // 2) % cfg["stack"] == 0,
+             "--stack must divide %d for --projector voxtral" % (WHISPER_N_POS // 2))
     return a.out, cfg
 
 
@@ -398,7 +407,7 @@ def build_audio(w, W, cfg):
     w.add_audio_head_count(cfg["n_head"])
     w.add_audio_attention_layernorm_eps(EPS)
     w.add_audio_num_mel_bins(n_mel)
-    if cfg["projector"] == "ultravox":
+    if cfg["projector"] in ("ultravox", "voxtral"):
         w.add_audio_stack_factor(cfg["stack"])
 
     # conv1d kernels, ggml ne [3, in, out], f16 as upstream's converter writes them;
@@ -417,6 +426,12 @@ def build_audio(w, W, cfg):
         w.add_tensor("mm.a.mlp.1.weight", W.linear(2 * hidden, d * s))   # SwiGLU: 2 halves
         w.add_tensor("mm.a.norm_mid.weight", W.ones(hidden))
         w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, hidden))
+    elif cfg["projector"] == "voxtral":
+        # Voxtral's projector: the pooled positions stacked `stack` at a time, then a GELU MLP
+        # without biases
+        s = cfg["stack"]
+        w.add_tensor("mm.a.mlp.1.weight", W.linear(n_text, d * s))
+        w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, n_text))
     else:
         w.add_tensor("mm.a.fc.weight", W.linear(n_text, d))
         w.add_tensor("mm.a.fc.bias", W.bias(n_text))
