@@ -12,8 +12,8 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
                    vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2] [--image-size N]
                            [--patch-size N] [--merge N] [--deepstack N]
-                   audio:  [--projector ultravox|qwen2a] [--n-mel N] [--stack N]
-                           [--n-pos N]
+                   audio:  [--projector ultravox|qwen2a|qwen3a|voxtral] [--n-mel N] [--stack N]
+                           [--n-pos N] [--conv-channels N]
 
 --n-embd-text must equal the text model's n_embd (make_model.py --n-embd), or
 mtmd_init_from_file refuses the pair.
@@ -47,6 +47,22 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            clip's length, so --n-pos must be at least 1500 and one chunk gives
            1500 / stack tokens (ultravox; stack must divide 1500, libmtmd 0.7.0 aborts
            with "Invalid number of output tokens" otherwise) or 750 tokens (qwen2a).
+           --projector voxtral: Voxtral's projector on the same whisper encoder: libmtmd
+           0.7.0 pools by 2 as for qwen2a and stacks `stack` frames, then a GELU MLP
+           without biases (n_embd * stack -> n-embd-text -> n-embd-text): 750 / stack
+           tokens per chunk (stack must divide 750; 50 at the preset's 15), after the text
+           "[BEGIN_AUDIO]". Voxtral's text model is a plain llama one (no M-RoPE).
+           --projector qwen3a: Qwen3-ASR's encoder instead of whisper's: three conv2d
+           (kernel 3, stride 2, GELU; --conv-channels, default 16) over time x mel bins
+           (default 128 here, as the real model), a matrix without bias from channels x the
+           16 mel rows left to n_embd, a position embedding restarting every 100 mel
+           frames (13 positions; --n-pos >= 13), pre-norm layers with biases, post-norm,
+           then a GELU MLP with biases to n-embd-text. libmtmd cuts the clip into 8 s
+           windows of 800 mel frames (no 30 s padding), each a chunk of its own with 13
+           tokens per started second: 104 for a full window, an 18.5 s clip gives 104,
+           104 and 39. For make_model.py --arch qwen3vl --deepstack 0 (the output is
+           n-embd-text wide, so no deepstack inputs; interleaved M-RoPE: each audio token
+           takes 4 positions).
 
 Presets (explicit flags override them). Sizes at --n-embd-text 256. Times: one
 mtmd_encode_chunk on 2 threads of Debian's CPU backend (BLAS unloaded, machine
@@ -56,6 +72,8 @@ slower):
                    tokens, 0.4 MB, ~1 ms.
                    audio: 80 mel bins, n_embd 32, 1 layer, ultravox stack 15 -> 100
                    tokens per chunk, 1.5 MB, ~17 ms (attention over 1500 positions).
+                   qwen3a: 128 mel bins, 16 conv channels, the same encoder sizes ->
+                   104 tokens per 8 s window, 0.3 MB, ~30-60 ms a window.
   small            vision: 224x224 image, patch 14, n_embd 384, 8 layers, merge 2 -> 64
                    tokens, 58 MB, ~180 ms.
                    audio: 80 mel bins, n_embd 192, 3 layers, stack 10 -> 150 tokens,
@@ -81,10 +99,14 @@ PRESETS = {
                              n_mel=80, stack=10, n_pos=1500),
 }
 VISION_KEYS = ("image_size", "patch_size", "merge", "vision_projector", "deepstack")
-AUDIO_KEYS = ("n_mel", "stack", "n_pos", "projector")
+AUDIO_KEYS = ("n_mel", "stack", "n_pos", "projector", "conv_channels")
+# What --projector qwen3a changes in the audio presets before explicit flags: Qwen3-ASR's 128 mel
+# bins, and the channels of its conv2d stack (downsample_hidden_size; 480 in the real model).
+QWEN3A_PRESET = dict(n_mel=128, conv_channels=16)
 COMMON_KEYS = ("n_embd", "n_ff", "n_layer", "n_head")
 
 WHISPER_N_POS = 1500    # libmtmd: 30 s chunks, 100 mel frames/s, conv stride 2
+QWEN3A_N_POS = 13       # qwen3a: one conv sub-chunk of 100 mel frames gives 13 positions
 EPS = 1e-6
 
 
@@ -112,15 +134,20 @@ def parse_args(argv):
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
     g = p.add_argument_group("audio")
-    g.add_argument("--projector", choices=["ultravox", "qwen2a"], help="default ultravox")
+    g.add_argument("--projector", choices=["ultravox", "qwen2a", "qwen3a", "voxtral"], help="default ultravox")
     g.add_argument("--n-mel", type=int, help="mel bins")
-    g.add_argument("--stack", type=int, help="ultravox: frames stacked into one token")
-    g.add_argument("--n-pos", type=int, help="rows of the position embedding (>= %d)" % WHISPER_N_POS)
+    g.add_argument("--stack", type=int, help="ultravox, voxtral: frames stacked into one token")
+    g.add_argument("--n-pos", type=int, help="rows of the position embedding (>= %d; qwen3a: >= %d)"
+                   % (WHISPER_N_POS, QWEN3A_N_POS))
+    g.add_argument("--conv-channels", type=int,
+                   help="qwen3a: channels of the three conv2d layers (default %d)" % QWEN3A_PRESET["conv_channels"])
     a = p.parse_args(argv)
 
     cfg = dict(PRESETS[(a.kind, a.preset)], seed=a.seed, kind=a.kind, n_embd_text=a.n_embd_text)
     if a.kind == "audio":
-        cfg["projector"] = "ultravox"
+        cfg["projector"] = a.projector or "ultravox"
+        if cfg["projector"] == "qwen3a":
+            cfg.update(QWEN3A_PRESET)
     else:
         cfg["vision_projector"] = "gemma3"
         cfg["deepstack"] = 1
@@ -161,11 +188,21 @@ def parse_args(argv):
     else:
         for k in ("n_mel", "stack", "n_pos"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
-        need(cfg["n_pos"] >= WHISPER_N_POS, "--n-pos must be >= %d" % WHISPER_N_POS)
+        need(a.conv_channels is None or cfg["projector"] == "qwen3a", "--conv-channels applies to --projector qwen3a only")
+        need(a.stack is None or cfg["projector"] != "qwen3a", "--stack does not apply to --projector qwen3a")
+        if cfg["projector"] == "qwen3a":
+            need(cfg["conv_channels"] >= 1, "--conv-channels must be >= 1")
+            need(cfg["n_pos"] >= QWEN3A_N_POS, "--n-pos must be >= %d" % QWEN3A_N_POS)
+        else:
+            need(cfg["n_pos"] >= WHISPER_N_POS, "--n-pos must be >= %d" % WHISPER_N_POS)
         # libmtmd 0.7.0 counts floor(1500 / stack) tokens but its graph makes
         # ceil(1500 / stack) and aborts ("Invalid number of output tokens") if they differ
         need(cfg["projector"] != "ultravox" or WHISPER_N_POS % cfg["stack"] == 0,
              "--stack must divide %d" % WHISPER_N_POS)
+        # voxtral: the whisper positions pooled by 2, then stacked (libmtmd counts
+        # floor(ceil(3000 / stack) / 4)); exact when stack divides 750
+        need(cfg["projector"] != "voxtral" or (WHISPER_N_POS // 2) % cfg["stack"] == 0,
+             "--stack must divide %d for --projector voxtral" % (WHISPER_N_POS // 2))
     return a.out, cfg
 
 
@@ -370,7 +407,7 @@ def build_audio(w, W, cfg):
     w.add_audio_head_count(cfg["n_head"])
     w.add_audio_attention_layernorm_eps(EPS)
     w.add_audio_num_mel_bins(n_mel)
-    if cfg["projector"] == "ultravox":
+    if cfg["projector"] in ("ultravox", "voxtral"):
         w.add_audio_stack_factor(cfg["stack"])
 
     # conv1d kernels, ggml ne [3, in, out], f16 as upstream's converter writes them;
@@ -389,9 +426,58 @@ def build_audio(w, W, cfg):
         w.add_tensor("mm.a.mlp.1.weight", W.linear(2 * hidden, d * s))   # SwiGLU: 2 halves
         w.add_tensor("mm.a.norm_mid.weight", W.ones(hidden))
         w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, hidden))
+    elif cfg["projector"] == "voxtral":
+        # Voxtral's projector: the pooled positions stacked `stack` at a time, then a GELU MLP
+        # without biases
+        s = cfg["stack"]
+        w.add_tensor("mm.a.mlp.1.weight", W.linear(n_text, d * s))
+        w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, n_text))
     else:
         w.add_tensor("mm.a.fc.weight", W.linear(n_text, d))
         w.add_tensor("mm.a.fc.bias", W.bias(n_text))
+
+
+def conv2d_out_len(n):
+    """Length of a side after three conv2d layers of kernel 3, stride 2, padding 1."""
+    for _ in range(3):
+        n = (n - 1) // 2 + 1
+    return n
+
+
+def build_audio_qwen3a(w, W, cfg):
+    """Qwen3-ASR's audio encoder (libmtmd projector type "qwen3a"): three conv2d layers (kernel 3,
+    stride 2, padding 1, GELU) over the mel spectrogram as a one-channel image (time x mel bins),
+    the channels and remaining mel rows flattened and mapped to n_embd by one matrix without bias
+    (conv_out), a position embedding that restarts at every 100-frame sub-chunk (13 positions each),
+    pre-norm layers with biases (K too), GELU FFN, post-norm, then a GELU MLP with biases
+    (n_embd -> n_embd -> n_embd_text). libmtmd cuts the clip into 8 s windows of up to 8 sub-chunks
+    (800 mel frames, the last window padded to whole sub-chunks); each window is a chunk of its own
+    and one encode: 104 tokens for a full window."""
+    d, n_mel, n_text, c = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"], cfg["conv_channels"]
+
+    w.add_clip_has_audio_encoder(True)
+    w.add_clip_projector_type(gguf.VisionProjectorType.QWEN3A)
+    w.add_audio_projection_dim(n_text)
+    w.add_audio_embedding_length(d)
+    w.add_audio_feed_forward_length(cfg["n_ff"])
+    w.add_audio_block_count(cfg["n_layer"])
+    w.add_audio_head_count(cfg["n_head"])
+    w.add_audio_attention_layernorm_eps(EPS)
+    w.add_audio_num_mel_bins(n_mel)
+
+    # conv2d kernels, ggml ne [3, 3, in, out] (f16); biases ne [1, 1, out] (one value per channel)
+    n_in = 1
+    for i in (1, 2, 3):
+        w.add_tensor("a.conv2d.%d.weight" % i, W.normal((c, n_in, 3, 3), 1.0 / np.sqrt(9 * n_in), np.float16))
+        w.add_tensor("a.conv2d.%d.bias" % i, W.normal((c, 1, 1), 0.02))
+        n_in = c
+    w.add_tensor("a.conv_out.weight", W.linear(d, c * conv2d_out_len(n_mel)))
+    w.add_tensor("a.position_embd.weight", W.normal((cfg["n_pos"], d), 0.5))
+    add_encoder_layers(w, W, "a", cfg, k_bias=True)
+    w.add_tensor("mm.a.mlp.1.weight", W.linear(d, d))
+    w.add_tensor("mm.a.mlp.1.bias", W.bias(d))
+    w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, d))
+    w.add_tensor("mm.a.mlp.2.bias", W.bias(n_text))
 
 
 def build(path, cfg):
@@ -409,6 +495,8 @@ def build(path, cfg):
         build_vision_lfm2(w, W, cfg)
     elif cfg["kind"] == "vision":
         build_vision(w, W, cfg)
+    elif cfg["projector"] == "qwen3a":
+        build_audio_qwen3a(w, W, cfg)
     else:
         build_audio(w, W, cfg)
     w.write_header_to_file()

@@ -52,30 +52,45 @@ set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmp
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}")
 
 # M-RoPE decoders (test_mtmd_mrope.cpp): libmtmd gives media embeddings 4 positions each when the
-# text model's rope type is MROPE or IMROPE, whatever the projector. Four families, each checked
+# text model's rope type is MROPE or IMROPE, whatever the projector. Five families, each checked
 # against upstream's helper: Qwen2-VL's vision projector on its text model (qwen2vl, MROPE), Qwen3-VL's
 # (deepstack: embeddings n_embd * 2 wide) on its text model (qwen3vl, IMROPE), an audio projector
-# (qwen2a, as Qwen2.5-Omni's audio) on the qwen2vl text model, and Qwen2-VL's vision projector on a
-# hybrid text model with interleaved M-RoPE (qwen35, recurrent state rolled back too). The same
-# program runs LFM2-VL's projector (no M-RoPE) on the hybrid lfm2 text model.
+# (qwen2a, as Qwen2.5-Omni's audio) on the qwen2vl text model, Qwen3-ASR's audio encoder (qwen3a) on
+# a qwen3vl text model without deepstack inputs (IMROPE; the encoder's output is n_embd wide, as
+# Qwen3-ASR's), and Qwen2-VL's vision projector on a hybrid text model with interleaved M-RoPE
+# (qwen35, recurrent state rolled back too). qwen3a's 8 s windows are chunks of their own, so its
+# first clip is 18 s (windows of 104, 104 and 39 tokens) and the stops land in that clip's second
+# window. The same program runs LFM2-VL's projector (no M-RoPE) on the hybrid lfm2 text model and
+# Voxtral's audio projector (no M-RoPE either: its text model is a llama one; stack 10: 75 tokens a
+# clip, more than the embedding decode test's n_batch 64) on the llama one.
 set(MROPE_QWEN2VL_MODEL ${MODELS_DIR}/small-qwen2vl.gguf)
 set(MROPE_QWEN35_MODEL ${MODELS_DIR}/small-qwen35.gguf)
 set(MROPE_QWEN3VL_MODEL ${MODELS_DIR}/small-qwen3vl.gguf)
+set(MROPE_QWEN3ASR_MODEL ${MODELS_DIR}/small-qwen3asr.gguf)
+set(QWEN3A_MMPROJ ${MODELS_DIR}/mmproj-qwen3a-tiny.gguf)
+set(VOXTRAL_MMPROJ ${MODELS_DIR}/mmproj-voxtral-tiny.gguf)
 set(QWEN3VL_MMPROJ ${MODELS_DIR}/mmproj-qwen3vl-tiny.gguf)
 set(QWEN2VL_MMPROJ ${MODELS_DIR}/mmproj-qwen2vl-tiny.gguf)
 set(QWEN2A_MMPROJ ${MODELS_DIR}/mmproj-qwen2a-tiny.gguf)
 set(LFM2VL_MMPROJ ${MODELS_DIR}/mmproj-lfm2vl-tiny.gguf)
 set(py "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts")
 add_test(NAME make_mrope_models
-    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3VL_MODEL} --arch qwen3vl --n-embd 256 && ${py}/make_mmproj.py ${QWEN3VL_MMPROJ} --kind vision --vision-projector qwen3vl --n-embd-text 256")
+    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3VL_MODEL} --arch qwen3vl --n-embd 256 && ${py}/make_mmproj.py ${QWEN3VL_MMPROJ} --kind vision --vision-projector qwen3vl --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3ASR_MODEL} --arch qwen3vl --deepstack 0 --n-embd 256 && ${py}/make_mmproj.py ${QWEN3A_MMPROJ} --kind audio --projector qwen3a --n-embd-text 256 && ${py}/make_mmproj.py ${VOXTRAL_MMPROJ} --kind audio --projector voxtral --stack 10 --n-embd-text 256")
 set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
-foreach(family qwen2vl qwen3vl qwen2a qwen35 lfm2vl)
+foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
     set(text_model ${MROPE_QWEN2VL_MODEL})
     set(mmproj ${QWEN2VL_MMPROJ})
     set(mrope 1)
+    set(audio_seconds 1)
+    set(media_chunks 2)
     if(family STREQUAL "qwen2a")
         set(mmproj ${QWEN2A_MMPROJ})
+    elseif(family STREQUAL "qwen3a")
+        set(text_model ${MROPE_QWEN3ASR_MODEL})
+        set(mmproj ${QWEN3A_MMPROJ})
+        set(audio_seconds 18)
+        set(media_chunks 4)
     elseif(family STREQUAL "qwen35")
         set(text_model ${MROPE_QWEN35_MODEL})
     elseif(family STREQUAL "qwen3vl")
@@ -84,6 +99,10 @@ foreach(family qwen2vl qwen3vl qwen2a qwen35 lfm2vl)
     elseif(family STREQUAL "lfm2vl")
         set(text_model ${SMALL_LFM2_MODEL})
         set(mmproj ${LFM2VL_MMPROJ})
+        set(mrope 0)
+    elseif(family STREQUAL "voxtral")
+        set(text_model ${SMALL_MODEL})
+        set(mmproj ${VOXTRAL_MMPROJ})
         set(mrope 0)
     endif()
     foreach(backend cpu vulkan)
@@ -101,7 +120,8 @@ foreach(family qwen2vl qwen3vl qwen2a qwen35 lfm2vl)
         llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
             FIXTURES models mmproj mrope_models ${serial}
             ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}"
-                "LLAMA_CANCEL_MROPE_EXPECT=${mrope}")
+                "LLAMA_CANCEL_MROPE_EXPECT=${mrope}" "LLAMA_CANCEL_MROPE_AUDIO_SECONDS=${audio_seconds}"
+                "LLAMA_CANCEL_MROPE_MEDIA_CHUNKS=${media_chunks}")
         set(mrope_program "")
     endforeach()
 endforeach()

@@ -4,8 +4,11 @@
 // mtmd_input_chunk_get_n_pos, not by its token count. One program, run once per projector family
 // (tests/mtmd.cmake): the text model in LLAMA_CANCEL_MROPE_MODEL, the projector in
 // LLAMA_CANCEL_MROPE_MMPROJ, on the setup in LLAMA_CANCEL_BACKEND (the CPU when unset). The same
-// tests run on families without M-RoPE too (LFM2-VL's projector on the hybrid lfm2 model) with
-// LLAMA_CANCEL_MROPE_EXPECT=0.
+// tests run on families without M-RoPE too (LFM2-VL's projector on the hybrid lfm2 model, Voxtral's
+// audio projector on a llama one) with LLAMA_CANCEL_MROPE_EXPECT=0. An audio projector that cuts a clip into windows, each a chunk of its
+// own (qwen3a: 8 s), gets a first clip of LLAMA_CANCEL_MROPE_AUDIO_SECONDS seconds (default 1) and
+// LLAMA_CANCEL_MROPE_MEDIA_CHUNKS (default 2) says how many media chunks the prompt then has; the
+// stops land in the second media chunk, there a window between two others of the same clip.
 //
 // Every test starts from upstream's helper (mtmd_helper_eval_chunks) on a plain context with the
 // same n_batch and n_ubatch: the evaluation gives its logits bit for bit, and so does one stopped
@@ -43,6 +46,16 @@ std::string mmproj_path() { return fixtures::env("LLAMA_CANCEL_MROPE_MMPROJ"); }
 // Whether the family's decoder takes M-RoPE positions (LLAMA_CANCEL_MROPE_EXPECT, default 1).
 bool expect_mrope() { return fixtures::env("LLAMA_CANCEL_MROPE_EXPECT") != "0"; }
 
+// A positive integer from the environment, `def` when unset.
+int env_int(const char * name, int def) {
+    const std::string v = fixtures::env(name);
+    return v.empty() ? def : std::stoi(v);
+}
+
+// Length of the prompt's first audio clip and the media chunks the prompt has.
+uint32_t audio_seconds() { return static_cast<uint32_t>(env_int("LLAMA_CANCEL_MROPE_AUDIO_SECONDS", 1)); }
+size_t   expected_media_chunks() { return static_cast<size_t>(env_int("LLAMA_CANCEL_MROPE_MEDIA_CHUNKS", 2)); }
+
 // The projector on the setup's devices (the CPU alone on the CPU setup), `cb` as its cb_eval.
 mtmd_ptr make_mtmd(ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr) {
     mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr); // libmtmd's logs too
@@ -56,7 +69,7 @@ mtmd_ptr make_mtmd(ggml_backend_sched_eval_callback cb = nullptr, void * data = 
     return mtmd_ptr(mtmd_init_from_file(mmproj_path().c_str(), test_backend().model.get(), mp));
 }
 
-// n_ctx 2048: two audio chunks take 1500 positions.
+// n_ctx 2048: two whisper audio chunks take 1500 positions.
 common::context_ptr make_lctx(llama_cancel_hook * hook, uint32_t n_batch, uint32_t n_ubatch) {
     common::context_options opt = fixtures::context_options(n_batch, n_ubatch);
     opt.n_ctx = 2048;
@@ -64,11 +77,12 @@ common::context_ptr make_lctx(llama_cancel_hook * hook, uint32_t n_batch, uint32
 }
 
 // text, media, text, media, text: a 96x64 and a 64x96 image (token grids 6x4 and 4x6 with the
-// synthetic qwen2vl projector), or two audio clips. The images are not square, so that a swap of
-// the x and y sections changes the logits.
+// synthetic qwen2vl projector), or two audio clips (the first audio_seconds() long: in windows, one
+// media chunk each). The images are not square, so that a swap of the x and y sections changes the
+// logits.
 chunks_ptr tokenize(mtmd_context * mctx, bool audio) {
     chunks_ptr chunks(mtmd_input_chunks_init());
-    EXPECT_EQ(fixtures::tokenize_two_media(mctx, chunks.get(), audio, 96, 64, 64, 96), 0);
+    EXPECT_EQ(fixtures::tokenize_two_media(mctx, chunks.get(), audio, 96, 64, 64, 96, audio ? audio_seconds() : 1), 0);
     return chunks;
 }
 
@@ -138,11 +152,22 @@ class MtmdMrope : public ::testing::Test {
         ASSERT_EQ(mtmd_decode_use_mrope(mctx.get()), expect_mrope()) << "LLAMA_CANCEL_MROPE_EXPECT is wrong";
         audio  = mtmd_support_audio(mctx.get());
         chunks = tokenize(mctx.get(), audio);
-        ASSERT_EQ(mtmd_input_chunks_size(chunks.get()), 5u) << "text, media, text, media, text";
+        n_chunks = mtmd_input_chunks_size(chunks.get());
+        media.clear();
         start.clear();
-        for (size_t i = 0; i < 5; ++i) {
+        for (size_t i = 0; i < n_chunks; ++i) {
+            if (mtmd_input_chunk_get_type(chunk_at(i)) != MTMD_INPUT_CHUNK_TYPE_TEXT) {
+                media.push_back(i);
+            }
             start.push_back(i == 0 ? 0 : start[i - 1] + mtmd_input_chunk_get_n_pos(chunk_at(i - 1)));
         }
+        ASSERT_EQ(media.size(), expected_media_chunks()) << "media chunks of the prompt (LLAMA_CANCEL_MROPE_MEDIA_CHUNKS)";
+        ASSERT_EQ(media.front(), 1u) << "text, then media";
+        ASSERT_EQ(mtmd_input_chunk_get_type(chunk_at(n_chunks - 1)), MTMD_INPUT_CHUNK_TYPE_TEXT) << "text last";
+        if (expected_media_chunks() == 2) {
+            ASSERT_EQ(n_chunks, 5u) << "text, media, text, media, text";
+        }
+        target = media[1];
         if (!audio && expect_mrope()) {
             // An image advances n_past by the longer side of its token grid, not by its tokens.
             ASSERT_LT(mtmd_input_chunk_get_n_pos(chunk_at(1)), static_cast<llama_pos>(media_tokens(1)));
@@ -177,19 +202,42 @@ class MtmdMrope : public ::testing::Test {
         s.rearm();
         llama_cancel_mtmd_result r2;
         ASSERT_EQ(s.eval(chunks.get(), r.n_chunks_done, r.n_past, &r2), LLAMA_CANCEL_OK) << r2.message;
-        EXPECT_EQ(r2.n_chunks_done, 5);
+        EXPECT_EQ(r2.n_chunks_done, static_cast<int32_t>(n_chunks));
         EXPECT_EQ(r2.n_past, want_n_past);
         EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
         EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
     }
 
-    // Encode asks per media chunk and the decode graphs' ends of an uninterrupted run.
-    void count(int * per_encode, std::vector<int> * graph_ends) {
+    // The encode asks of each chunk (0 for text; each media chunk's encoded alone by a plain mtmd
+    // context with a counting cb_eval: the scheduler asks once per node whatever the answers) and
+    // the decode graphs' ends of an uninterrupted run, whose encode asks add up to theirs.
+    void count(std::vector<int> * encode_asks, std::vector<int> * graph_ends) {
         setup c(n_batch, n_ubatch);
         llama_cancel_mtmd_result r;
         ASSERT_EQ(c.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
-        *per_encode = c.enc_trig.calls / 2;
         *graph_ends = c.dec_trig.graph_ends;
+
+        fixtures::node_trigger t;
+        auto mctx = make_mtmd(fixtures::node_trigger::eval_cb, &t);
+        ASSERT_NE(mctx, nullptr);
+        encode_asks->assign(n_chunks, 0);
+        int total = 0;
+        for (size_t i : media) {
+            t.reset();
+            ASSERT_EQ(mtmd_encode_chunk(mctx.get(), chunk_at(i)), 0);
+            (*encode_asks)[i] = t.calls;
+            total += t.calls;
+        }
+        ASSERT_EQ(total, c.enc_trig.calls) << "the encodes of the chunks alone ask as often as in the run";
+    }
+
+    // Encode asks of the chunks before chunk i.
+    static int asks_before(size_t i, const std::vector<int> & encode_asks) {
+        int n = 0;
+        for (size_t c = 0; c < i; ++c) {
+            n += encode_asks[c];
+        }
+        return n;
     }
 
     // The first decode graph of chunk i in an uninterrupted run, given the graphs of each chunk.
@@ -204,7 +252,7 @@ class MtmdMrope : public ::testing::Test {
     // Decode graphs per chunk when each n_batch slice is split into n_ubatch graphs.
     std::vector<int> graphs_per_chunk() const {
         std::vector<int> g;
-        for (size_t i = 0; i < 5; ++i) {
+        for (size_t i = 0; i < n_chunks; ++i) {
             const int n = media_tokens(i);
             int graphs = 0;
             for (int a = 0; a < n; a += n_batch) {
@@ -216,30 +264,32 @@ class MtmdMrope : public ::testing::Test {
         return g;
     }
 
-    // Stops graph `slice` of chunk 3 (the second media chunk) in its middle: the whole chunk goes,
-    // memory equals upstream's after chunks 0-2, the resume gives upstream's logits.
+    // Stops graph `slice` of the target chunk (the second media chunk: chunk 3, or a clip's second
+    // window) in its middle: the whole chunk goes, memory equals upstream's after the chunks before
+    // it, the resume gives upstream's logits.
     void stop_inside_second_media_decode(int slice) {
-        int              per_encode = 0;
+        std::vector<int> encode_asks;
         std::vector<int> ends;
-        ASSERT_NO_FATAL_FAILURE(count(&per_encode, &ends));
+        ASSERT_NO_FATAL_FAILURE(count(&encode_asks, &ends));
         const std::vector<int> per_chunk = graphs_per_chunk();
-        ASSERT_EQ(static_cast<int>(ends.size()), first_graph_of(5, per_chunk));
-        ASSERT_LT(slice, per_chunk[3]) << "the media chunk has that many decode graphs";
-        const int g     = first_graph_of(3, per_chunk) + slice;
+        ASSERT_EQ(static_cast<int>(ends.size()), first_graph_of(n_chunks, per_chunk));
+        ASSERT_LT(slice, per_chunk[target]) << "the media chunk has that many decode graphs";
+        const int g     = first_graph_of(target, per_chunk) + slice;
         const int begin = ends[g - 1];
 
         setup s(n_batch, n_ubatch);
         s.dec_trig.at = begin + (ends[g] - begin) / 2;
         llama_cancel_mtmd_result r;
         ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_CANCELLED) << r.message;
-        EXPECT_EQ(r.n_chunks_done, 3);
-        EXPECT_EQ(r.n_past, start[3]);
+        EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(target));
+        EXPECT_EQ(r.n_past, start[target]);
         EXPECT_TRUE(llama_cancel_hook_stopped(s.dec_hook.get()));
         EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), g) << "stopped in graph " << g;
-        // The slices already decoded hold position start[3] (an image's t), as the stopped one
-        // does: all of them go.
-        EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[3] - 1);
-        EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(3)) << "memory differs from chunks 0-2 alone";
+        // The slices already decoded hold position start[target] (an image's t), as the stopped
+        // one does: all of them go.
+        EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[target] - 1);
+        EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(target))
+            << "memory differs from the chunks before " << target << " alone";
         resume_and_check(s, r);
     }
 
@@ -247,7 +297,10 @@ class MtmdMrope : public ::testing::Test {
     int32_t                n_batch  = 0;
     uint32_t               n_ubatch = 0;
     chunks_ptr             chunks;
-    std::vector<llama_pos> start; // first position of each chunk
+    size_t                 n_chunks = 0;
+    std::vector<size_t>    media;      // indices of the media chunks
+    size_t                 target = 0; // the chunk the stops land in: media[1]
+    std::vector<llama_pos> start;      // first position of each chunk
     llama_pos              want_n_past = 0;
     std::vector<float>     want;
 };
@@ -256,36 +309,38 @@ TEST_F(MtmdMrope, MatchesUpstreamHelper) {
     setup s(n_batch, n_ubatch);
     llama_cancel_mtmd_result r;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_EQ(r.n_chunks_done, 5);
+    EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(n_chunks));
     EXPECT_EQ(r.n_past, want_n_past) << "n_past advances by mtmd_input_chunk_get_n_pos";
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
     EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
-    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(5)) << "memory differs from upstream's";
+    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(n_chunks)) << "memory differs from upstream's";
 }
 
 TEST_F(MtmdMrope, StopInsideEncodeRemovesNothingOfEarlierChunks) {
-    int              per_encode = 0;
+    std::vector<int> encode_asks;
     std::vector<int> ends;
-    ASSERT_NO_FATAL_FAILURE(count(&per_encode, &ends));
-    ASSERT_GT(per_encode, 10);
+    ASSERT_NO_FATAL_FAILURE(count(&encode_asks, &ends));
+    ASSERT_GT(encode_asks[target], 10);
+    const int before = asks_before(target, encode_asks);
 
     setup s(n_batch, n_ubatch);
-    s.enc_trig.at = per_encode + per_encode / 2; // in the middle of the second media chunk's encode
+    s.enc_trig.at = before + encode_asks[target] / 2; // in the middle of the second media chunk's encode
     llama_cancel_mtmd_result r;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_CANCELLED) << r.message;
-    EXPECT_EQ(r.n_chunks_done, 3);
-    EXPECT_EQ(r.n_past, start[3]) << "n_past after an image counts its n_pos";
-    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[3] - 1);
+    EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(target));
+    EXPECT_EQ(r.n_past, start[target]) << "n_past after an image counts its n_pos";
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[target] - 1);
     EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get())) << "the hook stopped the clip graph";
-    EXPECT_LT(s.enc_trig.calls, 2 * per_encode) << "the encode stopped early";
-    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(3)) << "memory differs from chunks 0-2 alone";
+    EXPECT_LT(s.enc_trig.calls, before + encode_asks[target]) << "the encode stopped early";
+    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(target))
+        << "memory differs from the chunks before " << target << " alone";
     resume_and_check(s, r);
 }
 
 TEST_F(MtmdMrope, StopInsideEmbeddingDecodeRemovesTheChunkWhole) {
     // n_batch smaller than a media chunk: its decode takes several llama_cancel_decode calls
     ASSERT_NO_FATAL_FAILURE(reference(audio ? 64 : 8, audio ? 64 : 8));
-    ASSERT_GT(media_tokens(3), n_batch);
+    ASSERT_GT(media_tokens(target), n_batch);
     stop_inside_second_media_decode(1);
 }
 
@@ -313,7 +368,7 @@ TEST_F(MtmdMrope, BudgetSlicesKeepThePositions) {
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r, 0.05f), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_past, want_n_past);
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
-    EXPECT_GT(static_cast<int>(s.dec_trig.graph_ends.size()), first_graph_of(5, graphs_per_chunk()))
+    EXPECT_GT(static_cast<int>(s.dec_trig.graph_ends.size()), first_graph_of(n_chunks, graphs_per_chunk()))
         << "the budget sliced the decodes";
     if (!audio) {
         EXPECT_LT(fixtures::relative_difference(common::last_logits(s.lctx.get()), want), 5e-4);
