@@ -60,6 +60,21 @@ TEST_F(ModelLoad, CancelDuringLoadReturnsNullWithReason) {
     llama_model_free(m);
 }
 
+// The caller's own progress callback stopping the load (issue 30): CANCELLED with that reason, not
+// a corrupt model.
+TEST_F(ModelLoad, CallersProgressCallbackStopIsCancelled) {
+    struct refuse {
+        static bool cb(float, void *) { return false; }
+    };
+    llama_model_params mp = llama_model_default_params();
+    mp.progress_callback = refuse::cb;
+    int8_t flag = 0;
+    llama_cancel_load_result r;
+    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &flag, &r), nullptr);
+    EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_NE(std::string(r.message).find("progress callback"), std::string::npos) << r.message;
+}
+
 TEST_F(ModelLoad, BadFilesAreClearErrors) {
     llama_cancel_load_result r;
     const auto mp = llama_model_default_params();

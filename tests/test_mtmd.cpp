@@ -92,6 +92,15 @@ TEST_P(Mtmd, CancelInsideEncodeDecodesNothingOfThatChunk) {
     EXPECT_TRUE(llama_cancel_hook_stopped(s.enc_hook.get())) << "the hook stopped the clip graph";
     EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), graphs_before(3)) << "its embeddings were not decoded";
     EXPECT_LT(s.enc_trig.calls, 2 * per_encode) << "the encode stopped early";
+    // The chunk's snapshot is the decode hook's and counts in its stats (issue 30): on recurrent
+    // state the stop puts one back; no decode of the stopped chunk ran to put back its own.
+    const llama_model * m = llama_get_model(s.lctx.get());
+    const bool state = llama_model_is_recurrent(m) || llama_model_is_hybrid(m);
+    const llama_cancel_snapshot_stats st = llama_cancel_hook_get_snapshot_stats(s.dec_hook.get());
+    EXPECT_EQ(st.restores, state ? 1u : 0u) << "the chunk's snapshot, put back once";
+    if (state) {
+        EXPECT_GE(st.snapshots, 4u) << "one per chunk at least";
+    }
     resume_and_check(s, r);
 }
 
@@ -169,6 +178,30 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_EQ(got, want_tokens) << "resumed generation differs";
+}
+
+// What the token loop would refuse is refused before the prompt (issue 30): nothing is encoded or
+// decoded, and n_chunks_done and n_past say where the request stands.
+TEST_P(Mtmd, GenerateRefusesBadArgumentsBeforeThePrompt) {
+    setup s(k.mmproj);
+    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+    gp.flag      = &s.flag;
+    gp.n_predict = 6;
+    std::vector<llama_token> out(6, -1);
+    llama_cancel_generate_result r;
+    EXPECT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
+                                         out.data(), 2, &r),
+              LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("out holds 2"), std::string::npos) << r.message;
+    EXPECT_EQ(r.n_chunks_done, 0);
+    EXPECT_EQ(r.n_past, 0);
+    gp.n_batch = static_cast<int32_t>(llama_n_batch(s.lctx.get())) + 1;
+    EXPECT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
+                                         out.data(), 6, &r),
+              LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("n_batch"), std::string::npos) << r.message;
+    EXPECT_EQ(s.enc_trig.calls + s.dec_trig.calls, 0) << "nothing was encoded or decoded";
+    EXPECT_EQ(pos_max(s.lctx.get()), -1);
 }
 
 // max_stop_ms of llama_cancel_generate_mtmd reaches the chunk decodes (issue 22): a budget no node
