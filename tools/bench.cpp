@@ -32,14 +32,14 @@ const char k_synopsis[] =
     "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
+    "                          [--mtmd vision,audio,qwen3a,voxtral|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
     "By default, the headline rows (a few minutes): CPU at batches 64 and 512 on 2 threads, vulkan, the\n"
-    "vision encode, mamba2's memory row, per-sequence cancel on the CPU at n_ubatch 128. --all runs every\n"
-    "row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
+    "vision encode, the Qwen3-ASR audio evaluation, mamba2's memory row, per-sequence cancel on the CPU\n"
+    "at n_ubatch 128. --all runs every row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
 
 // --all anywhere on the command line: every section's full lists, before the other options apply.
 bool asks_for_all(int argc, char ** argv) {
@@ -89,7 +89,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--seed", &opt.seed, "N", "random seed")
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
-        .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio), or none")
+        .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral: an audio prompt evaluated whole), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
@@ -104,7 +104,9 @@ int parse_options(int argc, char ** argv, options & opt) {
         opt.mtmd.clear();
     }
     const bool bad_kind = std::any_of(opt.mtmd.begin(), opt.mtmd.end(),
-                                      [](const std::string & k) { return k != "vision" && k != "audio"; });
+                                      [](const std::string & k) {
+                                          return k != "vision" && k != "audio" && k != "qwen3a" && k != "voxtral";
+                                      });
     const bool bad_ubatch = std::any_of(opt.seq_ubatches.begin(), opt.seq_ubatches.end(),
                                         [](int u) { return u < 1 || u > 512; });
     auto any_below = [](const std::vector<int> & v, int min) {
@@ -114,7 +116,7 @@ int parse_options(int argc, char ** argv, options & opt) {
                     {any_below(opt.batches, 2), "--batches needs batch sizes of at least 2"},
                     {any_below(opt.threads, 1), "--threads needs thread counts of at least 1"},
                     {opt.backend_batch < 2, "--backend-batch must be at least 2"},
-                    {bad_kind, "--mtmd takes vision, audio or none"},
+                    {bad_kind, "--mtmd takes vision, audio, qwen3a, voxtral or none"},
                     {opt.seq_ubatches.empty() || bad_ubatch, "--seq-ubatches needs values of 1..512"}});
 }
 

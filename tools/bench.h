@@ -23,7 +23,7 @@ struct options {
     std::vector<std::string> backends = {"vulkan"};
     int              backend_batch = 128;
     // Multimodal rows, where the CLI was built with libmtmd.
-    std::vector<std::string> mtmd = {"vision"};
+    std::vector<std::string> mtmd = {"vision", "qwen3a"};
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
     std::vector<std::string> archs = {"mamba2"};
     std::string              arch_preset = "bench"; // make_model.py preset of those models
@@ -41,7 +41,7 @@ struct options {
         o.batches      = {64, 256, 512};
         o.threads      = {1, 2};
         o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
-        o.mtmd         = {"vision", "audio"};
+        o.mtmd         = {"vision", "audio", "qwen3a", "voxtral"};
         o.archs        = {"llama", "gemma3", "mamba", "mamba2", "rwkv7", "lfm2", "qwen35", "granitehybrid",
                           "nemotron_h", "falcon-h1", "mamba2:real", "qwen35:real"};
         o.budgets      = {5, 20, 100};
