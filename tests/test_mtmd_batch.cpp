@@ -269,6 +269,53 @@ TEST_F(MtmdBatch, StopInsideBatchedEncodeKeepsTheChunksBefore) {
     resume_and_check(s, r);
 }
 
+// A chained cb_eval that stops the batched clip graph at ask number `at` (it returns false there),
+// with the byte never set: the call still reports the stop, and the garbage embeddings of the
+// batch are never decoded (nothing else would stop their decode).
+struct chain_stop {
+    int        calls = 0;
+    int        at    = -1;
+    static bool cb(ggml_tensor *, bool ask, void * data) {
+        auto * c = static_cast<chain_stop *>(data);
+        return ask ? ++c->calls == c->at : false;
+    }
+};
+
+TEST_F(MtmdBatch, ChainedStopInsideBatchedEncodeDecodesNothingOfTheBatch) {
+    int              asks = 0;
+    std::vector<int> ends;
+    ASSERT_NO_FATAL_FAILURE(count(&asks, &ends));
+
+    chain_stop           chain;
+    fixtures::node_trigger dec;
+    int8_t               flag     = 0;
+    auto                 enc_hook = common::make_hook(chain_stop::cb, &chain);
+    auto                 dec_hook = fixtures::make_hook(&dec);
+    auto                 mctx     = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
+    auto                 lctx     = make_lctx(dec_hook.get());
+    llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
+    p.flag        = &flag;
+    p.decode_hook = dec_hook.get();
+    p.n_batch     = k_n_batch;
+    chain.at      = asks / 4; // inside the first batch's graph
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p,
+                                                k_batch, &r),
+              LLAMA_CANCEL_CANCELLED)
+        << r.message;
+    EXPECT_EQ(flag, 0);
+    EXPECT_EQ(r.n_chunks_done, 1);
+    EXPECT_EQ(static_cast<int>(dec.graph_ends.size()), graphs_before(1)) << "no embedding of the batch decoded";
+    EXPECT_EQ(fixtures::seq_state(lctx.get(), 0), memory_after(1));
+
+    chain.at = -1;
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,
+                                                r.n_past, &p, k_batch, &r),
+              LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+}
+
 // The second batch's clip graph: the first image's three chunks and the text after them stay.
 TEST_F(MtmdBatch, StopInsideSecondBatchedEncode) {
     int              asks = 0;
