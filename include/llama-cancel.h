@@ -352,6 +352,16 @@ extern "C" {
         struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
         const struct llama_cancel_mtmd_params * params, struct llama_cancel_mtmd_result * result);
+#define LLAMA_CANCEL_MTMD_BATCH_ENCODE 1u // an option of llama_cancel_mtmd_eval_chunks_ext
+    // llama_cancel_mtmd_eval_chunks (= this, options 0) with `options` (since 1.2; unknown bits:
+    // ERROR); threads, ownership, returns alike. BATCH_ENCODE: media chunks in a row that libmtmd
+    // batches (mtmd_batch_add_chunk: same-size images, a batching projector) are one encode, from
+    // the run's first chunk (a call inside a batch encodes it all again), then decoded and rolled
+    // back one by one; a stop in it: CANCELLED at its first chunk not in memory. Resume: same options.
+    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks_ext(struct mtmd_context * mctx,
+        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
+        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
+        const struct llama_cancel_mtmd_params * params, uint32_t options, struct llama_cancel_mtmd_result * result);
     // llama_cancel_generate after evaluating chunks[first_chunk..] from n_past (params->flag,
     // ->hook as decode hook, ->seq_id, ->n_batch, ->max_stop_ms). A stop in the prompt generates
     // nothing; result->n_chunks_done and n_past say where to resume (then the token loop's rule).

@@ -10,7 +10,7 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
 
     make_mmproj.py OUT.gguf --kind vision|audio --n-embd-text N [--preset tiny|small]
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
-                   vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2] [--image-size N]
+                   vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2|internvl] [--image-size N]
                            [--patch-size N] [--merge N] [--deepstack N]
                    audio:  [--projector ultravox|qwen2a|qwen3a|voxtral] [--n-mel N] [--stack N]
                            [--n-pos N] [--conv-channels N]
@@ -38,6 +38,12 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            --vision-projector lfm2: LFM2-VL's projector: the gemma3 kind's SigLIP tower,
            pixel unshuffle of merge x merge patches, LayerNorm, GELU MLP; libmtmd resizes
            to 64..1024 patches (a 96x64 image: 70 tokens) and tiles large images.
+           --vision-projector internvl: InternVL's: a ViT with a class token and layer
+           scales, pixel shuffle of merge x merge patches, LayerNorm, GELU MLP. libmtmd
+           cuts an image into 1..4 image-size tiles (the grid nearest its aspect) plus a
+           thumbnail when there are several, each an image chunk, all in a row: a 128x64
+           image gives three 16-token chunks, which mtmd_batch_encode takes as one batch
+           (its clip graph batches; gemma3's and the others' here do not).
   audio    a whisper encoder (two conv1d, stride 2 on the second, learned position
            embedding, pre-norm layers, no bias on K, GELU FFN, post-norm) and
            projector "ultravox" (default: stack `stack` frames, RMS norm, SwiGLU MLP,
@@ -129,7 +135,7 @@ def parse_args(argv):
     g.add_argument("--patch-size", type=int)
     g.add_argument("--deepstack", type=int,
                    help="qwen3vl: layers whose output also goes to the text model (the last N; default 1)")
-    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl", "qwen3vl", "lfm2"],
+    g.add_argument("--vision-projector", choices=["gemma3", "qwen2vl", "qwen3vl", "lfm2", "internvl"],
                    help="default gemma3; qwen2vl merges 2x2 patches (--merge does not apply)")
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
@@ -395,6 +401,39 @@ def build_vision_lfm2(w, W, cfg):
     w.add_tensor("mm.2.bias", W.bias(n_text))
 
 
+def build_vision_internvl(w, W, cfg):
+    """InternVL's projector: a ViT with a class token (learned position embedding over the CLS and
+    the patches, layer scales ls1/ls2), the CLS dropped, a pixel shuffle of merge x merge patches,
+    then LayerNorm and a GELU MLP to the text model's width. libmtmd cuts an image into
+    image-size tiles on the grid of 1..max_tiles tiles that fits its aspect best and, with more
+    than one tile, adds a thumbnail: a 128x64 image at image-size 64 gives two tiles and the
+    thumbnail, three image chunks of the same size one after the other, between "<img>" and
+    "</img>". Its clip graph supports batching (mtmd_batch_encode of such chunks)."""
+    d, p, n_text, m = cfg["n_embd"], cfg["patch_size"], cfg["n_embd_text"], cfg["merge"]
+    n_patches = (cfg["image_size"] // p) ** 2
+
+    add_vision_keys(w, cfg, gguf.VisionProjectorType.INTERNVL)
+    w.add_vision_projector_scale_factor(m)
+    w.add_vision_preproc_min_tiles(1)
+    w.add_vision_preproc_max_tiles(4)
+
+    w.add_tensor("v.patch_embd.weight", W.normal((d, 3, p, p), 1.0 / np.sqrt(3 * p * p)))
+    w.add_tensor("v.patch_embd.bias", W.bias(d))
+    w.add_tensor("v.class_embd", W.normal((1, d), 0.5))
+    w.add_tensor("v.position_embd.weight", W.normal((n_patches + 1, d), 0.5))
+    add_encoder_layers(w, W, "v", cfg, k_bias=True)
+    for b in range(cfg["n_layer"]):
+        w.add_tensor("v.blk.%d.ls1.weight" % b, W.ones(d))
+        w.add_tensor("v.blk.%d.ls2.weight" % b, W.ones(d))
+    d_in = d * m * m
+    w.add_tensor("mm.model.mlp.0.weight", W.ones(d_in))
+    w.add_tensor("mm.model.mlp.0.bias", W.zeros(d_in))
+    w.add_tensor("mm.model.mlp.1.weight", W.linear(n_text, d_in))
+    w.add_tensor("mm.model.mlp.1.bias", W.bias(n_text))
+    w.add_tensor("mm.model.mlp.3.weight", W.linear(n_text, n_text))
+    w.add_tensor("mm.model.mlp.3.bias", W.bias(n_text))
+
+
 def build_audio(w, W, cfg):
     d, n_mel, n_text = cfg["n_embd"], cfg["n_mel"], cfg["n_embd_text"]
 
@@ -493,6 +532,8 @@ def build(path, cfg):
         build_vision_qwen3vl(w, W, cfg)
     elif cfg["kind"] == "vision" and cfg["vision_projector"] == "lfm2":
         build_vision_lfm2(w, W, cfg)
+    elif cfg["kind"] == "vision" and cfg["vision_projector"] == "internvl":
+        build_vision_internvl(w, W, cfg)
     elif cfg["kind"] == "vision":
         build_vision(w, W, cfg)
     elif cfg["projector"] == "qwen3a":

@@ -13,6 +13,15 @@
 // its tokens and the chunk advances n_past by mtmd_input_chunk_get_n_pos (max of the grid's
 // sides), so memory's last position after an image is not n_past - 1; the chunk rollback removes
 // from the chunk's first position, which holds whatever the stopped chunk wrote.
+//
+// With LLAMA_CANCEL_MTMD_BATCH_ENCODE a run of media chunks that mtmd_batch_add_chunk takes together
+// (images of one size on a projector whose clip graph batches: InternVL's tiles and thumbnail, ...)
+// is encoded by one mtmd_batch_encode, under one call like a single encode; each chunk of it is then
+// decoded, snapshotted and rolled back as its own. The batches depend on the chunk list alone: each
+// is formed greedily from the first media chunk after a text chunk (or chunk 0), as upstream's CLI
+// forms them from there, whatever first_chunk is, so that a resume inside a batch encodes the very
+// same batch again (chunks before first_chunk included) and reads the same embeddings, on backends
+// where a batched image's embeddings differ from its own encode's too (Vulkan here).
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
@@ -83,6 +92,29 @@ std::vector<llama_pos> media_positions(const mtmd_input_chunk * chunk, llama_pos
     return pos;
 }
 
+// The media batch encoded last (LLAMA_CANCEL_MTMD_BATCH_ENCODE): chunks [begin, end) of the list,
+// their embeddings in `b` once `encoded`.
+struct media_batch {
+    mtmd_batch * b       = nullptr;
+    size_t       begin   = 0;
+    size_t       end     = 0;
+    bool         encoded = false;
+
+    media_batch() = default;
+    media_batch(const media_batch &) = delete;
+    media_batch & operator=(const media_batch &) = delete;
+    ~media_batch() { reset(); }
+    void reset() {
+        if (b != nullptr) {
+            mtmd_batch_free(b);
+        }
+        b       = nullptr;
+        begin   = end = 0;
+        encoded = false;
+    }
+    bool holds(size_t i) const { return encoded && begin <= i && i < end; }
+};
+
 struct eval_state {
     mtmd_context *                   mctx;
     llama_cancel_hook *              encode_hook;
@@ -91,6 +123,9 @@ struct eval_state {
     int32_t                          n_batch;
     llama_cancel::seq_batch &        batch;
     const int8_t *                   seq_flag; // the byte of p.seq_id among p.seq_flags, or NULL
+    const mtmd_input_chunks *        chunks;
+    bool                             batch_encode; // LLAMA_CANCEL_MTMD_BATCH_ENCODE
+    media_batch                      media;
 
     bool stop_set() const { return llama_cancel::flag_is_set(p.flag) || llama_cancel::flag_is_set(seq_flag); }
 };
@@ -146,21 +181,22 @@ struct causal_guard {
     }
 };
 
-chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_pos pos0, bool output_last) {
-    const char *  name     = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio";
-    const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk));
+bool is_media(const mtmd_input_chunks * chunks, size_t i) {
+    return mtmd_input_chunk_get_type(mtmd_input_chunks_get(chunks, i)) != MTMD_INPUT_CHUNK_TYPE_TEXT;
+}
 
-    // The encode is a call of its own: the hook (or the stateless callback) bound to mctx reads
-    // its bytes and reports a graph it stopped, which mtmd_encode_chunk still returns 0 for.
+// Runs `encode_fn` (mtmd_encode_chunk or mtmd_batch_encode) as a call of its own: the hook (or the
+// stateless callback) bound to mctx reads its bytes and reports a graph it stopped, which libmtmd
+// still returns 0 for. CANCELLED, the wrong hook's error, or OK with *ret the encode's return.
+template <typename Encode> chunk_outcome run_encode(eval_state & s, Encode encode_fn, int32_t * ret) {
     llama_cancel::call encode;
     encode.flag      = s.p.flag;
     encode.seq_flags = {s.seq_flag};
     encode.hook      = s.encode_hook;
-    int32_t ret      = 0;
     {
         llama_cancel::call_scope scope(encode);
         encode.begin_graph();
-        ret = mtmd_encode_chunk(s.mctx, chunk);
+        *ret = encode_fn();
     }
     if (encode.wrong_hook) {
         return chunk_fail("encode_hook is not the hook bound to mctx; nothing was encoded");
@@ -170,12 +206,101 @@ chunk_outcome eval_media(eval_state & s, const mtmd_input_chunk * chunk, llama_p
         o.status = LLAMA_CANCEL_CANCELLED;
         return o;
     }
+    return {};
+}
+
+// The batch that holds chunk i, formed as in the file comment, in s.media (not yet encoded).
+// False with `o` set when libmtmd refuses the batch's first chunk.
+bool form_batch(eval_state & s, size_t i, chunk_outcome & o) {
+    const size_t n_chunks = mtmd_input_chunks_size(s.chunks);
+    size_t       begin    = i;
+    while (begin > 0 && is_media(s.chunks, begin - 1)) {
+        --begin;
+    }
+    for (;;) {
+        s.media.reset();
+        s.media.b = mtmd_batch_init(s.mctx);
+        if (s.media.b == nullptr) {
+            o = chunk_fail("mtmd_batch_init returned NULL");
+            return false;
+        }
+        const int32_t added = mtmd_batch_add_chunk(s.media.b, mtmd_input_chunks_get(s.chunks, begin));
+        if (added != 0) {
+            o = chunk_fail("mtmd_batch_add_chunk refused chunk %zu, the first of its batch (returned %d)", begin,
+                           added);
+            return false;
+        }
+        size_t end = begin + 1;
+        // 2 (too large, or a projector that does not batch) and 3 (another size) end the batch.
+        while (end < n_chunks && is_media(s.chunks, end) &&
+               mtmd_batch_add_chunk(s.media.b, mtmd_input_chunks_get(s.chunks, end)) == 0) {
+            ++end;
+        }
+        if (i < end) {
+            s.media.begin = begin;
+            s.media.end   = end;
+            return true;
+        }
+        begin = end;
+    }
+}
+
+// The embeddings of media chunk i: its own mtmd_encode_chunk, or (LLAMA_CANCEL_MTMD_BATCH_ENCODE)
+// its batch's, encoded when the batch's first chunk still to decode comes. A batch of one chunk is
+// encoded on its own, as without the option. NULL with `o` set (CANCELLED or an error) otherwise.
+const float * media_embd(eval_state & s, size_t i, const mtmd_input_chunk * chunk, const char * name,
+                         chunk_outcome & o) {
+    int32_t ret = 0;
+    if (s.batch_encode && !s.media.holds(i)) {
+        if (!form_batch(s, i, o)) {
+            return nullptr;
+        }
+        if (s.media.end - s.media.begin == 1) {
+            s.media.reset();
+        } else {
+            o = run_encode(s, [&] { return mtmd_batch_encode(s.media.b); }, &ret);
+            if (o.status != LLAMA_CANCEL_OK || ret != 0) {
+                if (o.status == LLAMA_CANCEL_OK) {
+                    o = chunk_fail("mtmd_batch_encode failed on chunks [%zu, %zu) (returned %d)", s.media.begin,
+                                   s.media.end, ret);
+                }
+                s.media.reset(); // a stopped batch's embeddings are garbage: never decoded
+                return nullptr;
+            }
+            s.media.encoded = true;
+        }
+    }
+    if (s.media.holds(i)) {
+        const float * embd = mtmd_batch_get_output_embd(s.media.b, chunk);
+        if (embd == nullptr) {
+            o = chunk_fail("mtmd_batch_get_output_embd returned NULL for the %s chunk", name);
+        }
+        return embd;
+    }
+    o = run_encode(s, [&] { return mtmd_encode_chunk(s.mctx, chunk); }, &ret);
+    if (o.status != LLAMA_CANCEL_OK) {
+        return nullptr;
+    }
     if (ret != 0) {
-        return chunk_fail("mtmd_encode_chunk failed on the %s chunk (returned %d)", name, ret);
+        o = chunk_fail("mtmd_encode_chunk failed on the %s chunk (returned %d)", name, ret);
+        return nullptr;
     }
     const float * embd = mtmd_get_output_embd(s.mctx);
     if (embd == nullptr) {
-        return chunk_fail("mtmd_get_output_embd returned NULL after encoding the %s chunk", name);
+        o = chunk_fail("mtmd_get_output_embd returned NULL after encoding the %s chunk", name);
+    }
+    return embd;
+}
+
+chunk_outcome eval_media(eval_state & s, size_t i, const mtmd_input_chunk * chunk, llama_pos pos0,
+                         bool output_last) {
+    const char *  name     = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio";
+    const int32_t n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(chunk));
+
+    chunk_outcome o;
+    const float * embd = media_embd(s, i, chunk, name, o);
+    if (embd == nullptr) {
+        return o;
     }
     if (n_tokens <= 0) {
         return {};
@@ -250,10 +375,14 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
 
 int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
                     const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-                    const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
+                    const llama_cancel_mtmd_params & p, uint32_t options, llama_cancel_mtmd_result * r) {
     if (r != nullptr) {
         r->n_chunks_done = first_chunk;
         r->n_past        = n_past;
+    }
+    constexpr uint32_t known = LLAMA_CANCEL_MTMD_BATCH_ENCODE;
+    if ((options & ~known) != 0) {
+        return fail(r, "options 0x%x has unknown bits 0x%x; nothing was evaluated", options, options & ~known);
     }
     int32_t n_batch = 0;
     if (check_args(mctx, lctx, chunks, first_chunk, n_past, p, r, &n_batch) != LLAMA_CANCEL_OK) {
@@ -262,7 +391,8 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
 
     llama_cancel::seq_batch batch(n_batch, p.seq_id);
-    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch, seq_flag_of(p)};
+    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch, seq_flag_of(p), chunks,
+                 (options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, {}};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
     // recurrent state on models that have one): the decode hook's chunk snapshot, kept across calls,
@@ -287,7 +417,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
         }
         try {
             o = mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT ? eval_text(s, chunk, pos, output_last)
-                                                                               : eval_media(s, chunk, pos, output_last);
+                                                                               : eval_media(s, i, chunk, pos, output_last);
         } catch (const std::exception & e) {
             o = chunk_fail("internal error: %s", e.what()); // rolled back below like any failed chunk
         } catch (...) {
@@ -336,18 +466,26 @@ extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
 }
 
 
+extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                                     llama_context * lctx, const mtmd_input_chunks * chunks,
+                                                     int32_t first_chunk, llama_pos n_past,
+                                                     const llama_cancel_mtmd_params * params, uint32_t options,
+                                                     llama_cancel_mtmd_result * result) {
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+    }
+    const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
+    // The guards have restored causal attention and the current call, and freed the media batch, by
+    // the time an exception reaches abi_guard.
+    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
+        return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, options, result);
+    });
+}
+
 extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
                                                  llama_context * lctx, const mtmd_input_chunks * chunks,
                                                  int32_t first_chunk, llama_pos n_past,
                                                  const llama_cancel_mtmd_params * params,
                                                  llama_cancel_mtmd_result * result) {
-    if (result != nullptr) {
-        std::memset(result, 0, sizeof(*result));
-    }
-    const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
-    // The guards have restored causal attention and the current call by the time an exception
-    // reaches abi_guard.
-    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
-        return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, result);
-    });
+    return llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, result);
 }

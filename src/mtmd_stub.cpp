@@ -17,9 +17,10 @@ extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
     return llama_cancel_mtmd_params{};
 }
 
-extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                                 const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
-                                                 const llama_cancel_mtmd_params *, llama_cancel_mtmd_result * result) {
+extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context *, llama_cancel_hook *, llama_context *,
+                                                     const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
+                                                     const llama_cancel_mtmd_params *, uint32_t,
+                                                     llama_cancel_mtmd_result * result) {
     // As for any error: memory holds chunks [first_chunk, n_chunks_done), here none.
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
@@ -28,6 +29,14 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context *, llama_cancel_ho
     }
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return LLAMA_CANCEL_ERROR;
+}
+
+extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                                 llama_context * lctx, const mtmd_input_chunks * chunks,
+                                                 int32_t first_chunk, llama_pos n_past,
+                                                 const llama_cancel_mtmd_params * params,
+                                                 llama_cancel_mtmd_result * result) {
+    return llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, result);
 }
 
 extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const llama_model *, llama_cancel_hook *,

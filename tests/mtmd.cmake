@@ -134,3 +134,30 @@ add_test(NAME python_module_mtmd_mrope
     COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests -p "test_mtmd.py")
 set_tests_properties(python_module_mtmd_mrope PROPERTIES FIXTURES_REQUIRED "models;mrope_models"
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_SMALL_MODEL=${MROPE_QWEN2VL_MODEL};LLAMA_CANCEL_VISION_MMPROJ=${QWEN2VL_MMPROJ}")
+
+# Batched encodes (LLAMA_CANCEL_MTMD_BATCH_ENCODE, test_mtmd_batch.cpp): InternVL's projector, whose
+# clip graph batches and whose tiles and thumbnail of a 128x64 image are three 64x64 image chunks in
+# a row, next to the small text model; on the CPU and on Vulkan (llvmpipe), where a batched image's
+# embeddings differ from its own encode's and the resume still gives the uninterrupted run's logits.
+set(INTERNVL_MMPROJ ${MODELS_DIR}/mmproj-internvl-tiny.gguf)
+add_test(NAME make_batch_mmproj
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_mmproj.py ${INTERNVL_MMPROJ} --kind vision
+        --vision-projector internvl --n-embd-text 256)
+set_tests_properties(make_batch_mmproj PROPERTIES FIXTURES_SETUP batch_mmproj FIXTURES_REQUIRED models)
+set(batch_program SOURCES test_mtmd_batch.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
+foreach(backend cpu vulkan)
+    if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
+        continue()
+    endif()
+    set(suffix "")
+    set(serial "")
+    if(NOT backend STREQUAL "cpu")
+        set(suffix "_${backend}")
+        set(serial SERIAL)
+    endif()
+    llama_cancel_test(NAME test_mtmd_batch${suffix} TARGET test_mtmd_batch ${batch_program}
+        FIXTURES models batch_mmproj ${serial}
+        ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_BATCH_MMPROJ=${INTERNVL_MMPROJ}"
+            "LLAMA_CANCEL_BACKEND=${backend}" "GGML_VK_VISIBLE_DEVICES=0")
+    set(batch_program "")
+endforeach()

@@ -54,6 +54,23 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "with one shared hook";
 }
 
+// LLAMA_CANCEL_MTMD_BATCH_ENCODE where nothing batches (gemma3's clip graph does not, whisper's
+// audio chunks never do, and text lies between the media chunks anyway): each chunk is encoded on
+// its own as without the option, the same graphs and logits. Batches themselves: test_mtmd_batch.
+TEST_P(Mtmd, BatchEncodeOptionWhereNothingBatches) {
+    setup plain(k.mmproj), batched(k.mmproj);
+    llama_cancel_mtmd_result r;
+    ASSERT_EQ(plain.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
+    const llama_cancel_mtmd_params p = batched.params(k.n_batch);
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(batched.mctx.get(), batched.enc_hook.get(), batched.lctx.get(),
+                                                chunks.get(), 0, 0, &p, LLAMA_CANCEL_MTMD_BATCH_ENCODE, &r),
+              LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_EQ(r.n_past, want_n_past);
+    EXPECT_TRUE(same(common::last_logits(batched.lctx.get()), want));
+    EXPECT_EQ(batched.enc_trig.calls, plain.enc_trig.calls) << "the same encodes";
+}
+
 TEST_P(Mtmd, BytePresetCancelsWithMemoryUntouched) {
     setup s(k.mmproj);
     // Something in memory already: chunk 0 (the cancel at the first node of chunk 1's encode).

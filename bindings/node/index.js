@@ -16,6 +16,7 @@ const nodePath = require('node:path');
 const VERSION = [1, 2, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
+const MTMD_BATCH_ENCODE = 1; // an option of llama_cancel_mtmd_eval_chunks_ext
 
 // Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
 // be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
@@ -117,6 +118,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_mtmd_init_from_file', P, ['const char *', P, P, 'int32_t', 'bool', P, P]],
     ['llama_cancel_mtmd_default_params', T.llama_cancel_mtmd_params, []],
     ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P]],
+    ['llama_cancel_mtmd_eval_chunks_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P]],
     ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P, 'int32_t', P]],
 ];
 const LLAMA_FUNCTIONS = [
@@ -601,6 +603,6 @@ class Library {
 
 module.exports = {
     load, Library, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
-    OK, CANCELLED, ERROR, STOP,
+    OK, CANCELLED, ERROR, STOP, MTMD_BATCH_ENCODE,
     ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };

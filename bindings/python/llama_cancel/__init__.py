@@ -17,7 +17,8 @@ import os
 import sys
 
 from . import abi, libraries, llama, mtmd
-from .abi import (CANCELLED, ERROR, OK, STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,  # noqa: F401
+from .abi import (CANCELLED, ERROR, MTMD_BATCH_ENCODE, OK,  # noqa: F401
+                  STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,
                   llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
                   llama_cancel_snapshot_stats,
@@ -325,13 +326,14 @@ class Library:
         return p
 
     def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
-                         decode_hook=None, seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None):
-        """llama_cancel_mtmd_eval_chunks (logits of the last token): (status, llama_cancel_mtmd_result).
-        seq_flags: a Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation."""
+                         decode_hook=None, seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None, options=0):
+        """llama_cancel_mtmd_eval_chunks_ext (logits of the last token): (status, llama_cancel_mtmd_result).
+        seq_flags: a Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation.
+        options: 0 (llama_cancel_mtmd_eval_chunks) or abi.MTMD_BATCH_ENCODE; resume with the same."""
         p = self._mtmd_params(flag, decode_hook, seq_id, n_batch, max_stop_ms, seq_flags)
         result = llama_cancel_mtmd_result()
-        status = self._c.llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
-                                                       C.byref(p), C.byref(result))
+        status = self._c.llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
+                                                           C.byref(p), options, C.byref(result))
         return status, result
 
     def generate_mtmd(self, mctx, encode_hook, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None,

@@ -14,6 +14,9 @@ STOP_LENGTH, STOP_EOG, STOP_CANCELLED, STOP_ERROR = 0, 1, 2, 3
 
 HOOK_DEFAULT_INTERVAL_MS = 10.0
 
+# options of llama_cancel_mtmd_eval_chunks_ext
+MTMD_BATCH_ENCODE = 1
+
 llama_token = C.c_int32
 llama_pos = C.c_int32
 llama_seq_id = C.c_int32
@@ -130,6 +133,8 @@ def prototypes(llama):
         "llama_cancel_mtmd_default_params": (llama_cancel_mtmd_params, []),
         "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
                                                 C.POINTER(llama_cancel_mtmd_result)]),
+        "llama_cancel_mtmd_eval_chunks_ext": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
+                                                    C.c_uint32, C.POINTER(llama_cancel_mtmd_result)]),
         "llama_cancel_generate_mtmd": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
                                              C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
     }

@@ -20,6 +20,14 @@ class MtmdNullArguments(unittest.TestCase):
         else:
             self.assertEqual(result.message, b"built without libmtmd")
 
+    def test_unknown_option_bits(self):
+        """llama_cancel_mtmd_eval_chunks_ext refuses option bits it does not know before anything else."""
+        lib = host.lib()
+        status, result = lib.mtmd_eval_chunks(None, None, None, None, options=llama_cancel.MTMD_BATCH_ENCODE | 4)
+        self.assertEqual(status, llama_cancel.ERROR)
+        self.assertEqual(result.message, b"options 0x5 has unknown bits 0x4; nothing was evaluated"
+                         if lib.has_mtmd else b"built without libmtmd")
+
 
 class MtmdCancelledFromMainThread(unittest.TestCase):
     @classmethod
