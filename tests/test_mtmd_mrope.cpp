@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -92,6 +93,24 @@ bool same(const std::vector<float> & a, const std::vector<float> & b) {
         return false;
     }
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Logits against the reference: bit for bit on the CPU, as the header promises. Off the CPU it
+// promises no bit-identity: on ggml-vulkan a hooked clip graph's last bits can depend on where its
+// checkpoints fall (a view boundary between two nodes ggml-vulkan would otherwise fuse), and that
+// depends on the rates measured (seen in CI on the qwen3a and voxtral encoders): there within 1e-3,
+// the difference printed.
+void expect_logits(const std::vector<float> & got, const std::vector<float> & want, const char * what) {
+    if (on_cpu()) {
+        EXPECT_TRUE(same(got, want)) << what;
+        return;
+    }
+    ASSERT_FALSE(got.empty() || want.empty()) << what << ": an output is missing";
+    const double d = fixtures::relative_difference(got, want);
+    EXPECT_LT(d, 1e-3) << what;
+    if (d > 0.0) {
+        std::printf("note: %s in the last bits on %s (relative %.2g)\n", what, test_backend().name().c_str(), d);
+    }
 }
 
 // An mtmd context with its encode hook and a text context with its decode hook, each hook chaining
@@ -205,7 +224,7 @@ class MtmdMrope : public ::testing::Test {
         EXPECT_EQ(r2.n_chunks_done, static_cast<int32_t>(n_chunks));
         EXPECT_EQ(r2.n_past, want_n_past);
         EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
-        EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
+        expect_logits(common::last_logits(s.lctx.get()), want, "resumed logits differ from an uninterrupted run");
     }
 
     // The encode asks of each chunk (0 for text; each media chunk's encoded alone by a plain mtmd
@@ -312,7 +331,7 @@ TEST_F(MtmdMrope, MatchesUpstreamHelper) {
     EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(n_chunks));
     EXPECT_EQ(r.n_past, want_n_past) << "n_past advances by mtmd_input_chunk_get_n_pos";
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), want_n_past - 1);
-    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
+    expect_logits(common::last_logits(s.lctx.get()), want, "logits differ from mtmd_helper_eval_chunks");
     EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(n_chunks)) << "memory differs from upstream's";
 }
 
@@ -353,7 +372,7 @@ TEST_F(MtmdMrope, UbatchSlicesInsideOneDecodeKeepThePositions) {
     llama_cancel_mtmd_result r;
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_past, want_n_past);
-    EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
+    expect_logits(common::last_logits(s.lctx.get()), want, "logits differ from mtmd_helper_eval_chunks");
     stop_inside_second_media_decode(1);
 }
 
