@@ -78,6 +78,19 @@ add_test(NAME make_mrope_models
     COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3VL_MODEL} --arch qwen3vl --n-embd 256 && ${py}/make_mmproj.py ${QWEN3VL_MMPROJ} --kind vision --vision-projector qwen3vl --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3ASR_MODEL} --arch qwen3vl --deepstack 0 --n-embd 256 && ${py}/make_mmproj.py ${QWEN3A_MMPROJ} --kind audio --projector qwen3a --n-embd-text 256 && ${py}/make_mmproj.py ${VOXTRAL_MMPROJ} --kind audio --projector voxtral --stack 10 --n-embd-text 256")
 set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
+
+# The name suffix and SERIAL flag of a test on `backend`: none on the CPU; "_<backend>" and SERIAL
+# (one device run at a time) elsewhere.
+function(llama_cancel_backend_variant backend suffix_var serial_var)
+    if(backend STREQUAL "cpu")
+        set(${suffix_var} "" PARENT_SCOPE)
+        set(${serial_var} "" PARENT_SCOPE)
+    else()
+        set(${suffix_var} "_${backend}" PARENT_SCOPE)
+        set(${serial_var} SERIAL PARENT_SCOPE)
+    endif()
+endfunction()
+
 foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
     set(text_model ${MROPE_QWEN2VL_MODEL})
     set(mmproj ${QWEN2VL_MMPROJ})
@@ -111,12 +124,7 @@ foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
         if(NOT backend STREQUAL "cpu" AND (NOT backend IN_LIST BACKEND_SETUPS OR family STREQUAL "qwen35"))
             continue()
         endif()
-        set(suffix "")
-        set(serial "")
-        if(NOT backend STREQUAL "cpu")
-            set(suffix "_${backend}")
-            set(serial SERIAL)
-        endif()
+        llama_cancel_backend_variant(${backend} suffix serial)
         llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
             FIXTURES models mmproj mrope_models ${serial}
             ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}"
@@ -149,12 +157,7 @@ foreach(backend cpu vulkan)
     if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
         continue()
     endif()
-    set(suffix "")
-    set(serial "")
-    if(NOT backend STREQUAL "cpu")
-        set(suffix "_${backend}")
-        set(serial SERIAL)
-    endif()
+    llama_cancel_backend_variant(${backend} suffix serial)
     llama_cancel_test(NAME test_mtmd_batch${suffix} TARGET test_mtmd_batch ${batch_program}
         FIXTURES models batch_mmproj ${serial}
         ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_BATCH_MMPROJ=${INTERNVL_MMPROJ}"
