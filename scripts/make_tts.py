@@ -2,7 +2,7 @@
 """Write a synthetic text-to-speech model pair (backbone GGUF + generation mmproj) for tests and
 benchmarks, for Debian's llama-tts and libmtmd's mtmd_gen_audio_process.
 
-    make_tts.py --pipeline qwen3tts --model OUT.gguf --mmproj OUT_MMPROJ.gguf
+    make_tts.py --pipeline qwen3tts|pockettts --model OUT.gguf --mmproj OUT_MMPROJ.gguf
                 [--preset tiny|bench] [--seed N]
 
 Each pipeline is a module exposing PRESETS (preset name -> dict of sizes) and
@@ -14,14 +14,18 @@ Pipelines:
   qwen3tts  (tts_qwen3.py) a Qwen3-TTS talker (architecture qwen3tts) and a qwen3tts_gen projector
             (code predictor + code2wav, 24 kHz, 1920 samples a frame). The talker's logits are
             steered so that it samples codec codes and only rarely EOS. See tts_qwen3.py.
+  pockettts (tts_pocket.py) a Pocket-TTS backbone (architecture pockettts) and a pockettts_gen
+            projector (flow-matching net + mimi decoder, 24 kHz, 1920 samples a frame). Its EOS
+            head never fires: each text chunk runs mtmd-helper's frame budget. See tts_pocket.py.
 """
 
 import argparse
 import sys
 
+import tts_pocket
 import tts_qwen3
 
-PIPELINES = {"qwen3tts": tts_qwen3}
+PIPELINES = {"qwen3tts": tts_qwen3, "pockettts": tts_pocket}
 
 
 def parse_args(argv):
