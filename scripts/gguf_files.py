@@ -23,3 +23,11 @@ def main(parse_args, build, argv=None):
     out, cfg = parse_args(sys.argv[1:] if argv is None else argv)
     write_atomically(out, build, cfg)
     return 0
+
+
+def write_and_close(w):
+    """Writes what the GGUFWriter `w` holds (keys, then tensors) and closes it."""
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()

@@ -540,10 +540,7 @@ def build(path, cfg):
         build_audio_qwen3a(w, W, cfg)
     else:
         build_audio(w, W, cfg)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_files.write_and_close(w)
 
 
 if __name__ == "__main__":

@@ -186,6 +186,22 @@ def make_vocab(n_vocab):
     return tokens, scores, [int(t) for t in types]
 
 
+def add_spm_vocab(w, tokens, scores, types, eos=2, add_bos=True, space_prefix=True):
+    """The vocabulary's keys: an SPM ("llama") tokenizer with <unk> 0 and <s> 1, end of
+    generation `eos` (</s>, 2, in make_vocab's), never an added </s>."""
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(eos)
+    w.add_add_bos_token(add_bos)
+    w.add_add_eos_token(False)
+    w.add_add_space_prefix(space_prefix)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Write a synthetic GGUF model with seeded random weights and an SPM vocabulary.")
@@ -276,22 +292,8 @@ def build(path, cfg):
     w.add_file_type(int(ftype))
 
     tokens, scores, types = make_vocab(cfg["n_vocab"])
-    w.add_tokenizer_model("llama")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-    w.add_add_space_prefix(True)
-
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    add_spm_vocab(w, tokens, scores, types)
+    gguf_files.write_and_close(w)
 
 
 if __name__ == "__main__":

@@ -115,22 +115,8 @@ def build_model(path, cfg, seed):
     r.const(tn(T.OUTPUT_NORM), n_embd, 1.0)
     r.const(tn(T.OUTPUT_NORM, suffix=".bias"), n_embd, 0.0)
 
-    w.add_tokenizer_model("llama")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
-    w.add_add_space_prefix(True)
-
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    make_model.add_spm_vocab(w, tokens, scores, types)
+    gguf_files.write_and_close(w)
 
 
 def linear(r, name, n_out, n_in, std=None, bias=True):
@@ -218,10 +204,7 @@ def build_mmproj(path, cfg, seed):
              std=0.5 / np.sqrt(ch // 2))
     conv(r, name[T.A_GEN_WAV_SEANET_CONV_OUT], K, ch, 1, std=0.5 / np.sqrt(K * ch))
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_files.write_and_close(w)
 
 
 def write_pair(model_path, mmproj_path, preset_cfg, seed):

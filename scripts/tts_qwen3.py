@@ -188,23 +188,10 @@ def build_model(path, cfg, seed):
     out[CODEC_EOS, 1:] = 0.0
     r.add(tn(T.OUTPUT), out)
 
-    w.add_tokenizer_model("llama")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(codec_0 + CODEC_EOS)
-    w.add_add_bos_token(False)
-    w.add_add_eos_token(False)
-    w.add_add_space_prefix(False)
+    make_model.add_spm_vocab(w, tokens, scores, types, eos=codec_0 + CODEC_EOS, add_bos=False, space_prefix=False)
     w.add_suppress_tokens([i for i in range(n_vocab - 1024, n_vocab) if i != codec_0 + CODEC_EOS])
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_files.write_and_close(w)
 
 
 def conv(r, name, k, n_in, n_out, std=None, bias=True):
@@ -340,10 +327,7 @@ def build_mmproj(path, cfg, seed):
     snake(r, gguf.TENSOR_NAMES[T.A_GEN_WAV_DAC_POST_SNAKE], c_in)
     conv(r, gguf.TENSOR_NAMES[T.A_GEN_WAV_DAC_POST_CONV], 7, c_in, 1, std=0.1 / np.sqrt(7 * c_in))
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    gguf_files.write_and_close(w)
 
 
 def write_pair(model_path, mmproj_path, preset_cfg, seed):
