@@ -60,7 +60,7 @@
 
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
 #define LLAMA_CANCEL_VERSION_MAJOR 1
-#define LLAMA_CANCEL_VERSION_MINOR 2
+#define LLAMA_CANCEL_VERSION_MINOR 3
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
@@ -371,6 +371,124 @@ extern "C" {
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
         const struct llama_cancel_generate_params * params, llama_token * out, int32_t n_out_max,
         struct llama_cancel_generate_result * result);
+
+    //
+    // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS), since 1.3
+    //
+    // A generation is a chain of steps, each committed whole or, stopped, not at all: the voice
+    // reference's encode, the prompt's decodes, then per frame (Qwen3-TTS) codebook 0 sampled from
+    // the talker's logits, GEN_CODE (the code predictor's other codebooks) and the talker's decode of
+    // the feedback embedding, or (Pocket-TTS) GEN_CODE (end-of-speech head and flow step) and the
+    // backbone's decode of its latent; every `window` frames GEN_WAV (code2wav, the mimi decoder)
+    // turns the frames into PCM with a streaming state; a Pocket-TTS text chunk's end rewinds the
+    // backbone to the voice prefix and decodes the next chunk. CANCELLED leaves the generation at its
+    // last committed step (talker memory, streaming state, frames, PCM); llama_cancel_tts_generate
+    // again resumes from there, and the PCM is the uninterrupted run's bit for bit (CPU).
+    //
+    // Randomness: libmtmd reseeds GEN_CODE's sampler only when the seed differs from the previous
+    // call's, and a stopped call still draws. So the object gives GEN_CODE call g the seed
+    // mix(seed, g), reseeding first when the previous call had that seed: a frame's draws depend on
+    // the seed and its index alone. (llama-tts passes one seed to every call: other codes, same model.)
+
+    struct mtmd_bitmap;
+    struct mtmd_gen_inp;
+    struct mtmd_gen_out;
+    struct llama_cancel_tts; // opaque: one generation (its prompt, frames, streaming state and PCM)
+
+    struct llama_cancel_tts_params {
+        const char *               text;       // the utterance, UTF-8, copied at init; required
+        const char *               lang;       // Qwen3-TTS language ("en" or "english", ...); NULL: english
+        const struct mtmd_bitmap * voice;      // voice reference audio for the mmproj's speaker encoder; NULL: none
+        struct llama_sampler *     sampler;    // Qwen3-TTS codebook 0: the caller's chain (NULL: greedy), used until free
+        float                      top_p;      // GEN_CODE sampling; <= 0: the pipeline's default
+        float                      temp;       // GEN_CODE temperature or noise scale; <= 0: the pipeline's default
+        int32_t                    top_k;      // GEN_CODE sampling; <= 0: the pipeline's default
+        uint32_t                   seed;       // GEN_CODE's draws (see above); UINT32_MAX: one drawn at init
+        int32_t                    seq_id;     // the backbone's sequence; must be empty at init
+        int32_t                    n_batch;    // prompt rows per decode; <= 0: the context's; more: ERROR
+        int32_t                    max_frames; // frames in all; <= 0: until end of speech or a full context
+        int32_t                    window;     // frames per GEN_WAV; <= 0: the pipeline's (Qwen3-TTS 72, Pocket-TTS 8)
+    };
+
+    // After each committed frame (n_frames in all, n_samples of PCM so far), on the generating
+    // thread; false stops the call (CANCELLED, the frame kept). Native code only.
+    typedef bool (*llama_cancel_tts_frame_callback)(int32_t n_frames, int64_t n_samples, void * user_data);
+
+    struct llama_cancel_tts_run_params {
+        const int8_t *                  flag;          // the byte; NULL: never cancels
+        struct llama_cancel_hook *      decode_hook;   // the hook bound to lctx; NULL: found at its first ask
+        struct llama_cancel_hook *      gen_hook;      // the hook bound to mctx (its cb_eval); NULL: found
+        llama_cancel_tts_frame_callback on_frame;      // NULL: none
+        void *                          on_frame_data; // its user data
+        float                           max_stop_ms;   // stop-time budget of the backbone's decodes; 0: none
+        int32_t                         n_frames;      // most frames this call adds; <= 0: to the end
+    };
+
+    enum llama_cancel_tts_step {
+        LLAMA_CANCEL_TTS_STEP_NONE     = 0, // no step stopped or failed
+        LLAMA_CANCEL_TTS_STEP_VOICE    = 1, // the voice reference's encode
+        LLAMA_CANCEL_TTS_STEP_PROMPT   = 2, // a prompt decode (a Pocket-TTS text chunk's too)
+        LLAMA_CANCEL_TTS_STEP_GEN_CODE = 3, // a GEN_CODE graph
+        LLAMA_CANCEL_TTS_STEP_BACKBONE = 4, // a frame's backbone decode
+        LLAMA_CANCEL_TTS_STEP_GEN_WAV  = 5, // a GEN_WAV graph
+        LLAMA_CANCEL_TTS_STEP_BETWEEN  = 6, // between steps (the byte seen there, or on_frame)
+    };
+
+    struct llama_cancel_tts_result {
+        int64_t n_samples;        // PCM samples in the generation so far (llama_cancel_tts_get_pcm)
+        int32_t status;           // enum llama_cancel_status, as returned
+        int32_t stop_reason;      // enum llama_cancel_stop_reason: LENGTH, EOG (end of speech), CANCELLED, ERROR
+        int32_t step;             // enum llama_cancel_tts_step that stopped (CANCELLED) or failed (ERROR)
+        int32_t n_frames;         // frames committed in all
+        int32_t n_frames_pending; // of those, frames whose PCM the next GEN_WAV makes
+        int32_t n_chunks_done;    // text chunks finished (Pocket-TTS splits long texts; Qwen3-TTS: one)
+        int32_t sample_rate;      // of the PCM, Hz
+        int32_t finished;         // 1 once the generation is over: generate returns OK at once
+        char    message[256];     // why, for LLAMA_CANCEL_ERROR
+    };
+
+    // Defaults: english, greedy codebook 0, the pipeline's sampling, seed 1, sequence 0, the
+    // context's n_batch, no frame limit, the pipeline's window. Any thread.
+    LLAMA_CANCEL_API struct llama_cancel_tts_params llama_cancel_tts_default_params(void);
+    // Defaults: everything NULL or 0. Any thread.
+    LLAMA_CANCEL_API struct llama_cancel_tts_run_params llama_cancel_tts_run_default_params(void);
+    // A generation on lctx (the pipeline's backbone, embeddings on: llama_context_params.embeddings)
+    // and mctx (a generation projector: mtmd_gen_audio_get_info type QWEN3TTS or POCKETTTS). Checks
+    // everything and builds the prompt rows; decodes and encodes nothing. The object (free it before
+    // lctx and mctx), or NULL with result->status ERROR and message. On the thread of lctx and mctx.
+    LLAMA_CANCEL_API struct llama_cancel_tts * llama_cancel_tts_init(struct llama_context * lctx,
+        struct mtmd_context * mctx, const struct llama_cancel_tts_params * params,
+        struct llama_cancel_tts_result * result);
+    // Frees it; the backbone's sequence keeps what it holds. NULL does nothing.
+    LLAMA_CANCEL_API void llama_cancel_tts_free(struct llama_cancel_tts * tts);
+    // Runs the generation on from where it is, up to params->n_frames frames more or its end, the
+    // byte read inside every graph (the backbone's through decode_hook or the stateless callback,
+    // GEN_CODE and GEN_WAV through mctx's cb_eval; without one bound there, between steps only),
+    // between frames and between windows. OK: n_frames more, or the end (finished 1, stop_reason EOG
+    // or LENGTH; every frame then in the PCM). CANCELLED: the generation holds its committed steps
+    // (result->step says which one stopped); call again to resume. ERROR: result->message; the
+    // generation keeps its committed steps too. On the thread of lctx and mctx; `params` NULL:
+    // defaults; `result` may be NULL.
+    LLAMA_CANCEL_API int32_t llama_cancel_tts_generate(struct llama_cancel_tts * tts,
+        const struct llama_cancel_tts_run_params * params, struct llama_cancel_tts_result * result);
+    // GEN_WAV of the frames not yet in the PCM (result->n_frames_pending), now: for a host that
+    // ends a stopped generation and wants all its audio. A generation flushed this way is finished
+    // (its later windows could not be the uninterrupted run's). OK, CANCELLED (nothing changed) or ERROR.
+    LLAMA_CANCEL_API int32_t llama_cancel_tts_flush(struct llama_cancel_tts * tts,
+        const struct llama_cancel_tts_run_params * params, struct llama_cancel_tts_result * result);
+    // The PCM so far (mono floats at result->sample_rate), *n_samples of them; owned by tts, valid
+    // until its next generate, flush or free; NULL with 0 when none. Any thread while no call runs.
+    LLAMA_CANCEL_API const float * llama_cancel_tts_get_pcm(const struct llama_cancel_tts * tts, int64_t * n_samples);
+    // Where the generation stands (status OK, stop_reason and step of the last call), by value.
+    LLAMA_CANCEL_API struct llama_cancel_tts_result llama_cancel_tts_get_state(const struct llama_cancel_tts * tts);
+    // mtmd_gen_audio_process(mctx, inp, out) under params->flag (params->gen_hook: the hook bound to
+    // mctx, or NULL: found): CANCELLED when the byte stopped its graph (libmtmd returns 0 with garbage
+    // then: *out is zeroed, the caller's state_data stays valid, call again to resume; a stopped
+    // GEN_CODE drew from clip's sampler, so the same draws need a call with another seed first), OK
+    // with *out libmtmd's (owned by mctx until its next call), or ERROR. result: status, step, message.
+    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_gen_audio_process(struct mtmd_context * mctx,
+        const struct mtmd_gen_inp * inp, struct mtmd_gen_out * out,
+        const struct llama_cancel_tts_run_params * params, struct llama_cancel_tts_result * result);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,27 @@ const field_entry mtmd_result[] = {
     LC_FIELD(llama_cancel_mtmd_result, status), LC_FIELD(llama_cancel_mtmd_result, n_chunks_done),
     LC_FIELD(llama_cancel_mtmd_result, n_past), LC_FIELD(llama_cancel_mtmd_result, message), LC_END,
 };
+const field_entry tts_params[] = {
+    LC_FIELD(llama_cancel_tts_params, text), LC_FIELD(llama_cancel_tts_params, lang),
+    LC_FIELD(llama_cancel_tts_params, voice), LC_FIELD(llama_cancel_tts_params, sampler),
+    LC_FIELD(llama_cancel_tts_params, top_p), LC_FIELD(llama_cancel_tts_params, temp),
+    LC_FIELD(llama_cancel_tts_params, top_k), LC_FIELD(llama_cancel_tts_params, seed),
+    LC_FIELD(llama_cancel_tts_params, seq_id), LC_FIELD(llama_cancel_tts_params, n_batch),
+    LC_FIELD(llama_cancel_tts_params, max_frames), LC_FIELD(llama_cancel_tts_params, window), LC_END,
+};
+const field_entry tts_run_params[] = {
+    LC_FIELD(llama_cancel_tts_run_params, flag), LC_FIELD(llama_cancel_tts_run_params, decode_hook),
+    LC_FIELD(llama_cancel_tts_run_params, gen_hook), LC_FIELD(llama_cancel_tts_run_params, on_frame),
+    LC_FIELD(llama_cancel_tts_run_params, on_frame_data), LC_FIELD(llama_cancel_tts_run_params, max_stop_ms),
+    LC_FIELD(llama_cancel_tts_run_params, n_frames), LC_END,
+};
+const field_entry tts_result[] = {
+    LC_FIELD(llama_cancel_tts_result, n_samples), LC_FIELD(llama_cancel_tts_result, status),
+    LC_FIELD(llama_cancel_tts_result, stop_reason), LC_FIELD(llama_cancel_tts_result, step),
+    LC_FIELD(llama_cancel_tts_result, n_frames), LC_FIELD(llama_cancel_tts_result, n_frames_pending),
+    LC_FIELD(llama_cancel_tts_result, n_chunks_done), LC_FIELD(llama_cancel_tts_result, sample_rate),
+    LC_FIELD(llama_cancel_tts_result, finished), LC_FIELD(llama_cancel_tts_result, message), LC_END,
+};
 
 // No padding anywhere (between fields or at the end) on 64-bit targets: the sum of the field
 // sizes is the struct's size, so a field added to a struct always changes its size.
@@ -102,6 +123,9 @@ LC_NO_HOLES(llama_cancel_generate_result, 7 * sizeof(int32_t), 256);
 LC_NO_HOLES(llama_cancel_load_result, sizeof(int32_t), 256);
 LC_NO_HOLES(llama_cancel_mtmd_params, 3 * sizeof(void *), 4 * sizeof(int32_t));
 LC_NO_HOLES(llama_cancel_mtmd_result, 3 * sizeof(int32_t), 256);
+LC_NO_HOLES(llama_cancel_tts_params, 4 * sizeof(void *), 8 * sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_tts_run_params, 5 * sizeof(void *), sizeof(float), sizeof(int32_t));
+LC_NO_HOLES(llama_cancel_tts_result, sizeof(int64_t), 8 * sizeof(int32_t), 256);
 #endif
 
 #define LC_STRUCT(S, FIELDS) { #S, sizeof(S), FIELDS }
@@ -120,6 +144,9 @@ const struct_entry structs[] = {
     LC_STRUCT(llama_cancel_load_result, load_result),
     LC_STRUCT(llama_cancel_mtmd_params, mtmd_params),
     LC_STRUCT(llama_cancel_mtmd_result, mtmd_result),
+    LC_STRUCT(llama_cancel_tts_params, tts_params),
+    LC_STRUCT(llama_cancel_tts_run_params, tts_run_params),
+    LC_STRUCT(llama_cancel_tts_result, tts_result),
     LC_STRUCT(llama_batch, nullptr),
     LC_STRUCT(llama_model_params, nullptr),
     LC_STRUCT(llama_context_params, nullptr),

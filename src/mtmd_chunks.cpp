@@ -26,6 +26,7 @@
 
 #include "abi_guard.h"
 #include "call.h"
+#include "clip_call.h"
 #include "checks.h"
 #include "flag.h"
 #include "hook.h"
@@ -189,19 +190,11 @@ bool is_media(const mtmd_input_chunks * chunks, size_t i) {
 // stateless callback) bound to mctx reads its bytes and reports a graph it stopped, which libmtmd
 // still returns 0 for. CANCELLED, the wrong hook's error, or OK with *ret the encode's return.
 template <typename Encode> chunk_outcome run_encode(eval_state & s, Encode encode_fn, int32_t * ret) {
-    llama_cancel::call encode;
-    encode.flag      = s.p.flag;
-    encode.seq_flags = {s.seq_flag};
-    encode.hook      = s.encode_hook;
-    {
-        llama_cancel::call_scope scope(encode);
-        encode.begin_graph();
-        *ret = encode_fn();
-    }
-    if (encode.wrong_hook) {
+    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.flag, s.seq_flag, s.encode_hook, encode_fn, ret);
+    if (c == llama_cancel::clip_outcome::wrong_hook) {
         return chunk_fail("encode_hook is not the hook bound to mctx; nothing was encoded");
     }
-    if (encode.eval_stopped || s.stop_set()) {
+    if (c == llama_cancel::clip_outcome::stopped || s.stop_set()) {
         chunk_outcome o;
         o.status = LLAMA_CANCEL_CANCELLED;
         return o;

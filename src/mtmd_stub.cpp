@@ -59,3 +59,60 @@ extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context *, llama_cancel_hook 
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return LLAMA_CANCEL_ERROR;
 }
+
+// Text-to-speech: the same defaults as src/tts.cpp; every call an ERROR.
+extern "C" llama_cancel_tts_params llama_cancel_tts_default_params(void) {
+    llama_cancel_tts_params p{};
+    p.seed = 1;
+    return p;
+}
+
+extern "C" llama_cancel_tts_run_params llama_cancel_tts_run_default_params(void) {
+    return llama_cancel_tts_run_params{};
+}
+
+namespace {
+
+int32_t tts_error(llama_cancel_tts_result * result) {
+    if (result != nullptr) {
+        *result = llama_cancel_tts_result{};
+    }
+    return llama_cancel::fail(result, "%s", no_mtmd);
+}
+
+} // namespace
+
+extern "C" llama_cancel_tts * llama_cancel_tts_init(llama_context *, mtmd_context *, const llama_cancel_tts_params *,
+                                                    llama_cancel_tts_result * result) {
+    tts_error(result);
+    return nullptr;
+}
+
+extern "C" void llama_cancel_tts_free(llama_cancel_tts *) {}
+
+extern "C" int32_t llama_cancel_tts_generate(llama_cancel_tts *, const llama_cancel_tts_run_params *,
+                                             llama_cancel_tts_result * result) {
+    return tts_error(result);
+}
+
+extern "C" int32_t llama_cancel_tts_flush(llama_cancel_tts *, const llama_cancel_tts_run_params *,
+                                          llama_cancel_tts_result * result) {
+    return tts_error(result);
+}
+
+extern "C" const float * llama_cancel_tts_get_pcm(const llama_cancel_tts *, int64_t * n_samples) {
+    if (n_samples != nullptr) {
+        *n_samples = 0;
+    }
+    return nullptr;
+}
+
+extern "C" llama_cancel_tts_result llama_cancel_tts_get_state(const llama_cancel_tts *) {
+    return llama_cancel_tts_result{};
+}
+
+extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context *, const mtmd_gen_inp *, mtmd_gen_out *,
+                                                       const llama_cancel_tts_run_params *,
+                                                       llama_cancel_tts_result * result) {
+    return tts_error(result);
+}

@@ -30,6 +30,11 @@ inline void mark_error(llama_cancel_generate_result * result) {
         result->stop_reason = LLAMA_CANCEL_STOP_ERROR;
     }
 }
+inline void mark_error(llama_cancel_tts_result * result) {
+    if (result != nullptr) {
+        result->stop_reason = LLAMA_CANCEL_STOP_ERROR;
+    }
+}
 
 // The one error report of every entry point: status ERROR, the message, what mark_error adds.
 // Returns LLAMA_CANCEL_ERROR, for `return fail(result, ...)`.

@@ -1,0 +1,33 @@
+# Text-to-speech (test_tts.cpp, issue 32): the two pipelines libmtmd 0.7.0 generates audio with,
+# each a tiny pair written by scripts/make_tts.py (Qwen3-TTS: talker + code predictor + code2wav;
+# Pocket-TTS: backbone + flow net + mimi decoder), on the CPU and on Vulkan (llvmpipe).
+set(TTS_QWEN3_MODEL ${MODELS_DIR}/tts-qwen3tts-tiny.gguf)
+set(TTS_QWEN3_MMPROJ ${MODELS_DIR}/mmproj-qwen3tts-tiny.gguf)
+set(TTS_POCKET_MODEL ${MODELS_DIR}/tts-pockettts-tiny.gguf)
+set(TTS_POCKET_MMPROJ ${MODELS_DIR}/mmproj-pockettts-tiny.gguf)
+add_test(NAME make_tts_models
+    COMMAND sh -c "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_tts.py --pipeline qwen3tts --model ${TTS_QWEN3_MODEL} --mmproj ${TTS_QWEN3_MMPROJ} && ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_tts.py --pipeline pockettts --model ${TTS_POCKET_MODEL} --mmproj ${TTS_POCKET_MMPROJ}")
+set_tests_properties(make_tts_models PROPERTIES FIXTURES_SETUP tts_models)
+set(tts_program SOURCES test_tts.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
+foreach(pipeline qwen3tts pockettts)
+    set(filter "")
+    if(pipeline STREQUAL "qwen3tts")
+        set(model ${TTS_QWEN3_MODEL})
+        set(mmproj ${TTS_QWEN3_MMPROJ})
+        set(filter ARGS --gtest_filter=-Tts.ChunkBoundaryIsAResumePoint) # one text chunk: Pocket-TTS's test
+    else()
+        set(model ${TTS_POCKET_MODEL})
+        set(mmproj ${TTS_POCKET_MMPROJ})
+    endif()
+    foreach(backend cpu vulkan)
+        if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
+            continue()
+        endif()
+        llama_cancel_backend_variant(${backend} suffix serial)
+        llama_cancel_test(NAME test_tts_${pipeline}${suffix} TARGET test_tts ${tts_program}
+            FIXTURES tts_models ${serial} ${filter}
+            ENV "LLAMA_CANCEL_TTS_MODEL=${model}" "LLAMA_CANCEL_TTS_MMPROJ=${mmproj}"
+                "LLAMA_CANCEL_BACKEND=${backend}" "GGML_VK_VISIBLE_DEVICES=0")
+        set(tts_program "")
+    endforeach()
+endforeach()
