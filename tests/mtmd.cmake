@@ -81,12 +81,17 @@ add_test(NAME make_mrope_models
 set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
 
-# The name suffix and SERIAL flag of a test on `backend`: none on the CPU; "_<backend>" and SERIAL
-# (one device run at a time) elsewhere.
+# The name suffix and SERIAL flag of a test on `backend`: no suffix on the CPU, "_<backend>" and SERIAL
+# (one device run at a time) elsewhere. SERIAL_ON_CPU makes the CPU test serial too.
 function(llama_cancel_backend_variant backend suffix_var serial_var)
+    cmake_parse_arguments(V "SERIAL_ON_CPU" "" "" ${ARGN})
     if(backend STREQUAL "cpu")
         set(${suffix_var} "" PARENT_SCOPE)
-        set(${serial_var} "" PARENT_SCOPE)
+        if(V_SERIAL_ON_CPU)
+            set(${serial_var} SERIAL PARENT_SCOPE)
+        else()
+            set(${serial_var} "" PARENT_SCOPE)
+        endif()
     else()
         set(${suffix_var} "_${backend}" PARENT_SCOPE)
         set(${serial_var} SERIAL PARENT_SCOPE)
@@ -130,7 +135,10 @@ foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral glma)
         if(NOT backend STREQUAL "cpu" AND (NOT backend IN_LIST BACKEND_SETUPS OR family STREQUAL "qwen35"))
             continue()
         endif()
-        llama_cancel_backend_variant(${backend} suffix serial)
+        # Serial on the CPU too: each runs 2-thread encodes and decodes whose ggml threads spin, and
+        # BudgetSlicesKeepThePositions slices decodes to 0.05 ms; beside other multi-threaded tests
+        # on CI's 2 cores qwen2a's (about 5 s alone) ran past its 300 s timeout.
+        llama_cancel_backend_variant(${backend} suffix serial SERIAL_ON_CPU)
         llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
             FIXTURES models mmproj mrope_models ${serial}
             ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}"
