@@ -12,7 +12,7 @@ give a byte-identical file. Checked against Debian's libmtmd 0.7.0.
                    [--seed N] [--n-embd N] [--n-ff N] [--n-layer N] [--n-head N]
                    vision: [--vision-projector gemma3|qwen2vl|qwen3vl|lfm2|internvl] [--image-size N]
                            [--patch-size N] [--merge N] [--deepstack N]
-                   audio:  [--projector ultravox|qwen2a|qwen3a|voxtral] [--n-mel N] [--stack N]
+                   audio:  [--projector ultravox|qwen2a|qwen3a|voxtral|glma] [--n-mel N] [--stack N]
                            [--n-pos N] [--conv-channels N]
 
 --n-embd-text must equal the text model's n_embd (make_model.py --n-embd), or
@@ -58,6 +58,13 @@ Kinds (the projector types are the simplest ones libmtmd 0.7.0 has for each):
            without biases (n_embd * stack -> n-embd-text -> n-embd-text): 750 / stack
            tokens per chunk (stack must divide 750; 50 at the preset's 15), after the text
            "[BEGIN_AUDIO]". Voxtral's text model is a plain llama one (no M-RoPE).
+           --projector glma: GLM-ASR's adapter on the same whisper encoder: libmtmd 0.7.0
+           LayerNorms the 1500 positions (no pooling), stacks `stack` of them, runs a GELU MLP
+           with biases (n_embd * stack -> n-embd-text -> n-embd-text) and puts two learned
+           embeddings ("v.boi", "v.eoi") around the result: floor(1500 / stack) + 2 tokens
+           per chunk (102 at the preset's 15, 77 at 20; any stack, libmtmd's count and graph
+           agree), with no text marker around them. GLM-ASR's text model is a llama one
+           (no M-RoPE).
            --projector qwen3a: Qwen3-ASR's encoder instead of whisper's: three conv2d
            (kernel 3, stride 2, GELU; --conv-channels, default 16) over time x mel bins
            (default 128 here, as the real model), a matrix without bias from channels x the
@@ -140,9 +147,10 @@ def parse_args(argv):
     g.add_argument("--merge", type=int,
                    help="average-pool merge x merge patches into one token (gemma3 scale factor)")
     g = p.add_argument_group("audio")
-    g.add_argument("--projector", choices=["ultravox", "qwen2a", "qwen3a", "voxtral"], help="default ultravox")
+    g.add_argument("--projector", choices=["ultravox", "qwen2a", "qwen3a", "voxtral", "glma"],
+                   help="default ultravox")
     g.add_argument("--n-mel", type=int, help="mel bins")
-    g.add_argument("--stack", type=int, help="ultravox, voxtral: frames stacked into one token")
+    g.add_argument("--stack", type=int, help="ultravox, voxtral, glma: frames stacked into one token")
     g.add_argument("--n-pos", type=int, help="rows of the position embedding (>= %d; qwen3a: >= %d)"
                    % (WHISPER_N_POS, QWEN3A_N_POS))
     g.add_argument("--conv-channels", type=int,
@@ -203,6 +211,7 @@ def parse_args(argv):
             need(cfg["n_pos"] >= WHISPER_N_POS, "--n-pos must be >= %d" % WHISPER_N_POS)
         # libmtmd 0.7.0 counts floor(1500 / stack) tokens but its graph makes
         # ceil(1500 / stack) and aborts ("Invalid number of output tokens") if they differ
+        # (glma's count and graph agree for any stack: floor(1500 / stack) + 2 tokens)
         need(cfg["projector"] != "ultravox" or WHISPER_N_POS % cfg["stack"] == 0,
              "--stack must divide %d" % WHISPER_N_POS)
         # voxtral: the whisper positions pooled by 2, then stacked (libmtmd counts
@@ -446,7 +455,7 @@ def build_audio(w, W, cfg):
     w.add_audio_head_count(cfg["n_head"])
     w.add_audio_attention_layernorm_eps(EPS)
     w.add_audio_num_mel_bins(n_mel)
-    if cfg["projector"] in ("ultravox", "voxtral"):
+    if cfg["projector"] in ("ultravox", "voxtral", "glma"):
         w.add_audio_stack_factor(cfg["stack"])
 
     # conv1d kernels, ggml ne [3, in, out], f16 as upstream's converter writes them;
@@ -471,6 +480,19 @@ def build_audio(w, W, cfg):
         s = cfg["stack"]
         w.add_tensor("mm.a.mlp.1.weight", W.linear(n_text, d * s))
         w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, n_text))
+    elif cfg["projector"] == "glma":
+        # GLM-ASR's adapter: LayerNorm of each position, `stack` positions stacked, a GELU MLP
+        # with biases, then the begin and end embeddings (ggml ne [n_text, 1]) concatenated
+        # around the tokens
+        s = cfg["stack"]
+        w.add_tensor("mm.a.norm_pre.weight", W.ones(d))
+        w.add_tensor("mm.a.norm_pre.bias", W.zeros(d))
+        w.add_tensor("mm.a.mlp.1.weight", W.linear(n_text, d * s))
+        w.add_tensor("mm.a.mlp.1.bias", W.bias(n_text))
+        w.add_tensor("mm.a.mlp.2.weight", W.linear(n_text, n_text))
+        w.add_tensor("mm.a.mlp.2.bias", W.bias(n_text))
+        w.add_tensor("v.boi", W.normal((1, n_text), 1.0))
+        w.add_tensor("v.eoi", W.normal((1, n_text), 1.0))
     else:
         w.add_tensor("mm.a.fc.weight", W.linear(n_text, d))
         w.add_tensor("mm.a.fc.bias", W.bias(n_text))

@@ -96,7 +96,7 @@ def plot_overheads(ax, sections):
         values += [b["hook_overhead_pct"], b.get("stateless_overhead_pct", 0.0)]
         colors += ["#d6604d", "#b8860b"]
     for m in mtmd:
-        if "eval_ms" in m:  # a whole evaluation (qwen3a, voxtral): the median of its repeats
+        if "eval_ms" in m:  # a whole evaluation (audio, or internvl-batch): the median of its repeats
             names += [f"{m['kind']} eval hook", f"{m['kind']} eval stateless"]
             values += [m["eval_hook_overhead_pct"], m["eval_stateless_overhead_pct"]]
         else:
@@ -136,7 +136,7 @@ def plot_backends(ax, backends):
 
 
 def plot_mtmd(ax, mtmd):
-    """Encode and embedding-decode stops, p50, and whole evaluations' (qwen3a, voxtral: without =
+    """Encode and embedding-decode stops, p50, and whole evaluations' (audio, internvl-batch: without =
     today's check between chunks; the label gives the worst stop as % of the evaluation); a way
     without a latency (no run stopped) has no bar."""
     groups = []

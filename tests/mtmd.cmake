@@ -62,36 +62,43 @@ set_tests_properties(python_module_mtmd PROPERTIES FIXTURES_REQUIRED "models;mmp
 # first clip is 18 s (windows of 104, 104 and 39 tokens) and the stops land in that clip's second
 # window. The same program runs LFM2-VL's projector (no M-RoPE) on the hybrid lfm2 text model and
 # Voxtral's audio projector (no M-RoPE either: its text model is a llama one; stack 10: 75 tokens a
-# clip, more than the embedding decode test's n_batch 64) on the llama one.
+# clip, more than the embedding decode test's n_batch 64) and GLM-ASR's (glma: the whisper encoder's
+# 1500 positions stacked by 15 and the begin and end embeddings, 102 tokens a clip) on the llama one.
 set(MROPE_QWEN2VL_MODEL ${MODELS_DIR}/small-qwen2vl.gguf)
 set(MROPE_QWEN35_MODEL ${MODELS_DIR}/small-qwen35.gguf)
 set(MROPE_QWEN3VL_MODEL ${MODELS_DIR}/small-qwen3vl.gguf)
 set(MROPE_QWEN3ASR_MODEL ${MODELS_DIR}/small-qwen3asr.gguf)
 set(QWEN3A_MMPROJ ${MODELS_DIR}/mmproj-qwen3a-tiny.gguf)
 set(VOXTRAL_MMPROJ ${MODELS_DIR}/mmproj-voxtral-tiny.gguf)
+set(GLMA_MMPROJ ${MODELS_DIR}/mmproj-glma-tiny.gguf)
 set(QWEN3VL_MMPROJ ${MODELS_DIR}/mmproj-qwen3vl-tiny.gguf)
 set(QWEN2VL_MMPROJ ${MODELS_DIR}/mmproj-qwen2vl-tiny.gguf)
 set(QWEN2A_MMPROJ ${MODELS_DIR}/mmproj-qwen2a-tiny.gguf)
 set(LFM2VL_MMPROJ ${MODELS_DIR}/mmproj-lfm2vl-tiny.gguf)
 set(py "${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts")
 add_test(NAME make_mrope_models
-    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3VL_MODEL} --arch qwen3vl --n-embd 256 && ${py}/make_mmproj.py ${QWEN3VL_MMPROJ} --kind vision --vision-projector qwen3vl --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3ASR_MODEL} --arch qwen3vl --deepstack 0 --n-embd 256 && ${py}/make_mmproj.py ${QWEN3A_MMPROJ} --kind audio --projector qwen3a --n-embd-text 256 && ${py}/make_mmproj.py ${VOXTRAL_MMPROJ} --kind audio --projector voxtral --stack 10 --n-embd-text 256")
+    COMMAND sh -c "${py}/make_model.py ${MROPE_QWEN2VL_MODEL} --arch qwen2vl --n-embd 256 && ${py}/make_model.py ${MROPE_QWEN35_MODEL} --arch qwen35 --n-embd 256 && ${py}/make_mmproj.py ${QWEN2VL_MMPROJ} --kind vision --vision-projector qwen2vl --n-embd-text 256 && ${py}/make_mmproj.py ${QWEN2A_MMPROJ} --kind audio --projector qwen2a --n-embd-text 256 && ${py}/make_mmproj.py ${LFM2VL_MMPROJ} --kind vision --vision-projector lfm2 --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3VL_MODEL} --arch qwen3vl --n-embd 256 && ${py}/make_mmproj.py ${QWEN3VL_MMPROJ} --kind vision --vision-projector qwen3vl --n-embd-text 256 && ${py}/make_model.py ${MROPE_QWEN3ASR_MODEL} --arch qwen3vl --deepstack 0 --n-embd 256 && ${py}/make_mmproj.py ${QWEN3A_MMPROJ} --kind audio --projector qwen3a --n-embd-text 256 && ${py}/make_mmproj.py ${VOXTRAL_MMPROJ} --kind audio --projector voxtral --stack 10 --n-embd-text 256 && ${py}/make_mmproj.py ${GLMA_MMPROJ} --kind audio --projector glma --n-embd-text 256")
 set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
 
-# The name suffix and SERIAL flag of a test on `backend`: none on the CPU; "_<backend>" and SERIAL
-# (one device run at a time) elsewhere.
+# The name suffix and SERIAL flag of a test on `backend`: no suffix on the CPU, "_<backend>" and SERIAL
+# (one device run at a time) elsewhere. SERIAL_ON_CPU makes the CPU test serial too.
 function(llama_cancel_backend_variant backend suffix_var serial_var)
+    cmake_parse_arguments(V "SERIAL_ON_CPU" "" "" ${ARGN})
     if(backend STREQUAL "cpu")
         set(${suffix_var} "" PARENT_SCOPE)
-        set(${serial_var} "" PARENT_SCOPE)
+        if(V_SERIAL_ON_CPU)
+            set(${serial_var} SERIAL PARENT_SCOPE)
+        else()
+            set(${serial_var} "" PARENT_SCOPE)
+        endif()
     else()
         set(${suffix_var} "_${backend}" PARENT_SCOPE)
         set(${serial_var} SERIAL PARENT_SCOPE)
     endif()
 endfunction()
 
-foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
+foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral glma)
     set(text_model ${MROPE_QWEN2VL_MODEL})
     set(mmproj ${QWEN2VL_MMPROJ})
     set(mrope 1)
@@ -117,6 +124,10 @@ foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
         set(text_model ${SMALL_MODEL})
         set(mmproj ${VOXTRAL_MMPROJ})
         set(mrope 0)
+    elseif(family STREQUAL "glma")
+        set(text_model ${SMALL_MODEL})
+        set(mmproj ${GLMA_MMPROJ})
+        set(mrope 0)
     endif()
     foreach(backend cpu vulkan)
         # Not qwen35 on Vulkan (llvmpipe): there even an uninterrupted evaluation with the hook bound
@@ -124,7 +135,10 @@ foreach(family qwen2vl qwen3vl qwen2a qwen3a qwen35 lfm2vl voxtral)
         if(NOT backend STREQUAL "cpu" AND (NOT backend IN_LIST BACKEND_SETUPS OR family STREQUAL "qwen35"))
             continue()
         endif()
-        llama_cancel_backend_variant(${backend} suffix serial)
+        # Serial on the CPU too: each runs 2-thread encodes and decodes whose ggml threads spin, and
+        # BudgetSlicesKeepThePositions slices decodes to 0.05 ms; beside other multi-threaded tests
+        # on CI's 2 cores qwen2a's (about 5 s alone) ran past its 300 s timeout.
+        llama_cancel_backend_variant(${backend} suffix serial SERIAL_ON_CPU)
         llama_cancel_test(NAME test_mtmd_mrope_${family}${suffix} TARGET test_mtmd_mrope ${mrope_program}
             FIXTURES models mmproj mrope_models ${serial}
             ENV "LLAMA_CANCEL_MROPE_MODEL=${text_model}" "LLAMA_CANCEL_MROPE_MMPROJ=${mmproj}" "LLAMA_CANCEL_BACKEND=${backend}"

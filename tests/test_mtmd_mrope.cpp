@@ -5,7 +5,7 @@
 // (tests/mtmd.cmake): the text model in LLAMA_CANCEL_MROPE_MODEL, the projector in
 // LLAMA_CANCEL_MROPE_MMPROJ, on the setup in LLAMA_CANCEL_BACKEND (the CPU when unset). The same
 // tests run on families without M-RoPE too (LFM2-VL's projector on the hybrid lfm2 model, Voxtral's
-// audio projector on a llama one) with LLAMA_CANCEL_MROPE_EXPECT=0. An audio projector that cuts a clip into windows, each a chunk of its
+// and GLM-ASR's audio projectors on a llama one) with LLAMA_CANCEL_MROPE_EXPECT=0. An audio projector that cuts a clip into windows, each a chunk of its
 // own (qwen3a: 8 s), gets a first clip of LLAMA_CANCEL_MROPE_AUDIO_SECONDS seconds (default 1) and
 // LLAMA_CANCEL_MROPE_MEDIA_CHUNKS (default 2) says how many media chunks the prompt then has; the
 // stops land in the second media chunk, there a window between two others of the same clip.

@@ -9,6 +9,7 @@
 #include "bench_budget.h"
 #include "bench_children.h"
 #include "bench_cpu.h"
+#include "bench_mtmd.h"
 #include "commands.h"
 #include "common/args.h"
 #include "common/json.h"
@@ -32,7 +33,7 @@ const char k_synopsis[] =
     "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio,qwen3a,voxtral|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
+    "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
@@ -89,7 +90,8 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--seed", &opt.seed, "N", "random seed")
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
-        .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral: an audio prompt evaluated whole), or none")
+        .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
+                "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
@@ -104,9 +106,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         opt.mtmd.clear();
     }
     const bool bad_kind = std::any_of(opt.mtmd.begin(), opt.mtmd.end(),
-                                      [](const std::string & k) {
-                                          return k != "vision" && k != "audio" && k != "qwen3a" && k != "voxtral";
-                                      });
+                                      [](const std::string & k) { return !bench_mtmd::is_kind(k); });
     const bool bad_ubatch = std::any_of(opt.seq_ubatches.begin(), opt.seq_ubatches.end(),
                                         [](int u) { return u < 1 || u > 512; });
     auto any_below = [](const std::vector<int> & v, int min) {
@@ -116,7 +116,7 @@ int parse_options(int argc, char ** argv, options & opt) {
                     {any_below(opt.batches, 2), "--batches needs batch sizes of at least 2"},
                     {any_below(opt.threads, 1), "--threads needs thread counts of at least 1"},
                     {opt.backend_batch < 2, "--backend-batch must be at least 2"},
-                    {bad_kind, "--mtmd takes vision, audio, qwen3a, voxtral or none"},
+                    {bad_kind, std::string("--mtmd takes ") + bench_mtmd::k_kinds + " or none"},
                     {opt.seq_ubatches.empty() || bad_ubatch, "--seq-ubatches needs values of 1..512"}});
 }
 

@@ -1,6 +1,8 @@
 // The bench's rows run in child processes (see bench_children.h).
 #include "bench_children.h"
 
+#include "bench_mtmd.h"
+
 #include "common/json_child.h"
 #include "support.h"
 
@@ -147,31 +149,16 @@ void print_mtmd_header() {
 double      number_at(const common::json & j, std::initializer_list<const char *> path);
 std::string ms2(double v);
 
-bool is_eval_kind(const std::string & kind) {
-    return kind == "qwen3a" || kind == "voxtral";
-}
+using bench_mtmd::is_eval_kind;
+using bench_mtmd::k_eval_repeats;
 
-// The evaluation rows' runs (each run is three whole evaluations of a 20 s clip) and the repeats of
-// their overhead's paired runs.
-constexpr int k_eval_runs_max = 6, k_eval_repeats = 3;
-
-void print_eval_header() {
-    std::printf("\nmultimodal evaluations (mtmd, CPU): text, a 20 s audio clip (qwen3a: a chunk per 8 s window), "
-                "text, evaluated whole; byte stored at a random 2-98%% point of the evaluation; today = upstream's "
-                "mtmd_helper_eval_chunk_single chunk by chunk, the byte checked between chunks (what a stop waits "
-                "without llama-cancel); stop = store to return, %% of the whole evaluation, over the runs the store "
-                "reached before the return (finished first counted apart); overhead with the byte at 0 against today "
-                "(median paired ratio, each of %d repeats)\n\n", k_eval_repeats);
-    std::printf("| kind    | path                   | clip s | chunks | tokens |   eval ms | stop p50 ms | max ms "
-                "| p50 %% | max %% | overhead (repeats)        | stopped | finished first |\n");
-    std::printf("|:--------|:-----------------------|-------:|-------:|-------:|----------:|------------:|-------:"
-                "|------:|------:|:--------------------------|--------:|---------------:|\n");
-    std::fflush(stdout);
-}
+// The evaluation rows' runs (each run is three whole evaluations of a 20 s clip or of two images).
+constexpr int k_eval_runs_max = 6;
 
 // One multimodal row in its own process (bench-mtmd KIND), its projector generated once beside its
-// text model: the bench's model, or for qwen3a a generated qwen3vl one without deepstack inputs
-// (Qwen3-ASR's shape: the encoder's output is n_embd wide).
+// text model (the small preset; internvl-batch: InternVL's projector, whose tiles batch): the bench's
+// model, or for qwen3a a generated qwen3vl one without deepstack inputs (Qwen3-ASR's shape: the
+// encoder's output is n_embd wide).
 int run_mtmd_row(const options & opt, int n_embd, const std::string & kind, const std::string & tmp) {
     std::string model = opt.model;
     int rc = 0;
@@ -186,13 +173,18 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & kind, cons
     const std::string dir    = model.substr(0, model.find_last_of('/') + 1);
     const std::string mmproj = dir + "mmproj-" + kind + "-small-" + std::to_string(n_embd) + ".gguf";
     if (rc == 0 && access(mmproj.c_str(), R_OK) != 0) {
+        const bool image = kind == "vision" || kind == "internvl-batch";
         std::vector<std::string> cmd = {"python3", common::script_path("make_mmproj.py"), mmproj, "--kind",
-                                        kind == "vision" ? "vision" : "audio", "--preset", "small", "--n-embd-text",
+                                        image ? "vision" : "audio", "--preset", "small", "--n-embd-text",
                                         std::to_string(n_embd)};
         if (kind == "qwen3a") {
             cmd.insert(cmd.end(), {"--projector", "qwen3a"});
         } else if (kind == "voxtral") {
             cmd.insert(cmd.end(), {"--projector", "voxtral", "--stack", "10"});
+        } else if (kind == "glma") {
+            cmd.insert(cmd.end(), {"--projector", "glma"});
+        } else if (kind == "internvl-batch") {
+            cmd.insert(cmd.end(), {"--vision-projector", "internvl"});
         }
         rc = common::run_command(cmd);
     }
@@ -310,7 +302,8 @@ section mtmd_rows(const options & opt, const llama_model * model) {
         return out;
     }
     out.ran = true;
-    // The encode rows (vision, audio) in one table, then the evaluation rows (qwen3a, voxtral).
+    // The encode rows (vision, audio) in one table, then the evaluation rows (qwen3a, voxtral, glma,
+    // internvl-batch).
     bool encodes = false, evals = false;
     for (const bool eval : {false, true}) {
         for (const std::string & kind : opt.mtmd) {
@@ -321,7 +314,7 @@ section mtmd_rows(const options & opt, const llama_model * model) {
                 print_mtmd_header();
             }
             if (eval && !evals) {
-                print_eval_header();
+                bench_mtmd::print_eval_header(bench_mtmd::k_eval_seconds, k_eval_repeats);
             }
             (eval ? evals : encodes) = true;
             const std::string tmp = child_json_path(opt, "mtmd-" + kind);

@@ -2,7 +2,9 @@
 // process: encode time, cancel latency inside the clip encode (through the hook and through the
 // stateless eval callback bound by name) and inside the embedding decode, against a host that polls
 // its byte between native calls, and the encode overhead of both callbacks with the byte at 0; for
-// qwen3a and voxtral a whole evaluation (text, an audio clip, text) in place of one encode. CPU.
+// qwen3a, voxtral and glma a whole evaluation (text, an audio clip, text) in place of one encode, and
+// for internvl-batch one of two images whose tiles are batched encodes. CPU.
+#include "bench_mtmd.h"
 #include "common/args.h"
 #include "common/json.h"
 #include "common/stats.h"
@@ -332,40 +334,38 @@ common::json row_json(const std::string & kind, const std::string & mmproj, int 
 struct mtmd_options {
     std::string kind, model, mmproj, json;
     int         runs = 10, threads = 2;
-    int         seconds = 20, repeats = 3; // the evaluation kinds: clip length, overhead repeats
+    int         seconds = bench_mtmd::k_eval_seconds; // the evaluation kinds: clip length, overhead repeats
+    int         repeats = bench_mtmd::k_eval_repeats;
     bool        header = true;             // the evaluation kinds: table header and targets printed
     uint32_t    seed = 42;
 };
 
-// The kinds evaluated whole (an audio clip between text, end to end) rather than one encode.
-bool is_eval_kind(const std::string & k) {
-    return k == "qwen3a" || k == "voxtral";
-}
+using bench_mtmd::is_eval_kind;
 
-const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio|qwen3a|voxtral --model TEXT.gguf --mmproj MMPROJ.gguf "
+const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch --model TEXT.gguf --mmproj MMPROJ.gguf "
                           "[--runs N] [--threads N] [--seconds N] [--repeats N] [--no-header] [--json PATH]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, mtmd_options & o) {
     cli_args::parser p(k_synopsis);
     bool no_header = false;
-    p.positional("KIND", &o.kind, "vision or audio (one encode), qwen3a or voxtral (an audio prompt evaluated whole)")
+    p.positional("KIND", &o.kind, "vision or audio (one encode); qwen3a, voxtral or glma (an audio prompt evaluated "
+                                  "whole); internvl-batch (two images, their tiles batched encodes, evaluated whole)")
         .option("--model", &o.model, "TEXT.gguf", "the text model (required)")
         .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "the projector (required)")
         .option("--json", &o.json, "PATH", "where the row's JSON goes")
         .option("--runs", &o.runs, "N", "runs (>= 1)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--seed", &o.seed, "N", "random seed")
-        .option("--seconds", &o.seconds, "N", "qwen3a, voxtral: the clip's length, s (>= 1)")
-        .option("--repeats", &o.repeats, "N", "qwen3a, voxtral: repeats of the overhead's paired runs (>= 1)")
-        .flag("--no-header", &no_header, true, "qwen3a, voxtral: the rows alone (bench prints header and targets)");
+        .option("--seconds", &o.seconds, "N", "qwen3a, voxtral, glma: the clip's length, s (>= 1)")
+        .option("--repeats", &o.repeats, "N", "the evaluation kinds: repeats of the overhead's paired runs (>= 1)")
+        .flag("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
     }
     o.header = !no_header;
-    return p.check({{o.kind != "vision" && o.kind != "audio" && !is_eval_kind(o.kind),
-                     "KIND must be vision, audio, qwen3a or voxtral"},
+    return p.check({{!bench_mtmd::is_kind(o.kind), std::string("KIND must be one of ") + bench_mtmd::k_kinds},
                     {o.seconds < 1, "--seconds must be at least 1"},
                     {o.repeats < 1, "--repeats must be at least 1"},
                     {o.model.empty(), "--model is required"},
@@ -396,8 +396,9 @@ double measure_decode(embd_decoder & d, int runs) {
     return common::percentile(dec, 0.5);
 }
 
-// ---- Whole evaluations (qwen3a, voxtral): text, an audio clip (qwen3a: one chunk per 8 s window),
-// text, evaluated end to end; the byte stored at a random point inside the evaluation.
+// ---- Whole evaluations: text, an audio clip (qwen3a: one chunk per 8 s window), text (qwen3a,
+// voxtral, glma), or text and two images whose InternVL tiles are batched encodes (internvl-batch),
+// evaluated end to end; the byte stored at a random point inside the evaluation.
 
 // `seconds` of a deterministic tone that glides from 220 to 880 Hz, with a little xorshift noise.
 bitmap_ptr make_clip(mtmd_context * m, int seconds) {
@@ -414,9 +415,23 @@ bitmap_ptr make_clip(mtmd_context * m, int seconds) {
     return bitmap_ptr(mtmd_bitmap_init_from_audio(pcm.size(), pcm.data()));
 }
 
+// A 448x224 gradient, `seed` varying it: InternVL's preprocessor cuts it into two tiles and adds a
+// thumbnail, three chunks of one size in a row, which libmtmd batches.
+bitmap_ptr make_wide_image(uint32_t seed) {
+    const uint32_t w = 448, h = 224;
+    std::vector<unsigned char> rgb(static_cast<size_t>(w) * h * 3);
+    for (size_t i = 0; i < rgb.size(); ++i) {
+        rgb[i] = static_cast<unsigned char>((i * (7 + seed) + i / (3 * w) * (13 + 2 * seed)) & 0xff);
+    }
+    return bitmap_ptr(mtmd_bitmap_init(w, h, rgb.data()));
+}
+
 // The three ways an evaluation runs: today (upstream's per-chunk helper, the byte checked between
-// chunks), llama-cancel's hooks (llama_cancel_mtmd_eval_chunks), the stateless callback bound by
-// name in both contexts (the same per-chunk loop, the byte also read inside every graph).
+// chunks; internvl-batch: mtmd-cli's loop, each run of batchable image chunks one mtmd_batch_encode,
+// then mtmd_helper_decode_image_chunk per chunk), llama-cancel's hooks
+// (llama_cancel_mtmd_eval_chunks_ext, with LLAMA_CANCEL_MTMD_BATCH_ENCODE for internvl-batch), the
+// stateless callback bound by name in both contexts (the same loop as today's, the byte also read
+// inside every graph).
 enum eval_way { today = 0, hooks = 1, stateless = 2 };
 const char * const k_eval_way_names[n_ways] = {"today (between chunks)", "hook", "stateless callback"};
 
@@ -430,9 +445,13 @@ struct evaluator {
     int32_t                 n_batch  = 512;
     int                     n_media  = 0;   // media chunks of the prompt
     int                     n_tokens = 0;   // media tokens
+    int                     n_encodes = 0;  // clip graphs of one evaluation (batched: fewer than n_media)
+    bool                    batched  = false;
     int32_t                 last_ret = 0;
 
-    bool make(const std::string & mmproj, llama_model * model, int threads, int seconds) {
+    // `batched`: two wide images, their tiles batched; otherwise a `seconds` audio clip.
+    bool make(const std::string & mmproj, llama_model * model, int threads, int seconds, bool batched_) {
+        batched = batched_;
         enc_hook.reset(llama_cancel_hook_init(nullptr));
         dec_hook.reset(llama_cancel_hook_init(nullptr));
         llama_cancel_load_result lr;
@@ -444,18 +463,31 @@ struct evaluator {
             return false;
         }
         mctx[stateless] = init_stateless(mmproj, model, threads, &probe);
-        bitmap_ptr clip = mctx[stateless] ? make_clip(mctx[today].get(), seconds) : nullptr;
-        const std::string prompt = "Transcribe this clip: " + std::string(mtmd_default_marker()) + " Transcript:";
+        const std::string marker = mtmd_default_marker();
+        std::vector<bitmap_ptr> media;
+        std::string prompt;
+        if (mctx[stateless] && batched) {
+            media.push_back(make_wide_image(0));
+            media.push_back(make_wide_image(1));
+            prompt = "Compare " + marker + " with " + marker + " Answer:";
+        } else if (mctx[stateless]) {
+            media.push_back(make_clip(mctx[today].get(), seconds));
+            prompt = "Transcribe this clip: " + marker + " Transcript:";
+        }
+        const bool have_media = !media.empty() && std::all_of(media.begin(), media.end(), [](const bitmap_ptr & b) { return b != nullptr; });
+        std::vector<const mtmd_bitmap *> bitmaps;
+        for (const bitmap_ptr & b : media) {
+            bitmaps.push_back(b.get());
+        }
         for (int w = 0; w < n_ways; ++w) {
             chunks[w].reset(mtmd_input_chunks_init());
             mtmd_input_text text{prompt.c_str(), prompt.size(), true, true};
-            const mtmd_bitmap * bitmaps[] = {clip.get()};
-            if (!clip || mtmd_tokenize(mctx[w].get(), chunks[w].get(), &text, bitmaps, 1) != 0) {
+            if (!have_media || mtmd_tokenize(mctx[w].get(), chunks[w].get(), &text, bitmaps.data(), bitmaps.size()) != 0) {
                 std::fprintf(stderr, "error: cannot load %s or tokenize its input\n", mmproj.c_str());
                 return false;
             }
         }
-        n_media = n_tokens = 0;
+        n_media = n_tokens = n_encodes = 0;
         for (size_t i = 0; i < mtmd_input_chunks_size(chunks[today].get()); ++i) {
             const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks[today].get(), i);
             if (mtmd_input_chunk_get_type(c) != MTMD_INPUT_CHUNK_TYPE_TEXT) {
@@ -463,6 +495,7 @@ struct evaluator {
                 n_tokens += static_cast<int>(mtmd_input_chunk_get_n_tokens(c));
             }
         }
+        n_encodes = batched ? 0 : n_media; // counted by the first batched evaluation
         common::context_options opt;
         opt.n_ctx     = 2048;
         opt.n_batch   = opt.n_ubatch = static_cast<uint32_t>(n_batch);
@@ -486,19 +519,48 @@ struct evaluator {
         return true;
     }
 
-    // Upstream's helper chunk by chunk, the byte checked before each; true when all ran.
+    // Upstream's helper chunk by chunk, the byte checked before each; batched, each run of media
+    // chunks mtmd_batch_add_chunk takes is one mtmd_batch_encode, then every chunk of it decoded by
+    // mtmd_helper_decode_image_chunk (mtmd-cli's loop). True when all ran.
     bool per_chunk(int w, const int8_t * byte) {
         llama_pos n_past = 0;
         const size_t n = mtmd_input_chunks_size(chunks[w].get());
+        mtmd::batch_ptr batch;
+        int encodes = 0;
         for (size_t i = 0; i < n; ++i) {
             if (*reinterpret_cast<const volatile int8_t *>(byte) != 0) {
                 return false;
             }
-            last_ret = mtmd_helper_eval_chunk_single(mctx[w].get(), lctx[w].get(), mtmd_input_chunks_get(chunks[w].get(), i),
-                                                     n_past, 0, n_batch, i == n - 1, &n_past);
+            const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks[w].get(), i);
+            if (!batched || mtmd_input_chunk_get_type(c) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+                last_ret = mtmd_helper_eval_chunk_single(mctx[w].get(), lctx[w].get(), c, n_past, 0, n_batch, i == n - 1,
+                                                         &n_past);
+            } else {
+                float * embd = batch ? mtmd_batch_get_output_embd(batch.get(), c) : nullptr;
+                if (embd == nullptr) {
+                    batch.reset(mtmd_batch_init(mctx[w].get()));
+                    last_ret = mtmd_batch_add_chunk(batch.get(), c);
+                    for (size_t j = i + 1; last_ret == 0 && j < n; ++j) {
+                        const mtmd_input_chunk * next = mtmd_input_chunks_get(chunks[w].get(), j);
+                        if (mtmd_input_chunk_get_type(next) == MTMD_INPUT_CHUNK_TYPE_TEXT ||
+                            mtmd_batch_add_chunk(batch.get(), next) != 0) {
+                            break;
+                        }
+                    }
+                    last_ret = last_ret == 0 ? mtmd_batch_encode(batch.get()) : last_ret;
+                    embd     = last_ret == 0 ? mtmd_batch_get_output_embd(batch.get(), c) : nullptr;
+                    ++encodes;
+                }
+                last_ret = embd == nullptr ? (last_ret != 0 ? last_ret : -1)
+                                           : mtmd_helper_decode_image_chunk(mctx[w].get(), lctx[w].get(), c, embd, n_past,
+                                                                            0, n_batch, &n_past, nullptr, nullptr);
+            }
             if (last_ret != 0) {
                 return false;
             }
+        }
+        if (batched && n_encodes == 0) {
+            n_encodes = encodes;
         }
         return true;
     }
@@ -519,8 +581,8 @@ struct evaluator {
                 p.decode_hook = dec_hook.get();
                 p.n_batch     = n_batch;
                 llama_cancel_mtmd_result r;
-                last_ret = llama_cancel_mtmd_eval_chunks(mctx[w].get(), enc_hook.get(), lctx[w].get(), chunks[w].get(), 0,
-                                                         0, &p, &r);
+                last_ret = llama_cancel_mtmd_eval_chunks_ext(mctx[w].get(), enc_hook.get(), lctx[w].get(), chunks[w].get(),
+                                                             0, 0, &p, batched ? LLAMA_CANCEL_MTMD_BATCH_ENCODE : 0u, &r);
                 cut      = last_ret == LLAMA_CANCEL_CANCELLED;
                 last_ret = cut ? 0 : last_ret;
             } else {
@@ -535,7 +597,8 @@ struct evaluator {
 };
 
 struct eval_results {
-    int    n_media = 0, n_tokens = 0, seconds = 0;
+    int    n_media = 0, n_tokens = 0, n_encodes = 0, seconds = 0; // seconds: 0 for images
+    bool   batched = false;
     double eval_ms = 0.0;
     std::vector<double> overhead_pct[n_ways]; // each repeat's median paired ratio, byte at 0
     common::latencies   lat[n_ways];
@@ -583,21 +646,8 @@ void measure_eval_latency(evaluator & e, int runs, uint32_t seed, eval_results &
     }
 }
 
-constexpr double k_eval_worst_pct_cpu = 5.0, k_eval_overhead_pct = 2.0;
-
-void print_eval_header() {
-    std::printf("\nmultimodal evaluations (mtmd, CPU): text, an audio clip (qwen3a: a chunk per 8 s window), text, "
-                "evaluated whole; byte stored at a random 2-98%% point of the evaluation; today = upstream's "
-                "mtmd_helper_eval_chunk_single chunk by chunk, the byte checked between chunks (what a stop waits "
-                "without llama-cancel); stop = store to return, %% of the whole evaluation, over the runs the store "
-                "reached before the return (finished first counted apart); overhead with the byte at 0 against today "
-                "(median paired ratio, each repeat); targets: worst stop <= %.0f%% of the evaluation, overhead <= "
-                "%.0f%%\n\n", k_eval_worst_pct_cpu, k_eval_overhead_pct);
-    std::printf("| kind    | path                   | clip s | chunks | tokens |   eval ms | stop p50 ms | max ms "
-                "| p50 %% | max %% | overhead (repeats)        | stopped | finished first |\n");
-    std::printf("|:--------|:-----------------------|-------:|-------:|-------:|----------:|------------:|-------:"
-                "|------:|------:|:--------------------------|--------:|---------------:|\n");
-}
+using bench_mtmd::k_eval_overhead_pct;
+using bench_mtmd::k_eval_worst_pct_cpu;
 
 std::string pct_list(const std::vector<double> & v) {
     std::string s;
@@ -620,8 +670,15 @@ void print_eval_rows(const std::string & kind, const eval_results & r, int runs)
             return l.ms.empty() ? std::string("-") : std::string(buf);
         };
         const double mx = l.ms.empty() ? 0.0 : common::max_of(l.ms);
-        std::printf("| %-7s | %-22s | %6d | %6d | %6d | %9.1f | %11s | %6s | %5s | %5s | %-25s | %3d/%-3d | %14d |\n",
-                    kind.c_str(), k_eval_way_names[w], r.seconds, r.n_media, r.n_tokens, r.eval_ms,
+        char media[32];
+        if (r.batched) {
+            std::snprintf(media, sizeof(media), "%d in %d", r.n_media, r.n_encodes);
+        } else {
+            std::snprintf(media, sizeof(media), "%d", r.n_media);
+        }
+        std::printf("| %-14s | %-22s | %6s | %7s | %6d | %9.1f | %11s | %6s | %5s | %5s | %-25s | %3d/%-3d | %14d |\n",
+                    kind.c_str(), k_eval_way_names[w], r.batched ? "-" : std::to_string(r.seconds).c_str(), media,
+                    r.n_tokens, r.eval_ms,
                     fig(l.p50(), "%.2f").c_str(), fig(mx, "%.2f").c_str(), fig(l.p50() / r.eval_ms * 100.0, "%.1f").c_str(),
                     fig(mx / r.eval_ms * 100.0, "%.1f").c_str(), w == today ? "-" : pct_list(r.overhead_pct[w]).c_str(),
                     l.cancelled, runs, l.finished_first);
@@ -651,9 +708,11 @@ common::json eval_row_json(const std::string & kind, const std::string & mmproj,
         {"mode", "eval"},
         {"model", model},
         {"mmproj", mmproj},
-        {"clip_s", r.seconds},
+        {"clip_s", r.batched ? common::json(nullptr) : common::json(r.seconds)},
         {"media_chunks", r.n_media},
         {"media_tokens", r.n_tokens},
+        {"batch_encode", r.batched},
+        {"clip_graphs", r.n_encodes},
         {"threads", threads},
         {"runs", runs},
         {"eval_ms", printed(r.eval_ms)},
@@ -685,7 +744,7 @@ void print_eval_targets(const std::string & kind, const eval_results & r) {
 
 int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
     evaluator e;
-    if (!e.make(o.mmproj, model, o.threads, o.seconds)) {
+    if (!e.make(o.mmproj, model, o.threads, o.seconds, o.kind == "internvl-batch")) {
         return 1;
     }
     for (int i = 0; i < 2 * n_ways; ++i) { // warm-up: the hooks learn the CPU's rate
@@ -696,15 +755,17 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
         }
     }
     eval_results r;
-    r.n_media  = e.n_media;
-    r.n_tokens = e.n_tokens;
-    r.seconds  = o.seconds;
+    r.n_media   = e.n_media;
+    r.n_tokens  = e.n_tokens;
+    r.n_encodes = e.n_encodes;
+    r.batched   = e.batched;
+    r.seconds   = e.batched ? 0 : o.seconds;
     std::fprintf(stderr, "[mtmd %s] evaluation overhead (%d repeats of %d)\n", o.kind.c_str(), o.repeats, o.runs);
     measure_eval(e, o.runs, o.repeats, r);
     std::fprintf(stderr, "[mtmd %s] stop latency\n", o.kind.c_str());
     measure_eval_latency(e, o.runs, o.seed, r);
     if (o.header) {
-        print_eval_header();
+        bench_mtmd::print_eval_header(o.seconds, o.repeats);
     }
     print_eval_rows(o.kind, r, o.runs);
     if (o.header) {
@@ -719,6 +780,26 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
 }
 
 } // namespace
+
+void bench_mtmd::print_eval_header(int seconds, int repeats) {
+    std::printf("\nmultimodal evaluations (mtmd, CPU): text, a %d s audio clip (qwen3a: a chunk per 8 s window), "
+                "text; internvl-batch: text, two 448x224 images (two tiles and a thumbnail each: 6 image chunks, "
+                "\"media\": chunks in clip graphs, each image's three one batched encode), text; evaluated whole; "
+                "byte stored at a random 2-98%% point of the evaluation; today = upstream's loop (the audio rows: "
+                "mtmd_helper_eval_chunk_single chunk by chunk; internvl-batch: mtmd-cli's mtmd_batch_encode, then "
+                "mtmd_helper_decode_image_chunk per chunk), the byte checked between chunks (what a stop waits "
+                "without llama-cancel); hook = llama_cancel_mtmd_eval_chunks_ext (internvl-batch: with "
+                "LLAMA_CANCEL_MTMD_BATCH_ENCODE); stop = store to return, %% of the whole evaluation, over the runs "
+                "the store reached before the return (finished first counted apart); overhead with the byte at 0 "
+                "against today (median paired ratio, each of %d repeats); targets: worst stop <= %.0f%% of the "
+                "evaluation, overhead <= %.0f%%\n\n",
+                seconds, repeats, k_eval_worst_pct_cpu, k_eval_overhead_pct);
+    std::printf("| kind           | path                   | clip s |   media | tokens |   eval ms | stop p50 ms | max ms "
+                "| p50 %% | max %% | overhead (repeats)        | stopped | finished first |\n");
+    std::printf("|:---------------|:-----------------------|-------:|--------:|-------:|----------:|------------:|-------:"
+                "|------:|------:|:--------------------------|--------:|---------------:|\n");
+    std::fflush(stdout);
+}
 
 int bench_mtmd_main(int argc, char ** argv) {
     mtmd_options o;

@@ -1,0 +1,33 @@
+// What the multimodal rows' command (`bench-mtmd`, bench_mtmd.cpp) shares with the bench that runs
+// them as child processes (bench_children.cpp) and checks their kinds (bench.cpp): the kinds, and
+// the evaluation rows' table header, printed by either (the child alone, or the bench above the
+// rows of every child).
+#pragma once
+
+#include <string>
+
+namespace bench_mtmd {
+
+// Kinds measured as one encode (vision, audio) and as a whole evaluation: an audio clip between
+// text (qwen3a, voxtral, glma), or two images whose tiles are batched encodes (internvl-batch).
+inline bool is_eval_kind(const std::string & kind) {
+    return kind == "qwen3a" || kind == "voxtral" || kind == "glma" || kind == "internvl-batch";
+}
+inline bool is_kind(const std::string & kind) {
+    return kind == "vision" || kind == "audio" || is_eval_kind(kind);
+}
+// For messages and --help.
+constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch";
+
+// The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
+constexpr int k_eval_seconds = 20, k_eval_repeats = 3;
+
+// The evaluation rows' targets: worst stop, % of the evaluation (CPU), and overhead with the byte
+// at 0, %.
+constexpr double k_eval_worst_pct_cpu = 5.0, k_eval_overhead_pct = 2.0;
+
+// The evaluation rows' table: what they measure, the targets, the header lines. `seconds`: the
+// audio clip's length; `repeats`: the overhead's repeats. Defined where libmtmd is built in.
+void print_eval_header(int seconds, int repeats);
+
+} // namespace bench_mtmd
