@@ -205,7 +205,7 @@ sanitized_tests() {
     # Debug and sanitized: three times the suite's default timeout per test.
     in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2" -DLLAMA_CANCEL_TEST_TIMEOUT=900
     in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate test_model_load test_entry_errors test_outputs \
-        test_memory_kinds test_budget test_host_promises llama-cancel-cli
+        test_memory_kinds test_budget test_host_promises test_tts llama-cancel-cli
     # One ggml thread under TSan: ggml's OpenMP workers synchronize in code TSan cannot see.
     in_env env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
         LLAMA_CANCEL_THREADS="$([ "$1" = tsan ] && echo 1 || echo 2)" \

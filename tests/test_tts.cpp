@@ -7,6 +7,7 @@
 // generation's PCM is the uninterrupted run's, bit for bit on the CPU. Stops come from a callback
 // chained behind the hooks at a counted node; no timing.
 #include "fixtures.h"
+#include "mtmd_media.h"
 
 #include "llama-cancel.h"
 #include "mtmd-helper.h"
@@ -72,7 +73,8 @@ struct setup {
     common::context_ptr    lctx;
     tts_ptr                tts;
 
-    explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames) {
+    explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames,
+                   const mtmd_bitmap * voice = nullptr) {
         gen_trig.flag = &flag;
         dec_trig.flag = &flag;
         gen_hook      = fixtures::make_hook(&gen_trig);
@@ -84,6 +86,7 @@ struct setup {
         p.seed       = 42;
         p.window     = k_window;
         p.max_frames = max_frames;
+        p.voice      = voice;
         llama_cancel_tts_result r{};
         tts.reset(llama_cancel_tts_init(lctx.get(), mctx.get(), &p, &r));
         EXPECT_NE(tts, nullptr) << r.message;
@@ -403,6 +406,27 @@ TEST_F(Tts, BadArgumentsAreClearErrors) {
     EXPECT_NE(std::string(r.message).find("gen_hook"), std::string::npos) << r.message;
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), before);
     resume_and_check(s);
+}
+
+// A voice reference: the projector's audio encoder runs first (a clip graph of its own), its rows go
+// into the prompt; a stop inside it is CANCELLED at VOICE, decodes nothing, and the resume is the
+// uninterrupted voiced run.
+TEST_F(Tts, StopInsideTheVoiceEncodeResumesExactly) {
+    std::unique_ptr<mtmd_bitmap, void (*)(mtmd_bitmap *)> voice(fixtures::make_media(true, 3), mtmd_bitmap_free);
+    setup ref("Hello world, this is a test.", k_frames, voice.get());
+    llama_cancel_tts_result r{};
+    ASSERT_EQ(ref.generate(&r), LLAMA_CANCEL_OK) << r.message;
+    const llama_pos with_voice = fixtures::pos_max(ref.lctx.get());
+    EXPECT_GT(with_voice, want_pos_) << "the voice added no prompt row";
+    setup s("Hello world, this is a test.", k_frames, voice.get());
+    s.gen_trig.at = 2;
+    ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_VOICE);
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), -1) << "a stopped voice encode decoded something";
+    s.rearm();
+    ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(fixtures::pos_max(s.lctx.get()), with_voice);
+    EXPECT_TRUE(same(s.pcm(), ref.pcm()));
 }
 
 // Pocket-TTS only: a long text's chunks, and a stop inside a later chunk's prompt (the backbone

@@ -11,6 +11,7 @@ set_tests_properties(make_tts_models PROPERTIES FIXTURES_SETUP tts_models)
 set(tts_program SOURCES test_tts.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
 foreach(pipeline qwen3tts pockettts)
     set(filter "")
+    set(labels "")
     if(pipeline STREQUAL "qwen3tts")
         set(model ${TTS_QWEN3_MODEL})
         set(mmproj ${TTS_QWEN3_MMPROJ})
@@ -24,10 +25,14 @@ foreach(pipeline qwen3tts pockettts)
             continue()
         endif()
         llama_cancel_backend_variant(${backend} suffix serial)
+        if(backend STREQUAL "cpu")
+            set(labels LABELS asan) # the sanitizer build runs the CPU ones (scripts/dev.sh)
+        endif()
         llama_cancel_test(NAME test_tts_${pipeline}${suffix} TARGET test_tts ${tts_program}
-            FIXTURES tts_models ${serial} ${filter}
+            FIXTURES tts_models ${serial} ${filter} ${labels}
             ENV "LLAMA_CANCEL_TTS_MODEL=${model}" "LLAMA_CANCEL_TTS_MMPROJ=${mmproj}"
                 "LLAMA_CANCEL_BACKEND=${backend}" "GGML_VK_VISIBLE_DEVICES=0")
         set(tts_program "")
+        set(labels "")
     endforeach()
 endforeach()
