@@ -16,8 +16,9 @@
 //
 // GEN_CODE's sampler is reseeded by libmtmd only when a call's seed differs from the previous
 // call's, and every call draws, a stopped one too. Call g therefore gets the seed mix(seed, g);
-// before a call whose seed mctx saw last (a retry after a stop) or may have seen (the first call of a
-// generate), a call with another seed, stopped at its first checkpoint, reseeds it.
+// before a call whose seed mctx saw last (a retry after a stop) or may have seen (the object's first
+// call: mctx's last seed is unknown), a call with another seed, stopped at its first checkpoint,
+// reseeds it. Between the object's calls mctx's generation is taken to be the object's alone.
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
@@ -438,6 +439,9 @@ int32_t step_frame(tts & t, const llama_cancel_tts_run_params & rp, bool * done)
         return finish(t, rp, LLAMA_CANCEL_STOP_LENGTH);
     }
     if (qwen && !t.pending.has_code0) {
+        if (t.logits.empty()) {
+            return failed(t, LLAMA_CANCEL_TTS_STEP_BACKBONE, "the talker gives no logits to sample codebook 0 from");
+        }
         t.pending.code0     = sample_code0(t);
         t.pending.has_code0 = true;
     }
@@ -491,7 +495,6 @@ int32_t generate(tts & t, const llama_cancel_tts_run_params & rp) {
     if (llama_cancel::flag_is_set(rp.flag)) {
         return stopped(t, LLAMA_CANCEL_TTS_STEP_BETWEEN);
     }
-    t.seed_known = false; // the host may have used mctx since: reseed before the next GEN_CODE
     if (!t.voice_done) {
         const int32_t st = encode_voice(t, rp);
         if (st != LLAMA_CANCEL_OK) {
