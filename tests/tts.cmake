@@ -1,6 +1,6 @@
 # Text-to-speech (test_tts.cpp, issue 32): the two pipelines libmtmd 0.7.0 generates audio with,
 # each a tiny pair written by scripts/make_tts.py (Qwen3-TTS: talker + code predictor + code2wav;
-# Pocket-TTS: backbone + flow net + mimi decoder), on the CPU and on Vulkan (llvmpipe).
+# Pocket-TTS: backbone + flow net + mimi decoder), on the CPU, on Vulkan (llvmpipe) and over RPC.
 set(TTS_QWEN3_MODEL ${MODELS_DIR}/tts-qwen3tts-tiny.gguf)
 set(TTS_QWEN3_MMPROJ ${MODELS_DIR}/mmproj-qwen3tts-tiny.gguf)
 set(TTS_POCKET_MODEL ${MODELS_DIR}/tts-pockettts-tiny.gguf)
@@ -20,7 +20,7 @@ foreach(pipeline qwen3tts pockettts)
         set(model ${TTS_POCKET_MODEL})
         set(mmproj ${TTS_POCKET_MMPROJ})
     endif()
-    foreach(backend cpu vulkan)
+    foreach(backend cpu vulkan rpc1)
         if(NOT backend STREQUAL "cpu" AND NOT backend IN_LIST BACKEND_SETUPS)
             continue()
         endif()
@@ -36,7 +36,8 @@ foreach(pipeline qwen3tts pockettts)
         llama_cancel_test(NAME test_tts_${pipeline}${suffix} TARGET test_tts ${tts_program}
             FIXTURES tts_models ${serial} ${filter} ${labels}
             ENV "LLAMA_CANCEL_TTS_MODEL=${model}" "LLAMA_CANCEL_TTS_MMPROJ=${mmproj}"
-                "LLAMA_CANCEL_BACKEND=${backend}" "GGML_VK_VISIBLE_DEVICES=0" ${leaks})
+                "LLAMA_CANCEL_BACKEND=${backend}" "GGML_VK_VISIBLE_DEVICES=0" "LLAMA_CANCEL_RPC_SERVER=${GGML_RPC_SERVER}"
+                ${leaks})
         set(tts_program "")
         set(labels "")
     endforeach()
