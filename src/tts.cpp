@@ -612,8 +612,13 @@ extern "C" void llama_cancel_tts_free(llama_cancel_tts * tts) {
     delete tts;
 }
 
-extern "C" int32_t llama_cancel_tts_generate(llama_cancel_tts * tts, const llama_cancel_tts_run_params * params,
-                                             llama_cancel_tts_result * result) {
+namespace {
+
+// A call on an existing generation: NULL checked, the run's params defaulted, `step` run under the
+// exception guard, the outcome reported into the object's state and `result`.
+template <typename Step>
+int32_t run_call(llama_cancel_tts * tts, const llama_cancel_tts_run_params * params, llama_cancel_tts_result * result,
+                 Step step) {
     if (tts == nullptr) {
         if (result != nullptr) {
             *result = llama_cancel_tts_result{};
@@ -622,28 +627,29 @@ extern "C" int32_t llama_cancel_tts_generate(llama_cancel_tts * tts, const llama
     }
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         const llama_cancel_tts_run_params rp = params != nullptr ? *params : llama_cancel_tts_run_default_params();
-        const int32_t st = generate(*tts, rp);
+        const int32_t st = step(*tts, rp);
         report(*tts, st, result);
         return st;
     });
 }
 
+} // namespace
+
+extern "C" int32_t llama_cancel_tts_generate(llama_cancel_tts * tts, const llama_cancel_tts_run_params * params,
+                                             llama_cancel_tts_result * result) {
+    return run_call(tts, params, result, generate);
+}
+
 extern "C" int32_t llama_cancel_tts_flush(llama_cancel_tts * tts, const llama_cancel_tts_run_params * params,
                                           llama_cancel_tts_result * result) {
-    if (tts == nullptr) {
-        if (result != nullptr) {
-            *result = llama_cancel_tts_result{};
+    return run_call(tts, params, result, [](llama_cancel_tts & t, const llama_cancel_tts_run_params & rp) {
+        if (llama_cancel::flag_is_set(rp.flag)) {
+            return stopped(t, LLAMA_CANCEL_TTS_STEP_BETWEEN);
         }
-        return fail(result, "tts is NULL");
-    }
-    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
-        const llama_cancel_tts_run_params rp = params != nullptr ? *params : llama_cancel_tts_run_default_params();
-        const int32_t st = llama_cancel::flag_is_set(rp.flag) ? stopped(*tts, LLAMA_CANCEL_TTS_STEP_BETWEEN)
-                                                               : flush_window(*tts, rp);
+        const int32_t st = flush_window(t, rp);
         if (st == LLAMA_CANCEL_OK) {
-            tts->state.finished = 1;
+            t.state.finished = 1;
         }
-        report(*tts, st, result);
         return st;
     });
 }
