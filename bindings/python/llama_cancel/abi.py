@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 2, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 3, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
@@ -17,6 +17,11 @@ HOOK_DEFAULT_INTERVAL_MS = 10.0
 # options of llama_cancel_mtmd_eval_chunks_ext
 MTMD_BATCH_ENCODE = 1
 
+# enum llama_cancel_tts_step: the text-to-speech step that stopped (CANCELLED) or failed (ERROR)
+(TTS_STEP_NONE, TTS_STEP_VOICE, TTS_STEP_PROMPT, TTS_STEP_GEN_CODE, TTS_STEP_BACKBONE, TTS_STEP_GEN_WAV,
+ TTS_STEP_BETWEEN) = range(7)
+TTS_STEP_NAMES = ("none", "voice", "prompt", "gen_code", "backbone", "gen_wav", "between")
+
 llama_token = C.c_int32
 llama_pos = C.c_int32
 llama_seq_id = C.c_int32
@@ -27,6 +32,8 @@ abort_callback_t = C.CFUNCTYPE(C.c_bool, C.c_void_p)
 eval_callback_t = C.CFUNCTYPE(C.c_bool, C.c_void_p, C.c_bool, C.c_void_p)
 # bool (*)(llama_token, void *): llama_cancel_token_callback
 token_callback_t = C.CFUNCTYPE(C.c_bool, llama_token, C.c_void_p)
+# bool (*)(int32_t n_frames, int64_t n_samples, void *): llama_cancel_tts_frame_callback
+tts_frame_callback_t = C.CFUNCTYPE(C.c_bool, C.c_int32, C.c_int64, C.c_void_p)
 
 _flag = C.POINTER(C.c_int8)
 
@@ -88,11 +95,31 @@ class llama_cancel_mtmd_result(C.Structure):
                 ("message", C.c_char * 256)]
 
 
+class llama_cancel_tts_params(C.Structure):
+    # text and lang: UTF-8 (bytes), copied at init; voice: an mtmd_bitmap (audio); sampler: a
+    # llama_sampler chain, used until llama_cancel_tts_free
+    _fields_ = [("text", C.c_char_p), ("lang", C.c_char_p), ("voice", C.c_void_p), ("sampler", C.c_void_p),
+                ("top_p", C.c_float), ("temp", C.c_float), ("top_k", C.c_int32), ("seed", C.c_uint32),
+                ("seq_id", llama_seq_id), ("n_batch", C.c_int32), ("max_frames", C.c_int32), ("window", C.c_int32)]
+
+
+class llama_cancel_tts_run_params(C.Structure):
+    _fields_ = [("flag", _flag), ("decode_hook", C.c_void_p), ("gen_hook", C.c_void_p), ("on_frame", C.c_void_p),
+                ("on_frame_data", C.c_void_p), ("max_stop_ms", C.c_float), ("n_frames", C.c_int32)]
+
+
+class llama_cancel_tts_result(C.Structure):
+    _fields_ = [("n_samples", C.c_int64), ("status", C.c_int32), ("stop_reason", C.c_int32), ("step", C.c_int32),
+                ("n_frames", C.c_int32), ("n_frames_pending", C.c_int32), ("n_chunks_done", C.c_int32),
+                ("sample_rate", C.c_int32), ("finished", C.c_int32), ("message", C.c_char * 256)]
+
+
 # The structs of llama-cancel.h this module declares, checked field by field at load.
 STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_snapshot_stats, llama_cancel_decode_params,
            llama_cancel_seq_result,
            llama_cancel_decode_result, llama_cancel_generate_params, llama_cancel_generate_result,
-           llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result)
+           llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
+           llama_cancel_tts_params, llama_cancel_tts_run_params, llama_cancel_tts_result)
 
 
 def prototypes(llama):
@@ -100,6 +127,7 @@ def prototypes(llama):
     llama.h's structs (llama_batch, llama_model_params, llama_context_params)."""
     P, I32, B, F, V = C.c_void_p, C.c_int32, C.c_bool, C.POINTER(C.c_float), None
     decode_result = C.POINTER(llama_cancel_decode_result)
+    tts_run, tts_result = C.POINTER(llama_cancel_tts_run_params), C.POINTER(llama_cancel_tts_result)
     return {
         "llama_cancel_version": (I32, []),
         "llama_cancel_struct_size": (C.c_int64, [C.c_char_p]),
@@ -137,4 +165,14 @@ def prototypes(llama):
                                                     C.c_uint32, C.POINTER(llama_cancel_mtmd_result)]),
         "llama_cancel_generate_mtmd": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
                                              C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
+        "llama_cancel_tts_default_params": (llama_cancel_tts_params, []),
+        "llama_cancel_tts_run_default_params": (llama_cancel_tts_run_params, []),
+        "llama_cancel_tts_init": (P, [P, P, C.POINTER(llama_cancel_tts_params), tts_result]),
+        "llama_cancel_tts_free": (V, [P]),
+        "llama_cancel_tts_generate": (I32, [P, tts_run, tts_result]),
+        "llama_cancel_tts_flush": (I32, [P, tts_run, tts_result]),
+        "llama_cancel_tts_get_pcm": (F, [P, C.POINTER(C.c_int64)]),
+        "llama_cancel_tts_get_state": (llama_cancel_tts_result, [P]),
+        # inp, out: mtmd.h's struct mtmd_gen_inp and mtmd_gen_out (mtmd.py declares them)
+        "llama_cancel_mtmd_gen_audio_process": (I32, [P, P, P, tts_run, tts_result]),
     }

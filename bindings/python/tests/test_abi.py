@@ -6,7 +6,7 @@ import re
 import unittest
 
 import llama_cancel
-from llama_cancel import abi
+from llama_cancel import abi, llama
 
 import host
 
@@ -18,6 +18,12 @@ def header_structs(text):
         body = re.sub(r"//[^\n]*", "", body)
         out[name] = [m.group(1) for m in re.finditer(r"(\w+)\s*(?:\[\d+\])?\s*;", body)]
     return out
+
+
+def header_functions(text):
+    """The names the header declares with LLAMA_CANCEL_API (tests/api_names.py's parse)."""
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return re.findall(r"LLAMA_CANCEL_API\s+[^;(]*?\b(llama_cancel_\w+)\s*\(", body)
 
 
 class Abi(unittest.TestCase):
@@ -59,6 +65,13 @@ class Abi(unittest.TestCase):
         structs = header_structs(self.header)
         declared = {s.__name__: [f for f, _ in s._fields_] for s in abi.STRUCTS}
         self.assertEqual(declared, structs)
+
+    def test_module_declares_every_function_of_the_header(self):
+        names = header_functions(self.header)
+        self.assertIn("llama_cancel_tts_generate", names)
+        self.assertEqual(sorted(abi.prototypes(llama)), sorted(names))
+        for name in names:  # each one found in the library, its argument types declared
+            self.assertIsNotNone(getattr(self.lib, name).argtypes, name)
 
     def test_module_layouts_match(self):
         self.assertEqual(self.lib.abi_problems(), [])
