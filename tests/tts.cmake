@@ -42,3 +42,11 @@ foreach(pipeline qwen3tts pockettts)
         set(labels "")
     endforeach()
 endforeach()
+
+# The Python module's Tts on the Qwen3-TTS pair, on the CPU: a worker thread stopped from the main
+# thread inside a clip graph and after a reported frame, resumed to the uninterrupted run's PCM bit
+# for bit; partial PCM and flush; bad input.
+add_test(NAME python_module_tts
+    COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests/test_tts.py -p no:cacheprovider)
+set_tests_properties(python_module_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
+    ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")

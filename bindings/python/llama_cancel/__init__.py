@@ -9,7 +9,8 @@ byte. Pure ctypes, no compiled extension.
 
 Every function of llama-cancel.h is available by its C name on the Library (lc.llama_cancel_decode,
 ...), with argument and result types declared; the llama.h and mtmd.h functions a host needs around
-it on lc.llama and lc.mtmd. The helpers below wrap the common calls.
+it on lc.llama and lc.mtmd. The helpers below wrap the common calls; text-to-speech is lc.tts()
+(tts.py: a Tts object whose generate() runs here or, with start(), on a worker thread).
 """
 import ctypes as C
 import ctypes.util
@@ -19,11 +20,15 @@ import sys
 from . import abi, libraries, llama, mtmd
 from .abi import (CANCELLED, ERROR, MTMD_BATCH_ENCODE, OK,  # noqa: F401
                   STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,
+                  TTS_STEP_BACKBONE, TTS_STEP_BETWEEN, TTS_STEP_GEN_CODE, TTS_STEP_GEN_WAV, TTS_STEP_NONE,
+                  TTS_STEP_PROMPT, TTS_STEP_VOICE,
                   llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
                   llama_cancel_snapshot_stats,
                   llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
-                  llama_cancel_seq_result)
+                  llama_cancel_seq_result, llama_cancel_tts_params, llama_cancel_tts_result,
+                  llama_cancel_tts_run_params)
+from .tts import Tts, TtsWorker  # noqa: F401
 from .libraries import ENV, Functions, candidate_paths, file_of, library_files  # noqa: F401
 
 __version__ = "%d.%d.%d" % (abi.VERSION_MAJOR, abi.VERSION_MINOR, abi.VERSION_PATCH)
@@ -334,6 +339,55 @@ class Library:
         result = llama_cancel_mtmd_result()
         status = self._c.llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
                                                            C.byref(p), options, C.byref(result))
+        return status, result
+
+    # --- text-to-speech (libmtmd's audio generation; llama_cancel_has_mtmd()) ---
+
+    def tts(self, lctx, mctx, text, lang=None, voice=None, sampler=None, top_p=None, temp=None, top_k=None,
+            seed=None, seq_id=None, n_batch=None, max_frames=None, window=None):
+        """llama_cancel_tts_init: (Tts or None, llama_cancel_tts_result). lctx: the pipeline's
+        backbone, created with embeddings=True (and a decode hook bound, or the stateless callback);
+        mctx: its generation projector (lc.mtmd_init(mmproj, model, gen_hook)). text: str (UTF-8) or
+        bytes; lang: Qwen3-TTS's language (None: english); voice: an mtmd bitmap of reference audio;
+        sampler: a llama_sampler chain for codebook 0 (None: greedy), kept until the Tts is closed.
+        The other arguments left None keep llama_cancel_tts_default_params()'s values (seed 1, the
+        pipeline's sampling and window, no frame limit, sequence 0, the context's n_batch). None with
+        result.status ERROR and result.message when anything is wrong (no text, an unknown language,
+        a sequence that is not empty, an mctx that generates no audio, a library without libmtmd).
+        On the thread that owns lctx and mctx."""
+        p = self._c.llama_cancel_tts_default_params()
+        keep = [voice, sampler]  # what the library keeps pointers to until free
+        p.text = text.encode() if isinstance(text, str) else text
+        p.lang = lang.encode() if isinstance(lang, str) else lang
+        p.voice, p.sampler = voice, sampler
+        for name, value in (("top_p", top_p), ("temp", temp), ("top_k", top_k), ("seed", seed), ("seq_id", seq_id),
+                            ("n_batch", n_batch), ("max_frames", max_frames), ("window", window)):
+            if value is not None:
+                setattr(p, name, value)
+        result = llama_cancel_tts_result()
+        ptr = self._c.llama_cancel_tts_init(lctx, mctx, C.byref(p), C.byref(result))
+        return (Tts(self, ptr, keep) if ptr else None), result
+
+    def tts_run_params(self, flag=None, decode_hook=None, gen_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
+                       on_frame_data=None):
+        """A llama_cancel_tts_run_params; on_frame: a native callback's address (native_address()),
+        or None. Tts.generate() also takes a Python callable."""
+        rp = self._c.llama_cancel_tts_run_default_params()
+        rp.flag = flag.ptr if flag else None
+        rp.decode_hook, rp.gen_hook, rp.n_frames, rp.max_stop_ms = decode_hook, gen_hook, n_frames, max_stop_ms
+        rp.on_frame, rp.on_frame_data = on_frame, on_frame_data
+        return rp
+
+    def gen_audio_process(self, mctx, inp, out, flag=None, gen_hook=None):
+        """llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under `flag`: (status,
+        llama_cancel_tts_result). inp: an mtmd.mtmd_gen_inp (lc.mtmd.mtmd_gen_inp_default(mctx)),
+        out: an mtmd.mtmd_gen_out, filled on OK (owned by mctx until its next call) and zeroed on
+        CANCELLED; gen_hook: the hook bound to mctx (None: found)."""
+        rp = self.tts_run_params(flag, gen_hook=gen_hook)
+        result = llama_cancel_tts_result()
+        status = self._c.llama_cancel_mtmd_gen_audio_process(mctx, C.byref(inp) if inp is not None else None,
+                                                             C.byref(out) if out is not None else None, C.byref(rp),
+                                                             C.byref(result))
         return status, result
 
     def generate_mtmd(self, mctx, encode_hook, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None,

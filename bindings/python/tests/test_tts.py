@@ -1,0 +1,237 @@
+"""Text-to-speech (llama_cancel_tts_*) through the module, on the tiny pair in LLAMA_CANCEL_TTS_MODEL /
+LLAMA_CANCEL_TTS_MMPROJ (scripts/make_tts.py; CTest gives the Qwen3-TTS one), on the CPU: a generation
+to its end; a generation on a worker thread (Tts.start) stopped from the main thread inside a clip
+graph (the probe chained behind the projector's hook holds a graph node until the store) and after
+a frame the worker reported (a Python on_frame callback waits for the store), each resumed to the
+uninterrupted run's PCM bit for bit; partial PCM and flush; bad input answered with clear errors.
+No sleep anywhere: every wait is on the other thread's report, bounded."""
+import array
+import ctypes as C
+import threading
+import unittest
+
+import llama_cancel
+from llama_cancel import mtmd
+
+import host
+
+TEXT = "Hello world, this is a test."
+WINDOW = 3  # frames per GEN_WAV: several windows in a short generation
+FRAMES = 7  # frames in all: windows of 3, 3 and the final 1
+
+
+class TtsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib = host.lib()
+        if not lib.has_mtmd:
+            raise unittest.SkipTest("library built without libmtmd")
+        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TTS_MODEL"))
+        assert cls.model, res.message
+        cls.flag = llama_cancel.Flag()
+        cls.probe = host.Probe(cls.flag)
+        cls.dec_hook = lib.hook(cls.flag)
+        # The projector's hook (its cb_eval) with the probe chained behind it: GEN_CODE and GEN_WAV
+        # graph nodes are counted, and one of them can wait for the main thread's store.
+        cls.gen_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        # The backbone's context: embeddings on (its hidden states feed GEN_CODE).
+        cls.lctx = lib.context(cls.model, hook=cls.dec_hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=2,
+                               n_threads_batch=2, embeddings=True, op_offload=False, no_perf=True)
+        assert cls.lctx, "no backbone context"
+        cls.mem = lib.llama.llama_get_memory(cls.lctx)
+        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_TTS_MMPROJ"), cls.model, cls.gen_hook, n_threads=2)
+        assert cls.mctx, res.message
+        cls.kind = lib.mtmd.mtmd_gen_audio_get_info(cls.mctx).type
+
+        cls.probe.arm(0)
+        with cls.new() as t:
+            status, r = cls.run_all(t)
+            assert status == llama_cancel.OK, r.message
+            cls.want, cls.want_result = t.pcm_bytes(), r
+        cls.gen_asks = cls.probe.calls()  # the projector graphs' asks in a whole generation
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lib.mtmd.mtmd_free(cls.mctx)
+        cls.lib.llama.llama_free(cls.lctx)
+        cls.lib.llama_cancel_hook_free(cls.gen_hook)
+        cls.lib.llama_cancel_hook_free(cls.dec_hook)
+        cls.lib.llama.llama_model_free(cls.model)
+        cls.probe.close()
+
+    @classmethod
+    def new(cls, text=TEXT, **kw):
+        """A generation on an emptied sequence 0; fails the test with the library's message."""
+        cls.lib.llama.llama_memory_clear(cls.mem, True)
+        cls.flag.clear()
+        t, r = cls.lib.tts(cls.lctx, cls.mctx, text, seed=42, window=WINDOW, max_frames=FRAMES, **kw)
+        assert t is not None, r.message
+        return t
+
+    @classmethod
+    def run_all(cls, t, **kw):
+        return t.generate(cls.flag, decode_hook=cls.dec_hook, gen_hook=cls.gen_hook, **kw)
+
+    def resume_and_check(self, t):
+        self.flag.clear()
+        self.probe.arm(0)
+        status, r = self.run_all(t)
+        self.assertEqual(status, llama_cancel.OK, r.message)
+        self.assertEqual((r.finished, r.n_frames, r.n_frames_pending), (1, FRAMES, 0))
+        self.assertEqual(r.n_samples, self.want_result.n_samples)
+        self.assertTrue(t.pcm_bytes() == self.want, "the resumed generation's PCM is the uninterrupted run's, bit for bit")
+
+    def test_generates_to_the_end(self):
+        r = self.want_result
+        self.assertEqual(self.kind, mtmd.MTMD_GEN_AUDIO_TYPE_QWEN3TTS)
+        self.assertEqual((r.status, r.stop_reason, r.step), (llama_cancel.OK, llama_cancel.STOP_LENGTH,
+                                                             llama_cancel.TTS_STEP_NONE))
+        self.assertEqual((r.finished, r.n_frames, r.n_frames_pending), (1, FRAMES, 0))
+        self.assertEqual(r.sample_rate, 24000)
+        self.assertEqual(r.n_samples, FRAMES * 1920)
+        self.assertEqual(len(self.want), 4 * r.n_samples)
+        self.assertGreater(self.gen_asks, 0, "no GEN_CODE or GEN_WAV node reached the hook bound to mctx")
+        with self.new() as t:
+            self.assertEqual(self.run_all(t)[0], llama_cancel.OK)
+            pcm = t.pcm()
+            self.assertIsInstance(pcm, array.array)
+            self.assertEqual(pcm.tobytes(), self.want, "two uninterrupted runs agree")
+            self.assertTrue(any(x != 0.0 for x in pcm))
+            # Finished: a further call changes nothing.
+            status, r = self.run_all(t)
+            self.assertEqual((status, r.n_frames, r.finished), (llama_cancel.OK, FRAMES, 1))
+            self.assertEqual(t.state().n_samples, FRAMES * 1920)
+
+    def test_stopped_inside_a_graph_from_the_main_thread_and_resumed(self):
+        """Tts.start: generate on a worker thread; the probe holds a projector graph node halfway
+        through the generation until this thread stores the byte."""
+        with self.new() as t:
+            hold_at = self.gen_asks // 2
+            self.probe.arm(hold_at)
+            worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook)
+            started = self.probe.so.host_probe_wait_started(self.probe.ptr, host.WAIT_MS)
+            self.flag.set()  # the cancel: one byte store, from the main thread
+            status, r = worker.wait(host.WAIT_MS / 1000)
+            self.assertTrue(started, f"the worker never reached ask {hold_at} (of {self.probe.calls()})")
+            self.assertFalse(self.probe.so.host_probe_timed_out(self.probe.ptr), "the probe never saw the store")
+            self.assertEqual(self.probe.so.host_probe_decode_tid(self.probe.ptr), worker.native_id,
+                             "the graphs ran on the worker thread")
+            self.assertEqual(self.probe.so.host_probe_off_thread(self.probe.ptr), 0)
+            self.assertEqual(status, llama_cancel.CANCELLED, r.message)
+            self.assertEqual(r.stop_reason, llama_cancel.STOP_CANCELLED)
+            self.assertIn(r.step, (llama_cancel.TTS_STEP_GEN_CODE, llama_cancel.TTS_STEP_GEN_WAV), r.step)
+            self.assertLess(r.n_frames, FRAMES)
+            self.assertEqual(r.finished, 0)
+            self.assertEqual(t.state().n_frames, r.n_frames)
+            self.assertEqual(len(t.pcm_bytes()), 4 * r.n_samples)
+            self.assertEqual(t.pcm_bytes(), self.want[:4 * r.n_samples], "the finished windows' PCM")
+            print(f"\npython tts: stopped from the main thread in {llama_cancel.abi.TTS_STEP_NAMES[r.step]} "
+                  f"after {r.n_frames} frames, resumed", flush=True)
+            self.resume_and_check(t)
+
+    def test_stopped_after_a_reported_frame_and_resumed(self):
+        """A Python on_frame callback reports frame 2 and waits (bounded) until this thread stored
+        the byte: the generation stops between steps with 2 frames, and resumes."""
+        reported, stored = threading.Event(), threading.Event()
+        seen = []
+
+        def on_frame(n_frames, n_samples):
+            seen.append((n_frames, n_samples, threading.get_native_id()))
+            if n_frames == 2:
+                reported.set()
+                stored.wait(host.WAIT_MS / 1000)
+            return True
+
+        with self.new() as t:
+            self.probe.arm(0)
+            worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook, on_frame=on_frame)
+            self.assertTrue(reported.wait(host.WAIT_MS / 1000), "the worker never reported frame 2")
+            with self.assertRaises(RuntimeError):
+                t.pcm()  # a call is running: refused, not read while it writes
+            self.flag.set()  # the cancel, from the main thread
+            stored.set()
+            status, r = worker.wait(host.WAIT_MS / 1000)
+            self.assertEqual(status, llama_cancel.CANCELLED, r.message)
+            self.assertEqual((r.step, r.n_frames), (llama_cancel.TTS_STEP_BETWEEN, 2))
+            self.assertEqual([s[0] for s in seen], [1, 2])
+            self.assertEqual({s[2] for s in seen}, {worker.native_id}, "on_frame ran on the generating thread")
+            self.resume_and_check(t)
+
+    def test_on_frame_false_or_raising_stops(self):
+        with self.new() as t:
+            status, r = self.run_all(t, on_frame=lambda n, _: n < 3)
+            self.assertEqual((status, r.step, r.n_frames), (llama_cancel.CANCELLED, llama_cancel.TTS_STEP_BETWEEN, 3))
+
+            def boom(n, _):
+                raise KeyError("from on_frame")
+            with self.assertRaises(KeyError):
+                self.run_all(t, on_frame=boom)
+            self.assertEqual(t.state().n_frames, 4, "the frame before the exception is kept")
+            self.resume_and_check(t)
+
+    def test_partial_pcm_is_the_finished_windows_and_flush_ends(self):
+        with self.new() as t:
+            status, r = self.run_all(t, n_frames=WINDOW + 1)
+            self.assertEqual(status, llama_cancel.OK, r.message)
+            self.assertEqual((r.n_frames, r.n_frames_pending, r.finished), (WINDOW + 1, 1, 0))
+            self.assertEqual(r.n_samples, WINDOW * 1920)
+            self.assertEqual(t.pcm_bytes(), self.want[:4 * WINDOW * 1920])
+            status, r = t.flush(self.flag)
+            self.assertEqual(status, llama_cancel.OK, r.message)
+            self.assertEqual((r.n_samples, r.finished, r.n_frames_pending), ((WINDOW + 1) * 1920, 1, 0))
+
+    def test_bad_input_is_a_clear_error(self):
+        lib = self.lib
+        lib.llama.llama_memory_clear(self.mem, True)
+        t, r = lib.tts(self.lctx, self.mctx, None)
+        self.assertIsNone(t)
+        self.assertEqual(r.status, llama_cancel.ERROR)
+        self.assertIn(b"text", r.message)
+        t, r = lib.tts(self.lctx, self.mctx, TEXT, lang="klingon")
+        self.assertIsNone(t)
+        self.assertEqual(r.status, llama_cancel.ERROR)
+        self.assertNotEqual(r.message, b"")
+        t, r = lib.tts(self.lctx, None, TEXT)
+        self.assertIsNone(t)
+        self.assertNotEqual(r.message, b"")
+        r = llama_cancel.llama_cancel_tts_result()
+        self.assertEqual(lib.llama_cancel_tts_generate(None, None, C.byref(r)), llama_cancel.ERROR)
+        self.assertNotEqual(r.message, b"")
+
+        with self.new() as t:
+            status, r = self.run_all(t, n_frames=1)
+            self.assertEqual(status, llama_cancel.OK, r.message)
+            # A generation starts on an empty sequence.
+            t2, r = lib.tts(self.lctx, self.mctx, TEXT)
+            self.assertIsNone(t2)
+            self.assertIn(b"not empty", r.message)
+            # Another hook than the one bound to mctx: an error that computes nothing.
+            other = lib.hook(self.flag)
+            try:
+                before = lib.llama.llama_memory_seq_pos_max(self.mem, 0)
+                status, r = t.generate(self.flag, decode_hook=self.dec_hook, gen_hook=other)
+                self.assertEqual(status, llama_cancel.ERROR)
+                self.assertIn(b"gen_hook", r.message)
+                self.assertEqual(lib.llama.llama_memory_seq_pos_max(self.mem, 0), before)
+            finally:
+                lib.llama_cancel_hook_free(other)
+            self.resume_and_check(t)
+        with self.assertRaises(ValueError):
+            t.generate(self.flag)  # closed
+
+        # llama_cancel_mtmd_gen_audio_process: no input, a clear error; a GEN_CODE step runs.
+        status, r = lib.gen_audio_process(self.mctx, None, mtmd.mtmd_gen_out(), self.flag)
+        self.assertEqual(status, llama_cancel.ERROR)
+        self.assertNotEqual(r.message, b"")
+        inp = lib.mtmd.mtmd_gen_inp_default(self.mctx)
+        h = (C.c_float * lib.llama.llama_model_n_embd(self.model))(*([0.01] * lib.llama.llama_model_n_embd(self.model)))
+        inp.type, inp.embd, inp.seed = mtmd.MTMD_GEN_PROCESS_TYPE_GEN_CODE, h, 7
+        out = mtmd.mtmd_gen_out()
+        self.probe.arm(0)
+        status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, gen_hook=self.gen_hook)
+        self.assertEqual(status, llama_cancel.OK, r.message)
+        self.assertGreater(out.n_codes, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
