@@ -13,10 +13,14 @@
 const koffi = require('koffi');
 const nodePath = require('node:path');
 
-const VERSION = [1, 2, 0]; // the header version these declarations follow
+const VERSION = [1, 3, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 const MTMD_BATCH_ENCODE = 1; // an option of llama_cancel_mtmd_eval_chunks_ext
+// enum llama_cancel_tts_step: the text-to-speech step that stopped (CANCELLED) or failed (ERROR)
+const TTS_STEP = { NONE: 0, VOICE: 1, PROMPT: 2, GEN_CODE: 3, BACKBONE: 4, GEN_WAV: 5, BETWEEN: 6 };
+// enum mtmd_gen_audio_type (mtmd.h)
+const MTMD_GEN_AUDIO_TYPE = { NONE: 0, QWEN3TTS: 1, POCKETTTS: 2 };
 
 // Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
 // be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
@@ -83,6 +87,24 @@ const T = {
     llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
         status: 'int32_t', n_chunks_done: 'int32_t', n_past: 'int32_t', message: koffi.array('char', 256),
     }),
+    // text and lang: JS strings, converted for llama_cancel_tts_init only (the library copies them)
+    llama_cancel_tts_params: koffi.struct('llama_cancel_tts_params', {
+        text: 'const char *', lang: 'const char *', voice: P, sampler: P, top_p: 'float', temp: 'float',
+        top_k: 'int32_t', seed: 'uint32_t', seq_id: 'int32_t', n_batch: 'int32_t', max_frames: 'int32_t',
+        window: 'int32_t',
+    }),
+    llama_cancel_tts_run_params: koffi.struct('llama_cancel_tts_run_params', {
+        flag: P, decode_hook: P, gen_hook: P, on_frame: P, on_frame_data: P, max_stop_ms: 'float', n_frames: 'int32_t',
+    }),
+    llama_cancel_tts_result: koffi.struct('llama_cancel_tts_result', {
+        n_samples: 'int64_t', status: 'int32_t', stop_reason: 'int32_t', step: 'int32_t', n_frames: 'int32_t',
+        n_frames_pending: 'int32_t', n_chunks_done: 'int32_t', sample_rate: 'int32_t', finished: 'int32_t',
+        message: koffi.array('char', 256),
+    }),
+    // mtmd.h's (experimental in 0.7.0; the library does not know it, so it is not checked)
+    mtmd_gen_audio_info: koffi.struct('mtmd_gen_audio_info', {
+        type: 'int', sample_rate: 'int32_t', model_variant: 'const char *',
+    }),
 };
 // Checked field by field; llama.h's structs by size (the library names no llama.h field).
 const CANCEL_STRUCTS = Object.keys(T).filter((n) => n.startsWith('llama_cancel_'));
@@ -120,6 +142,16 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P]],
     ['llama_cancel_mtmd_eval_chunks_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P]],
     ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P, 'int32_t', P]],
+    ['llama_cancel_tts_default_params', T.llama_cancel_tts_params, []],
+    ['llama_cancel_tts_run_default_params', T.llama_cancel_tts_run_params, []],
+    ['llama_cancel_tts_init', P, [P, P, koffi.pointer(T.llama_cancel_tts_params), P]],
+    ['llama_cancel_tts_free', 'void', [P]],
+    ['llama_cancel_tts_generate', 'int32_t', [P, P, P]],
+    ['llama_cancel_tts_flush', 'int32_t', [P, P, P]],
+    ['llama_cancel_tts_get_pcm', P, [P, P]],
+    ['llama_cancel_tts_get_state', T.llama_cancel_tts_result, [P]],
+    // inp, out: mtmd.h's struct mtmd_gen_inp and mtmd_gen_out, in native memory the host fills
+    ['llama_cancel_mtmd_gen_audio_process', 'int32_t', [P, P, P, P, P]],
 ];
 const LLAMA_FUNCTIONS = [
     ['llama_model_default_params', T.llama_model_params, []],
@@ -136,6 +168,13 @@ const LLAMA_FUNCTIONS = [
     ['llama_get_logits_ith', P, [P, 'int32_t']],
     ['llama_memory_clear', 'void', [P, 'bool']],
     ['llama_memory_seq_pos_max', 'int32_t', [P, 'int32_t']],
+];
+// The mtmd.h functions around the text-to-speech API (when llama_cancel_has_mtmd()).
+const MTMD_FUNCTIONS = [
+    ['mtmd_free', 'void', [P]],
+    ['mtmd_gen_audio_get_info', T.mtmd_gen_audio_info, [P]],
+    ['mtmd_bitmap_init_from_audio', P, ['size_t', P]],
+    ['mtmd_bitmap_free', 'void', [P]],
 ];
 const GGML_FUNCTIONS = [
     ['ggml_backend_load_all', 'void', []],
@@ -375,15 +414,17 @@ class Library {
         this.files = {};
         this.sources = {};
         this.hasMtmd = this.c.llama_cancel_has_mtmd();
-        for (const [kind, table] of [['llama', LLAMA_FUNCTIONS], ['ggml', GGML_FUNCTIONS], ['mtmd', null]]) {
+        for (const [kind, table] of [['llama', LLAMA_FUNCTIONS], ['ggml', GGML_FUNCTIONS], ['mtmd', MTMD_FUNCTIONS]]) {
             if (kind === 'mtmd' && !this.hasMtmd) continue;
-            const names = table ? table.map(([name]) => name) : ['mtmd_default_marker'];
+            const names = table.map(([name]) => name);
             this.handles[kind] = [...openKind(kind, names, this.so, this.folder), { path: this.path, lib: this.so }];
             this.files[kind] = this.handles[kind].slice(0, -1).map((h) => h.path);
         }
         this.ggml = declareFrom(this.handles.ggml, GGML_FUNCTIONS, this.sources);
         // ggml's functions on this.llama too, where the 1.1.0 binding declared them.
         this.llama = { ...declareFrom(this.handles.llama, LLAMA_FUNCTIONS, this.sources), ...this.ggml };
+        // mtmd.h's: mtmd_free, mtmd_gen_audio_get_info, audio bitmaps; null without libmtmd.
+        this.mtmd = this.hasMtmd ? declareFrom(this.handles.mtmd, MTMD_FUNCTIONS, this.sources) : null;
     }
 
     // Any other function of llama.cpp's, declared from the library of `kind` ('llama', 'ggml',
@@ -603,6 +644,6 @@ class Library {
 
 module.exports = {
     load, Library, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
-    OK, CANCELLED, ERROR, STOP, MTMD_BATCH_ENCODE,
+    OK, CANCELLED, ERROR, STOP, MTMD_BATCH_ENCODE, TTS_STEP, MTMD_GEN_AUDIO_TYPE,
     ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };

@@ -5,7 +5,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const koffi = require('koffi');
-const { library, llamaCancel, moduleDir } = require('./host');
+const { env, library, llamaCancel, moduleDir } = require('./host');
 
 test('version and every layout match the library', () => {
     const lib = library();
@@ -62,4 +62,29 @@ test('a library of another MAJOR, or an older MINOR, is refused', () => {
     assert.equal(verdict(major * 10000 + (minor + 1) * 100 + 3), true, 'a newer MINOR is accepted');
     assert.equal(verdict((major + 1) * 10000), false);
     assert.equal(verdict((major - 1) * 10000 + 9999), false);
+});
+
+// The header's structs (`struct llama_cancel_x { ... };`) with their field names, and the functions
+// it declares with LLAMA_CANCEL_API (tests/api_names.py's parse).
+function headerDeclarations(text) {
+    const structs = {};
+    for (const [, name, body] of text.matchAll(/struct (llama_cancel_\w+) \{([\s\S]*?)\};/g)) {
+        const code = body.replace(/\/\/[^\n]*/g, '');
+        structs[name] = [...code.matchAll(/(\w+)\s*(?:\[\d+\])?\s*;/g)].map((m) => m[1]);
+    }
+    const body = text.split('\n').filter((line) => !line.trimStart().startsWith('#')).join('\n');
+    const functions = [...body.matchAll(/LLAMA_CANCEL_API\s+[^;(]*?\b(llama_cancel_\w+)\s*\(/g)].map((m) => m[1]);
+    return { structs, functions };
+}
+
+test('the binding declares every struct, field and function of the header', () => {
+    const lib = library();
+    const { structs, functions } = headerDeclarations(fs.readFileSync(env('LLAMA_CANCEL_HEADER'), 'utf8'));
+    assert.ok('llama_cancel_tts_result' in structs && functions.includes('llama_cancel_tts_generate'), 'the parse');
+    const declared = {};
+    for (const [name, type] of Object.entries(llamaCancel.types)) {
+        if (name.startsWith('llama_cancel_')) declared[name] = Object.keys(type.members);
+    }
+    assert.deepEqual(declared, structs);
+    assert.deepEqual(Object.keys(lib.c).sort(), [...functions].sort());
 });
