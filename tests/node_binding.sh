@@ -3,10 +3,13 @@
 # on the packed copy, koffi resolving from bindings/node/node_modules (npm ci from the lockfile;
 # scripts/dev.sh does it). Without koffi: exit 77 (skipped) with the reason, and in CI (CI=true),
 # where the README says koffi is installed, a failure with the reason; the same without npm.
-# usage: node_binding.sh NODE BINDING_DIR
+# usage: node_binding.sh NODE BINDING_DIR [TEST_FILE...]
+# TEST_FILEs (relative to BINDING_DIR; default test/*.test.js): tests/tts.cmake runs test/mtmd/'s.
 set -euo pipefail
 node=$1
 dir=$(cd "$2" && pwd)
+shift 2
+tests=("$@")
 . "$(dirname "$0")/skip_or_fail.sh"
 missing=""
 if [ ! -f "$dir/node_modules/koffi/package.json" ]; then
@@ -43,5 +46,8 @@ if "$node" --help | grep -q -- --test-timeout; then
     timeout_opt=(--test-timeout=180000) # per test; every wait inside is bounded more tightly
 fi
 cd "$dir"
+if [ ${#tests[@]} -eq 0 ]; then
+    tests=(test/*.test.js)
+fi
 LLAMA_CANCEL_NODE_MODULE="$work/node_modules/llama-cancel" \
-    "$node" --test --test-reporter=spec "${timeout_opt[@]}" test/*.test.js
+    "$node" --test --test-reporter=spec "${timeout_opt[@]}" "${tests[@]}"

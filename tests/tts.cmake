@@ -50,3 +50,13 @@ add_test(NAME python_module_tts
     COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests/test_tts.py -p no:cacheprovider)
 set_tests_properties(python_module_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
     ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")
+# The Node binding's Tts on the same pair (test/mtmd/tts.test.js): generateAsync on koffi's worker
+# stopped from the main thread inside a clip graph and from a JS onFrame callback, each resumed bit
+# for bit; partial PCM and flush; bad input.
+if(NODE_EXECUTABLE)
+    add_test(NAME node_binding_tts
+        COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/node_binding.sh ${NODE_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bindings/node
+            test/mtmd/tts.test.js)
+    set_tests_properties(node_binding_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
+        ENVIRONMENT "LLAMA_CANCEL_LIBRARY=$<TARGET_FILE:llama-cancel>;LLAMA_CANCEL_PROBE=$<TARGET_FILE:ffi_probe>;LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")
+endif()

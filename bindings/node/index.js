@@ -7,6 +7,9 @@
 //   const done = lc.decodeAsync(ctx, batch, { flag });   // koffi runs it on a worker thread
 //   flag.set();                                          // main thread: the decode returns CANCELLED
 //
+// Text-to-speech (header 1.3): lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs
+// on koffi's worker thread while the main thread stores the byte; generate again to resume.
+//
 // The struct layouts below are copies of llama-cancel.h and llama.h; load() compares each with the
 // library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
@@ -106,6 +109,8 @@ const T = {
         type: 'int', sample_rate: 'int32_t', model_variant: 'const char *',
     }),
 };
+// bool (*)(int32_t n_frames, int64_t n_samples, void *): llama_cancel_tts_frame_callback
+const TtsFrameCallback = koffi.proto('bool llama_cancel_tts_frame_callback(int32_t n_frames, int64_t n_samples, void *data)');
 // Checked field by field; llama.h's structs by size (the library names no llama.h field).
 const CANCEL_STRUCTS = Object.keys(T).filter((n) => n.startsWith('llama_cancel_'));
 const LLAMA_STRUCTS = ['llama_batch', 'llama_model_params', 'llama_context_params'];
@@ -640,10 +645,213 @@ class Library {
             this.c.llama_cancel_generate.async(...args, (err, status) => (err ? reject(err) : resolve(finish(status))));
         });
     }
+
+    // --- multimodal and text-to-speech (llama_cancel_has_mtmd()) ---
+
+    // llama_cancel_mtmd_init_from_file: { mctx (pointer or null), status, message }. encodeHook: the
+    // hook that becomes mctx's cb_eval (for text-to-speech: the hook of its GEN_CODE and GEN_WAV graphs).
+    mtmdInit(mmprojPath, model, { encodeHook = null, nThreads = 0, useGpu = false, flag = null } = {}) {
+        const result = nativeStruct(T.llama_cancel_load_result);
+        try {
+            const mctx = this.c.llama_cancel_mtmd_init_from_file(mmprojPath, model, encodeHook, nThreads, useGpu,
+                flag ? flag.ptr : null, result);
+            return { mctx, ...koffi.decode(result, T.llama_cancel_load_result) };
+        } finally {
+            koffi.free(result);
+        }
+    }
+
+    // llama_cancel_tts_init: { tts (a Tts, or null), status, message, result }. lctx: the pipeline's
+    // backbone, made with { embeddings: true } (and a decode hook bound, or the stateless callback);
+    // mctx: its generation projector (mtmdInit(mmproj, model, { encodeHook: genHook })). opts: lang
+    // (Qwen3-TTS; null: english), voice (an mtmd bitmap of reference audio), sampler (a llama_sampler
+    // for codebook 0, kept until free), topP, temp, topK, seed, seqId, nBatch, maxFrames, window; one
+    // left out keeps llama_cancel_tts_default_params()'s value. null with status ERROR and message
+    // when anything is wrong (no text, an unknown language, a sequence that is not empty, ...).
+    tts(lctx, mctx, text, opts = {}) {
+        const p = this.c.llama_cancel_tts_default_params();
+        p.text = text === undefined ? null : text;
+        p.lang = opts.lang || null;
+        p.voice = opts.voice || null;
+        p.sampler = opts.sampler || null;
+        for (const [key, field] of [['topP', 'top_p'], ['temp', 'temp'], ['topK', 'top_k'], ['seed', 'seed'],
+            ['seqId', 'seq_id'], ['nBatch', 'n_batch'], ['maxFrames', 'max_frames'], ['window', 'window']]) {
+            if (opts[key] !== undefined && opts[key] !== null) p[field] = opts[key];
+        }
+        const result = nativeStruct(T.llama_cancel_tts_result);
+        try {
+            const ptr = this.c.llama_cancel_tts_init(lctx, mctx, p, result);
+            const r = ttsResult(result);
+            return { tts: ptr ? new Tts(this, ptr) : null, status: r.status, message: r.message, result: r };
+        } finally {
+            koffi.free(result);
+        }
+    }
+
+    // llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under opts.flag (opts.genHook: the hook
+    // bound to mctx; null: found): { status, result }. inp and out: native memory holding mtmd.h's
+    // struct mtmd_gen_inp and mtmd_gen_out (out is libmtmd's on OK, zeroed on CANCELLED).
+    genAudioProcess(mctx, inp, out, opts = {}) {
+        const params = nativeStruct(T.llama_cancel_tts_run_params, {
+            ...this.c.llama_cancel_tts_run_default_params(), flag: opts.flag ? opts.flag.ptr : null,
+            gen_hook: opts.genHook || null,
+        });
+        const result = nativeStruct(T.llama_cancel_tts_result);
+        try {
+            const status = this.c.llama_cancel_mtmd_gen_audio_process(mctx, inp, out, params, result);
+            return { status, result: ttsResult(result) };
+        } finally {
+            koffi.free(params);
+            koffi.free(result);
+        }
+    }
+}
+
+// A llama_cancel_tts_result, in native memory (`at`) or returned by value, as an object whose
+// n_samples is a Number.
+function ttsResult(at, value = koffi.decode(at, T.llama_cancel_tts_result)) {
+    return { ...value, n_samples: Number(value.n_samples) };
+}
+
+// One generation (llama_cancel_tts *), made by Library.tts(): its prompt, frames, streaming state
+// and PCM. One call at a time: generate, flush, pcm and state throw while an asynchronous call of
+// the same Tts runs. free() it before the contexts it was made on.
+class Tts {
+    constructor(lib, ptr) {
+        this.lib = lib;
+        this.ptr = ptr;
+        this.busy = false;
+    }
+
+    free() {
+        if (this.busy) throw new Error('llama_cancel_tts: a call of this generation is still running');
+        if (this.ptr) this.lib.c.llama_cancel_tts_free(this.ptr);
+        this.ptr = null;
+    }
+
+    enter() {
+        if (!this.ptr) throw new Error('llama_cancel_tts: this generation was freed');
+        if (this.busy) throw new Error('llama_cancel_tts: a call of this generation is already running');
+        this.busy = true;
+    }
+
+    // The run params and result in native memory (alive until an asynchronous call returns), and
+    // finish(status), which reads the result, frees them and ends the call. opts.onFrame: a JS
+    // function (n_frames, n_samples) => bool, or a native callback's address with opts.onFrameData.
+    runCall(opts) {
+        let onFrame = opts.onFrame || null;
+        let registered = null;
+        const raised = [];
+        if (typeof onFrame === 'function') {
+            const user = onFrame;
+            // Called on the generating thread; from koffi's worker, koffi queues it to this (the
+            // main) thread's event loop and the worker waits for its answer.
+            registered = koffi.register((nFrames, nSamples) => {
+                try {
+                    return Boolean(user(nFrames, Number(nSamples)));
+                } catch (e) { // stops the generation; thrown again by the call
+                    raised.push(e);
+                    return false;
+                }
+            }, koffi.pointer(TtsFrameCallback));
+            onFrame = registered;
+        }
+        const params = nativeStruct(T.llama_cancel_tts_run_params, {
+            ...this.lib.c.llama_cancel_tts_run_default_params(),
+            flag: opts.flag ? opts.flag.ptr : null, decode_hook: opts.decodeHook || null,
+            gen_hook: opts.genHook || null, on_frame: onFrame, on_frame_data: opts.onFrameData || null,
+            max_stop_ms: opts.maxStopMs || 0, n_frames: opts.nFrames || 0,
+        });
+        const result = nativeStruct(T.llama_cancel_tts_result);
+        const finish = (status) => {
+            const r = ttsResult(result);
+            koffi.free(params);
+            koffi.free(result);
+            if (registered) koffi.unregister(registered);
+            this.busy = false;
+            if (raised.length) throw raised[0];
+            return { status, result: r };
+        };
+        return { args: [this.ptr, params, result], finish };
+    }
+
+    call(name, opts) {
+        this.enter();
+        let call;
+        try {
+            call = this.runCall(opts);
+        } catch (e) {
+            this.busy = false;
+            throw e;
+        }
+        return call.finish(this.lib.c[name](...call.args));
+    }
+
+    callAsync(name, opts) {
+        this.enter();
+        let call;
+        try {
+            call = this.runCall(opts);
+        } catch (e) {
+            this.busy = false;
+            return Promise.reject(e);
+        }
+        return new Promise((resolve, reject) => {
+            this.lib.c[name].async(...call.args, (err, status) => {
+                try {
+                    const out = call.finish(err ? -1 : status);
+                    if (err) reject(err); else resolve(out);
+                } catch (e) {
+                    reject(e);
+                }
+            });
+        });
+    }
+
+    // llama_cancel_tts_generate on this thread: { status, result }. Runs the generation on from where
+    // it is, opts.nFrames frames more (0: to its end). OK: done (result.finished 1 at the end, every
+    // frame then in the PCM); CANCELLED: the byte stopped it at a committed step (result.step, one of
+    // TTS_STEP), call again to resume; ERROR: result.message. opts: flag, decodeHook, genHook (the
+    // hooks bound to lctx and mctx; null: found), nFrames, maxStopMs, onFrame / onFrameData.
+    generate(opts = {}) { return this.call('llama_cancel_tts_generate', opts); }
+
+    // The same on koffi's worker thread, while this (the main) thread stays free to store the byte;
+    // resolves to { status, result }.
+    generateAsync(opts = {}) { return this.callAsync('llama_cancel_tts_generate', opts); }
+
+    // llama_cancel_tts_flush: GEN_WAV of the frames not yet in the PCM, now (the generation is then
+    // finished); { status, result }. flushAsync: on koffi's worker.
+    flush(opts = {}) { return this.call('llama_cancel_tts_flush', { ...opts, onFrame: null, nFrames: 0 }); }
+    flushAsync(opts = {}) { return this.callAsync('llama_cancel_tts_flush', { ...opts, onFrame: null, nFrames: 0 }); }
+
+    // A copy of the PCM so far: a Float32Array of mono samples at state().sample_rate.
+    pcm() {
+        this.enter();
+        const n = koffi.alloc('int64_t', 1);
+        try {
+            const ptr = this.lib.c.llama_cancel_tts_get_pcm(this.ptr, n);
+            const count = Number(koffi.decode(n, 'int64_t'));
+            return ptr && count > 0 ? new Float32Array(koffi.view(ptr, 4 * count).slice(0)) : new Float32Array(0);
+        } finally {
+            koffi.free(n);
+            this.busy = false;
+        }
+    }
+
+    // llama_cancel_tts_get_state: where the generation stands (status, stop_reason and step of the
+    // last call, frames, samples, finished).
+    state() {
+        this.enter();
+        try {
+            return ttsResult(null, this.lib.c.llama_cancel_tts_get_state(this.ptr));
+        } finally {
+            this.busy = false;
+        }
+    }
 }
 
 module.exports = {
-    load, Library, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
+    load, Library, Tts, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
     OK, CANCELLED, ERROR, STOP, MTMD_BATCH_ENCODE, TTS_STEP, MTMD_GEN_AUDIO_TYPE,
     ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };
