@@ -110,7 +110,8 @@ const T = {
     }),
 };
 // bool (*)(int32_t n_frames, int64_t n_samples, void *): llama_cancel_tts_frame_callback
-const TtsFrameCallback = koffi.proto('bool llama_cancel_tts_frame_callback(int32_t n_frames, int64_t n_samples, void *data)');
+const TtsFrameCallback = koffi.proto(
+    'bool llama_cancel_tts_frame_callback(int32_t n_frames, int64_t n_samples, void *data)');
 // Checked field by field; llama.h's structs by size (the library names no llama.h field).
 const CANCEL_STRUCTS = Object.keys(T).filter((n) => n.startsWith('llama_cancel_'));
 const LLAMA_STRUCTS = ['llama_batch', 'llama_model_params', 'llama_context_params'];

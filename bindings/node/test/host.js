@@ -62,16 +62,16 @@ function withTimeout(promise, ms, what) {
 
 // Starts `start()` (an async call: it runs on a koffi worker thread), waits until the probe holds
 // it inside the computation, stores the byte from this (the main) thread, and awaits the result.
-// Returns { value, ms } with ms from the store to the result.
-async function cancelFromMain(probe, flag, holdAt, start) {
+// Returns { value, ms } with ms from the store to the result. waitMs bounds both waits.
+async function cancelFromMain(probe, flag, holdAt, start, waitMs = WAIT_MS) {
     flag.clear();
     probe.arm(holdAt);
     let returned = 0n;
     const pending = start().then((v) => { returned = process.hrtime.bigint(); return v; });
-    const started = probe.fn.host_probe_wait_started(probe.ptr, WAIT_MS); // blocks this thread, bounded
+    const started = probe.fn.host_probe_wait_started(probe.ptr, waitMs); // blocks this thread, bounded
     const stored = process.hrtime.bigint();
     flag.set(); // the cancel: one byte store, from the main thread
-    const value = await withTimeout(pending, WAIT_MS, 'the worker after the store');
+    const value = await withTimeout(pending, waitMs, 'the worker after the store');
     assert.ok(started, `the worker never reached call ${holdAt} (of ${probe.calls()})`);
     assert.equal(probe.fn.host_probe_timed_out(probe.ptr), 0, 'the probe saw the store');
     const worker = probe.fn.host_probe_decode_tid(probe.ptr);

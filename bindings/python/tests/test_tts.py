@@ -4,7 +4,8 @@ to its end; a generation on a worker thread (Tts.start) stopped from the main th
 graph (the probe chained behind the projector's hook holds a graph node until the store) and after
 a frame the worker reported (a Python on_frame callback waits for the store), each resumed to the
 uninterrupted run's PCM bit for bit; partial PCM and flush; bad input answered with clear errors.
-No sleep anywhere: every wait is on the other thread's report, bounded."""
+No sleep anywhere: every wait is on the other thread's report, bounded. One compute thread per
+context: ggml's spinning workers on a loaded two-core machine can slow a generation many times over."""
 import array
 import ctypes as C
 import threading
@@ -18,6 +19,7 @@ import host
 TEXT = "Hello world, this is a test."
 WINDOW = 3  # frames per GEN_WAV: several windows in a short generation
 FRAMES = 7  # frames in all: windows of 3, 3 and the final 1
+GEN_WAIT_S = 120  # a whole generation on the worker (seconds alone), bounded
 
 
 class TtsTest(unittest.TestCase):
@@ -35,11 +37,11 @@ class TtsTest(unittest.TestCase):
         # graph nodes are counted, and one of them can wait for the main thread's store.
         cls.gen_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
         # The backbone's context: embeddings on (its hidden states feed GEN_CODE).
-        cls.lctx = lib.context(cls.model, hook=cls.dec_hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=2,
-                               n_threads_batch=2, embeddings=True, op_offload=False, no_perf=True)
+        cls.lctx = lib.context(cls.model, hook=cls.dec_hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=1,
+                               n_threads_batch=1, embeddings=True, op_offload=False, no_perf=True)
         assert cls.lctx, "no backbone context"
         cls.mem = lib.llama.llama_get_memory(cls.lctx)
-        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_TTS_MMPROJ"), cls.model, cls.gen_hook, n_threads=2)
+        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_TTS_MMPROJ"), cls.model, cls.gen_hook, n_threads=1)
         assert cls.mctx, res.message
         cls.kind = lib.mtmd.mtmd_gen_audio_get_info(cls.mctx).type
 
@@ -79,7 +81,8 @@ class TtsTest(unittest.TestCase):
         self.assertEqual(status, llama_cancel.OK, r.message)
         self.assertEqual((r.finished, r.n_frames, r.n_frames_pending), (1, FRAMES, 0))
         self.assertEqual(r.n_samples, self.want_result.n_samples)
-        self.assertTrue(t.pcm_bytes() == self.want, "the resumed generation's PCM is the uninterrupted run's, bit for bit")
+        self.assertTrue(t.pcm_bytes() == self.want,
+                        "the resumed generation's PCM is the uninterrupted run's, bit for bit")
 
     def test_generates_to_the_end(self):
         r = self.want_result
@@ -109,9 +112,9 @@ class TtsTest(unittest.TestCase):
             hold_at = self.gen_asks // 2
             self.probe.arm(hold_at)
             worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook)
-            started = self.probe.so.host_probe_wait_started(self.probe.ptr, host.WAIT_MS)
+            started = self.probe.so.host_probe_wait_started(self.probe.ptr, GEN_WAIT_S * 1000)
             self.flag.set()  # the cancel: one byte store, from the main thread
-            status, r = worker.wait(host.WAIT_MS / 1000)
+            status, r = worker.wait(GEN_WAIT_S)
             self.assertTrue(started, f"the worker never reached ask {hold_at} (of {self.probe.calls()})")
             self.assertFalse(self.probe.so.host_probe_timed_out(self.probe.ptr), "the probe never saw the store")
             self.assertEqual(self.probe.so.host_probe_decode_tid(self.probe.ptr), worker.native_id,
@@ -145,12 +148,12 @@ class TtsTest(unittest.TestCase):
         with self.new() as t:
             self.probe.arm(0)
             worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook, on_frame=on_frame)
-            self.assertTrue(reported.wait(host.WAIT_MS / 1000), "the worker never reported frame 2")
+            self.assertTrue(reported.wait(GEN_WAIT_S), "the worker never reported frame 2")
             with self.assertRaises(RuntimeError):
                 t.pcm()  # a call is running: refused, not read while it writes
             self.flag.set()  # the cancel, from the main thread
             stored.set()
-            status, r = worker.wait(host.WAIT_MS / 1000)
+            status, r = worker.wait(GEN_WAIT_S)
             self.assertEqual(status, llama_cancel.CANCELLED, r.message)
             self.assertEqual((r.step, r.n_frames), (llama_cancel.TTS_STEP_BETWEEN, 2))
             self.assertEqual([s[0] for s in seen], [1, 2])
