@@ -411,7 +411,8 @@ extern "C" {
     };
 
     // After each committed frame (n_frames in all, n_samples of PCM so far), on the generating
-    // thread; false stops the call (CANCELLED, the frame kept). Native code only.
+    // thread, between steps (no graph runs): false stops the call (CANCELLED, the frame kept). A
+    // managed host's function works where its runtime lets that thread call it (ctypes, koffi).
     typedef bool (*llama_cancel_tts_frame_callback)(int32_t n_frames, int64_t n_samples, void * user_data);
 
     struct llama_cancel_tts_run_params {
@@ -441,7 +442,7 @@ extern "C" {
         int32_t step;             // enum llama_cancel_tts_step that stopped (CANCELLED) or failed (ERROR)
         int32_t n_frames;         // frames committed in all
         int32_t n_frames_pending; // of those, frames whose PCM the next GEN_WAV makes
-        int32_t n_chunks_done;    // text chunks finished (Pocket-TTS splits long texts; Qwen3-TTS: one)
+        int32_t n_chunks_done;    // text chunks done (Pocket-TTS splits long texts); a finished generation's last counts
         int32_t sample_rate;      // of the PCM, Hz
         int32_t finished;         // 1 once the generation is over: generate returns OK at once
         char    message[256];     // why, for LLAMA_CANCEL_ERROR

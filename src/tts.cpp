@@ -364,6 +364,8 @@ int32_t finish(tts & t, const llama_cancel_tts_run_params & rp, int32_t reason) 
     }
     t.state.finished    = 1;
     t.state.stop_reason = reason;
+    // The chunk it ended in counts as done (Qwen3-TTS: its one chunk).
+    t.state.n_chunks_done = std::min(t.chunk + 1, static_cast<int32_t>(t.prompt.chunks.size()));
     return LLAMA_CANCEL_OK;
 }
 

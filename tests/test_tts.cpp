@@ -194,6 +194,7 @@ TEST_F(Tts, UninterruptedRunsAgreeAndEveryFrameIsInThePcm) {
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_LENGTH);
     EXPECT_EQ(r.sample_rate, 24000);
     EXPECT_EQ(r.n_samples, static_cast<int64_t>(k_frames) * 1920);
+    EXPECT_EQ(r.n_chunks_done, 1) << "one text chunk, finished";
     EXPECT_TRUE(same(s.pcm(), *want_));
     // Finished: a further call changes nothing.
     ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_OK);
@@ -454,7 +455,7 @@ TEST_F(Tts, ChunkBoundaryIsAResumePoint) {
     const int32_t frames = first_chunk_frames + 5; // a few frames of the second chunk
     setup ref(k_long_text, frames);
     ASSERT_EQ(ref.generate(&r), LLAMA_CANCEL_OK) << r.message;
-    ASSERT_EQ(r.n_chunks_done, 1);
+    ASSERT_EQ(r.n_chunks_done, 2); // ended inside the second chunk, which counts once finished
     const std::vector<float> want = ref.pcm();
 
     setup s(k_long_text, frames);
