@@ -19,6 +19,7 @@ CASES = {
     "generate": ([], ["--threads", "0"]),
     "stress": ([], ["--model", "m.gguf", "--cycles", "-1"]),
     "tune": ([], ["--model", "m.gguf", "--budget-ms", "0"]),
+    "tts": ([], ["--model", "m.gguf", "--mmproj", "p.gguf", "--text", "hi", "--out", "o.wav", "--window", "-1"]),
 }
 
 failures = []

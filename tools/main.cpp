@@ -15,6 +15,7 @@ const command k_commands[] = {
     {"bench", bench_main},
 #ifdef LLAMA_CANCEL_HAVE_MTMD
     {"bench-mtmd", bench_mtmd_main},
+    {"tts", tts_main},
 #endif
     {"stress", stress_main},
     {"generate", generate_main},
@@ -36,6 +37,9 @@ void usage(std::FILE * out) {
                  "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
                  "  bench-seq       per-sequence cancel inside a shared batch: the other sequences' cost\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+                 "  tts             text to speech into a WAV; Ctrl-C stops at once, keeping the audio so far\n"
+#endif
                  "  tune            measure throughput and stop latency per n_ubatch for a stop-time budget\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
                  "\n"
