@@ -291,10 +291,12 @@ double median(std::vector<double> v) {
     return v.empty() ? NAN : common::percentile(std::move(v), 0.5);
 }
 
-// Paired triples of a step per repeat: about 2 s of today's calls, 3 to 200.
+// Paired triples of a step per repeat: about 2 s of today's calls, 3 to 200; fewer (3 at least)
+// where the triples already took 6 s (a way much slower than today's: Vulkan's frame decode).
 int pairs_of(double call_ms) {
     return static_cast<int>(std::min(200.0, std::max(3.0, std::round(2000.0 / std::max(call_ms, 0.01)))));
 }
+constexpr double k_pairs_max_ms = 6000.0;
 
 // Warm-up and each step's uninterrupted median, today's way.
 bool measure_calls(tts_bench & b, const tts_options & o, results & r) {
@@ -320,18 +322,22 @@ bool measure_calls(tts_bench & b, const tts_options & o, results & r) {
 bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
     bool ok = true;
     const double weight[n_steps] = {1.0, 1.0, 1.0 / b.window};
+    double       cp_sum[n_steps] = {0, 0, 0}, cp_calls[n_steps] = {0, 0, 0};
     for (int rep = 0; rep < o.repeats; ++rep) {
         double plain[n_steps], ratio[n_steps][n_ways];
         for (int s = 0; s < n_steps; ++s) {
             std::vector<double> ratios[n_ways], plain_ms;
-            for (int i = 0; i < pairs_of(r.call_ms[s]); ++i) {
+            const double        t_step = common::now_ms();
+            int                 n_pairs = 0;
+            for (int i = 0; i < pairs_of(r.call_ms[s]) && (i < 3 || common::now_ms() - t_step < k_pairs_max_ms); ++i) {
+                ++n_pairs;
                 double t[n_ways] = {0, 0, 0};
                 for (int k = 0; k < n_ways; ++k) {
                     const int w = (i + k) % n_ways;
                     const landed l = b.run(s, w, 0, 0, o.seed + i, &ok);
                     t[w]           = l.ms;
                     if (w == hooks) {
-                        r.checkpoints[s] += static_cast<double>(l.checkpoints) / (pairs_of(r.call_ms[s]) * o.repeats);
+                        cp_sum[s] += l.checkpoints;
                     }
                 }
                 for (int w = hooks; w < n_ways; ++w) {
@@ -340,6 +346,7 @@ bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
                 plain_ms.push_back(t[today]);
             }
             plain[s] = median(plain_ms);
+            cp_calls[s] += n_pairs;
             for (int w = hooks; w < n_ways; ++w) {
                 ratio[s][w] = median(ratios[w]);
                 r.step_overhead[s][w].push_back((ratio[s][w] - 1.0) * 100.0);
@@ -356,6 +363,9 @@ bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
             }
             r.frame_overhead[w].push_back((ours / frame - 1.0) * 100.0);
         }
+    }
+    for (int s = 0; s < n_steps; ++s) {
+        r.checkpoints[s] = cp_calls[s] > 0 ? cp_sum[s] / cp_calls[s] : 0.0;
     }
     r.frame_ms = r.call_ms[gen_code] + r.call_ms[frame_decode] + r.call_ms[gen_wav] / b.window;
     return ok;
