@@ -69,6 +69,7 @@ struct landed {
     bool   stopped        = false;
     bool   late           = false; // the store came before the return, the call completed
     int    checkpoints    = 0;     // the hook's, during the call (the hook way)
+    int    asks           = 0;     // nodes the hook was asked about, during the call
 };
 
 struct tts_bench {
@@ -229,7 +230,7 @@ struct tts_bench {
     landed run(int s, int w, double frac, double full, uint32_t seed, bool * ok) {
         bytes[w] = 0;
         llama_cancel_hook * hook = s == frame_decode ? dec_hook.get() : gen_hook.get();
-        const uint64_t      cp0  = llama_cancel_hook_get_stats(hook).checkpoints;
+        const llama_cancel_hook_stats st0 = llama_cancel_hook_get_stats(hook);
         llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
         rp.flag     = &bytes[w];
         rp.gen_hook = w == hooks ? gen_hook.get() : nullptr;
@@ -271,7 +272,9 @@ struct tts_bench {
         l.stopped        = stopped;
         l.finished_first = frac > 0 && t_store >= t_ret;
         l.late           = frac > 0 && !l.finished_first && !stopped;
-        l.checkpoints    = w == hooks ? static_cast<int>(llama_cancel_hook_get_stats(hook).checkpoints - cp0) : 0;
+        const llama_cancel_hook_stats st1 = llama_cancel_hook_get_stats(hook);
+        l.checkpoints    = w == hooks ? static_cast<int>(st1.checkpoints - st0.checkpoints) : 0;
+        l.asks           = w == hooks ? static_cast<int>(st1.asks - st0.asks) : 0;
         l.ms             = frac > 0 ? t_ret - t_store : t_ret - t0;
         return l;
     }
@@ -285,6 +288,7 @@ struct results {
     std::vector<double>     step_overhead[n_steps][n_ways];  // per repeat, %
     double                  frame_ms = 0.0;                  // today's, per frame
     double                  checkpoints[n_steps] = {0, 0, 0}; // the hook's per call, byte at 0
+    double                  asks[n_steps]        = {0, 0, 0}; // nodes it was asked about per call
 };
 
 double median(std::vector<double> v) {
@@ -322,7 +326,7 @@ bool measure_calls(tts_bench & b, const tts_options & o, results & r) {
 bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
     bool ok = true;
     const double weight[n_steps] = {1.0, 1.0, 1.0 / b.window};
-    double       cp_sum[n_steps] = {0, 0, 0}, cp_calls[n_steps] = {0, 0, 0};
+    double       cp_sum[n_steps] = {0, 0, 0}, ask_sum[n_steps] = {0, 0, 0}, cp_calls[n_steps] = {0, 0, 0};
     for (int rep = 0; rep < o.repeats; ++rep) {
         double plain[n_steps], ratio[n_steps][n_ways];
         for (int s = 0; s < n_steps; ++s) {
@@ -338,6 +342,7 @@ bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
                     t[w]           = l.ms;
                     if (w == hooks) {
                         cp_sum[s] += l.checkpoints;
+                        ask_sum[s] += l.asks;
                     }
                 }
                 for (int w = hooks; w < n_ways; ++w) {
@@ -366,6 +371,7 @@ bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
     }
     for (int s = 0; s < n_steps; ++s) {
         r.checkpoints[s] = cp_calls[s] > 0 ? cp_sum[s] / cp_calls[s] : 0.0;
+        r.asks[s]        = cp_calls[s] > 0 ? ask_sum[s] / cp_calls[s] : 0.0;
     }
     r.frame_ms = r.call_ms[gen_code] + r.call_ms[frame_decode] + r.call_ms[gen_wav] / b.window;
     return ok;
@@ -415,10 +421,10 @@ way_targets targets_of(const results & r, int w) {
     return t;
 }
 
-// The way's name; the hook's with its checkpoints per call (byte at 0).
-std::string path_name(int w, double checkpoints) {
-    char buf[48];
-    std::snprintf(buf, sizeof(buf), "hook (%.1f cp/call)", checkpoints);
+// The way's name; the hook's with its checkpoints and asks per call (byte at 0).
+std::string path_name(int w, double checkpoints, double asks) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "hook (%.1f cp, %.0f asks)", checkpoints, asks);
     return w == hooks ? std::string(buf) : std::string(k_way_names[w]);
 }
 
@@ -449,8 +455,8 @@ void print_rows(const std::string & row, const results & r, int runs) {
             const common::latencies & l = r.lat[s][w];
             const double mx = l.ms.empty() ? 0.0 : common::max_of(l.ms);
             const bool   met = w == today || (all_stopped(l, r.call_ms[s]) && within(l, r.call_ms[s]));
-            std::printf("| %-16s | %-12s | %-21s | %9.2f | %8s | %8s | %6s | %6s | %5d/%-3d | %4s | %14d | %-30s | %-6s |\n",
-                        row.c_str(), k_step_names[s], path_name(w, r.checkpoints[s]).c_str(), r.call_ms[s], fig(l, l.p50(), "%.2f").c_str(),
+            std::printf("| %-16s | %-12s | %-24s | %9.2f | %8s | %8s | %6s | %6s | %5d/%-3d | %4s | %14d | %-30s | %-6s |\n",
+                        row.c_str(), k_step_names[s], path_name(w, r.checkpoints[s], r.asks[s]).c_str(), r.call_ms[s], fig(l, l.p50(), "%.2f").c_str(),
                         fig(l, mx, "%.2f").c_str(), fig(l, l.p50() / r.call_ms[s] * 100.0, "%.1f").c_str(),
                         fig(l, mx / r.call_ms[s] * 100.0, "%.1f").c_str(), l.cancelled, runs,
                         w == today ? "-" : std::to_string(r.late[s][w]).c_str(), l.finished_first,
@@ -478,7 +484,8 @@ common::json row_json(const tts_options & o, const std::string & row, const tts_
     for (int s = 0; s < n_steps; ++s) {
         common::json st = {{"call_ms", printed(r.call_ms[s])},
                            {"stop_limit_ms", printed(stop_limit_ms(r.call_ms[s]))},
-                           {"hook_checkpoints_per_call", printed(r.checkpoints[s])}};
+                           {"hook_checkpoints_per_call", printed(r.checkpoints[s])},
+                           {"hook_asks_per_call", printed(r.asks[s])}};
         for (int w = 0; w < n_ways; ++w) {
             const common::latencies & l = r.lat[s][w];
             common::json j = common::to_json(l);
@@ -560,7 +567,8 @@ void bench_tts::print_header(int repeats) {
     std::printf("\ntext to speech (libmtmd's audio generation, generated bench pairs): each step of a frame called as "
                 "llama_cancel_tts_generate calls it (GEN_CODE and a whole window's GEN_WAV through "
                 "llama_cancel_mtmd_gen_audio_process, the backbone's decode of one feedback row after %d positions "
-                "through llama_cancel_decode; cp/call: the hook's checkpoints in one call with the byte at 0), the byte stored at a random 5-95%% point of the call's uninterrupted "
+                "through llama_cancel_decode; cp, asks: the hook's checkpoints and the nodes it was asked about in one call, "
+                "byte at 0), the byte stored at a random 5-95%% point of the call's uninterrupted "
                 "median; today = mtmd_gen_audio_process / llama_decode with the byte polled between steps (the call "
                 "runs to its end); stop = store to return, over the runs the store reached before the return "
                 "(finished first counted apart), ms and %% of the call; stopped = CANCELLED; late = the store reached the call "
@@ -570,9 +578,9 @@ void bench_tts::print_header(int repeats) {
                 "/ window) under the table; targets: every stop of a call of 100 ms or more CANCELLED, each stop "
                 "within 10%% of its call (10 ms under 100 ms), <= 2%% a frame\n\n",
                 k_prompt_rows, repeats);
-    std::printf("| row              | step         | path                  |   call ms | p50 ms |   max ms | p50 %% | max %% "
+    std::printf("| row              | step         | path                     |   call ms | p50 ms |   max ms | p50 %% | max %% "
                 "| stopped | late | finished first | overhead (repeats)             | target |\n");
-    std::printf("|:-----------------|:-------------|:----------------------|----------:|-------:|---------:|------:|------:"
+    std::printf("|:-----------------|:-------------|:-------------------------|----------:|-------:|---------:|------:|------:"
                 "|--------:|-----:|---------------:|:-------------------------------|:-------|\n");
     std::fflush(stdout);
 }
