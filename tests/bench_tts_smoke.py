@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs `llama-cancel bench-tts` briefly on the tiny pairs of both pipelines (CPU) and checks each
-row's JSON: the three steps and three ways are there, every run is a latency or finished first
-(counted apart, never 0 ms), a way's stopped and late runs are among its latencies, figures are
+row's JSON: the three steps and three ways are there, each way has --runs latencies (its runs that
+finished first counted apart, never 0 ms, and tried again up to 5x --runs attempts), a way's stopped and late runs are among its latencies, figures are
 numbers or null where no run produced one, the overhead repeats are as many as asked, and the
 targets are booleans. Timing figures are not asserted.
 usage: bench_tts_smoke.py LLAMA_CANCEL QWEN3_MODEL QWEN3_MMPROJ POCKET_MODEL POCKET_MMPROJ OUT_DIR"""
@@ -35,7 +35,9 @@ for pipeline, model, mmproj in (("qwen3tts", q_model, q_mmproj), ("pockettts", p
         assert step["hook_checkpoints_per_call"] >= 0 and step["hook_asks_per_call"] > 0, (name, step)
         for way in ("today", "hook", "stateless"):
             lat = step[way]
-            assert len(lat["all"]) + lat["finished_first"] == RUNS, (name, way, lat)
+            # Attempts go on until RUNS stores landed, at most 5x RUNS in all.
+            attempts = len(lat["all"]) + lat["finished_first"]
+            assert len(lat["all"]) == RUNS or (len(lat["all"]) < RUNS and attempts == 5 * RUNS), (name, way, lat)
             assert all(v >= 0 for v in lat["all"]), (name, way, lat)
             has = bool(lat["all"])
             for key in ("p50", "p95", "max", "p50_pct_of_call", "max_pct_of_call"):
