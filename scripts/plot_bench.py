@@ -26,11 +26,12 @@ def main(path):
     memory = [m for m in data.get("memory_kinds", []) if "prefill_ms" in m]
     budgets = data.get("budgets", [])
     seqs = [q for q in data.get("seq", []) if "plain_ms" in q]
+    tts = [t for t in data.get("tts", []) if "steps" in t]
     host_cpu = [b for b in backends if "cpu" in b]
     budget_rows = [b for b in budgets if b["budget_ms"] > 0]
     # Each panel with the rows it draws; a panel whose rows did not run is not drawn at all.
     panels = [(plot_cpu_latency, rows, rows), (plot_overheads, (rows, backends, mtmd), rows or backends or mtmd),
-              (plot_backends, backends, backends), (plot_mtmd, mtmd, mtmd), (plot_memory, memory, memory),
+              (plot_backends, backends, backends), (plot_mtmd, mtmd, mtmd)] + [(plot_tts, t, t) for t in tts] + [(plot_memory, memory, memory),
               (plot_budgets, budgets, budget_rows), (plot_host_cpu, host_cpu, host_cpu), (plot_seq, seqs, seqs)]
     panels = [(draw, arg) for draw, arg, has in panels if has]
     ncols = min(3, max(len(panels), 1))
@@ -162,6 +163,34 @@ def plot_mtmd(ax, mtmd):
     ax.set_ylabel("store to return, ms (log)")
     ax.legend()
     ax.set_title("Multimodal (mtmd): cancel latency")
+
+
+def plot_tts(ax, t):
+    """One text-to-speech row (a panel each): the worst stop of each step (GEN_CODE, the backbone's
+    frame decode, a window's GEN_WAV) as % of its call, today's (the call runs to its end) beside the
+    hook's and the stateless callbacks'; the byte at 0's cost a frame in the title. A way without a
+    latency (every run finished first) has no bar."""
+    groups = []
+    for step, name in (("gen_code", "GEN_CODE"), ("frame_decode", "frame decode"), ("gen_wav", "GEN_WAV")):
+        s = t["steps"][step]
+        groups.append((f"{name}\n({s['call_ms']:.3g} ms)", s["today"]["max_pct_of_call"],
+                       s["hook"]["max_pct_of_call"], s["stateless"]["max_pct_of_call"]))
+    for k, (color, label) in enumerate((("#f4a582", "today: between steps (max)"), ("#92c5de", "hook (max)"),
+                                        ("#fee08b", "stateless callbacks (max)"))):
+        have = [(i, g[k + 1]) for i, g in enumerate(groups) if g[k + 1] is not None]
+        ax.bar([i + (k - 1) * 0.27 for i, _ in have], [max(v, 1e-2) for _, v in have], width=0.27, color=color,
+               label=label)
+    ax.axhline(10.0, color="#555555", linestyle="--", linewidth=1, label="10% of the call")
+    values = [v for g in groups for v in g[1:] if v is not None]
+    ax.set_ylim(bottom=max(min(values + [10.0]) / 2, 1e-2))
+    ax.set_xticks(list(range(len(groups))))
+    ax.set_xticklabels([g[0] for g in groups])
+    ax.set_yscale("log")
+    ax.set_ylabel("worst stop, % of the call (log)")
+    ax.legend(fontsize=8)
+    cost = " / ".join("-" if t.get(k) is None else f"{t[k]:+.1f}%"
+                      for k in ("frame_hook_overhead_pct", "frame_stateless_overhead_pct"))
+    ax.set_title(f"Text to speech, {t['row']}: stop inside each step\n(byte at 0 a frame: hook / stateless {cost})")
 
 
 def plot_budgets(ax, budgets):

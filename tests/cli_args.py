@@ -19,6 +19,8 @@ CASES = {
     "generate": ([], ["--threads", "0"]),
     "stress": ([], ["--model", "m.gguf", "--cycles", "-1"]),
     "tune": ([], ["--model", "m.gguf", "--budget-ms", "0"]),
+    "bench-tts": (["qwen3tts"], ["--model", "m.gguf", "--mmproj", "p.gguf", "--runs", "0"]),
+    "tts": ([], ["--model", "m.gguf", "--mmproj", "p.gguf", "--text", "hi", "--out", "o.wav", "--window", "-1"]),
 }
 
 failures = []
@@ -58,7 +60,7 @@ for cmd in commands:
 
 # Further values refused after parsing: the bench's section options and stress's minimums.
 MORE_REFUSED = {
-    "bench": [["--mtmd", "video"], ["--seq-ubatches", "0"], ["--seq-ubatches", "513"]],
+    "bench": [["--mtmd", "video"], ["--tts", "qwen3tts:metal"], ["--seq-ubatches", "0"], ["--seq-ubatches", "513"]],
     "stress": [["--model", "m.gguf", "--min-cancels", "-2"], ["--model", "m.gguf", "--min-storm-cancels", "-1"]],
 }
 for cmd, cases in MORE_REFUSED.items():

@@ -60,3 +60,19 @@ if(NODE_EXECUTABLE)
     set_tests_properties(node_binding_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
         ENVIRONMENT "LLAMA_CANCEL_LIBRARY=$<TARGET_FILE:llama-cancel>;LLAMA_CANCEL_PROBE=$<TARGET_FILE:ffi_probe>;LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")
 endif()
+
+# The CLI (`llama-cancel tts`) on the tiny Qwen3-TTS pair: a whole run, bad input, and Ctrl-C typed
+# into a terminal (tmux) during a long generation: the WAV of the audio so far, exit status 130.
+find_program(TMUX tmux)
+if(TMUX)
+    add_test(NAME cli_tts COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_tts.sh $<TARGET_FILE:llama-cancel-cli>
+        ${TTS_QWEN3_MODEL} ${TTS_QWEN3_MMPROJ} ${PROJECT_SOURCE_DIR}/scripts)
+    set_tests_properties(cli_tts PROPERTIES FIXTURES_REQUIRED tts_models RUN_SERIAL ON TIMEOUT 600)
+endif()
+
+# `llama-cancel bench-tts` on the tiny pairs of both pipelines (CPU): each row's JSON well formed,
+# every run a latency or finished first; no timing asserted.
+add_test(NAME bench_tts_smoke
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_tts_smoke.py $<TARGET_FILE:llama-cancel-cli>
+        ${TTS_QWEN3_MODEL} ${TTS_QWEN3_MMPROJ} ${TTS_POCKET_MODEL} ${TTS_POCKET_MMPROJ} ${CMAKE_CURRENT_BINARY_DIR}/bench_tts_smoke)
+set_tests_properties(bench_tts_smoke PROPERTIES FIXTURES_REQUIRED tts_models TIMEOUT 600)

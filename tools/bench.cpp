@@ -10,6 +10,7 @@
 #include "bench_children.h"
 #include "bench_cpu.h"
 #include "bench_mtmd.h"
+#include "bench_tts.h"
 #include "commands.h"
 #include "common/args.h"
 #include "common/json.h"
@@ -33,13 +34,14 @@ const char k_synopsis[] =
     "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch|none] [--no-mtmd] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
+    "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch|none] [--no-mtmd]\n"
+    "                          [--tts qwen3tts,pockettts,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
     "By default, the headline rows (a few minutes): CPU at batches 64 and 512 on 2 threads, vulkan, the\n"
-    "vision encode, the Qwen3-ASR audio evaluation, mamba2's memory row, per-sequence cancel on the CPU\n"
+    "vision encode, the Qwen3-ASR audio evaluation, Qwen3-TTS's steps on the CPU, mamba2's memory row, per-sequence cancel on the CPU\n"
     "at n_ubatch 128. --all runs every row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
 
 // --all anywhere on the command line: every section's full lists, before the other options apply.
@@ -92,7 +94,9 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
                 "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole), or none")
-        .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows (--mtmd none)")
+        .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
+        .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PIPELINE (qwen3tts, pockettts) or PIPELINE:vulkan, "
+                "each step's stop latency and the byte at 0's cost a frame, or none")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
         .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
@@ -104,9 +108,12 @@ int parse_options(int argc, char ** argv, options & opt) {
     }
     if (no_mtmd) {
         opt.mtmd.clear();
+        opt.tts.clear();
     }
     const bool bad_kind = std::any_of(opt.mtmd.begin(), opt.mtmd.end(),
                                       [](const std::string & k) { return !bench_mtmd::is_kind(k); });
+    const bool bad_tts = std::any_of(opt.tts.begin(), opt.tts.end(),
+                                     [](const std::string & r) { return !bench_tts::is_row(r); });
     const bool bad_ubatch = std::any_of(opt.seq_ubatches.begin(), opt.seq_ubatches.end(),
                                         [](int u) { return u < 1 || u > 512; });
     auto any_below = [](const std::vector<int> & v, int min) {
@@ -117,6 +124,7 @@ int parse_options(int argc, char ** argv, options & opt) {
                     {any_below(opt.threads, 1), "--threads needs thread counts of at least 1"},
                     {opt.backend_batch < 2, "--backend-batch must be at least 2"},
                     {bad_kind, std::string("--mtmd takes ") + bench_mtmd::k_kinds + " or none"},
+                    {bad_tts, std::string("--tts takes ") + bench_tts::k_rows + " or none"},
                     {opt.seq_ubatches.empty() || bad_ubatch, "--seq-ubatches needs values of 1..512"}});
 }
 
@@ -128,7 +136,7 @@ struct bench_report {
     int32_t              n_layer = 0, n_embd = 0;
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
-    section              backends, mtmd, memory, budgets, seq;
+    section              backends, mtmd, tts, memory, budgets, seq;
     double               wall_s = 0.0; // the model's load to the last row, seconds
 };
 
@@ -208,6 +216,9 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["mtmd"]                           = rep.mtmd.json;
     js["mtmd_targets_met"]               = target(rep.mtmd, rep.mtmd.ok);
     js["mtmd_stateless_targets_met"]     = target(rep.mtmd, rep.mtmd.stateless_ok);
+    js["tts"]                            = rep.tts.json;
+    js["tts_targets_met"]                = target(rep.tts, rep.tts.ok);
+    js["tts_stateless_targets_met"]      = target(rep.tts, rep.tts.stateless_ok);
     js["memory_kinds"]                   = rep.memory.json;
     js["memory_rollback_exact"]          = target(rep.memory, rep.memory.ok);
     js["budgets"]                        = rep.budgets.json;
@@ -256,6 +267,7 @@ int bench_main(int argc, char ** argv) {
     rep.cpu      = print_cpu_rows(rep.rows);
     rep.backends = backend_rows(opt);
     rep.mtmd     = mtmd_rows(opt, model.get());
+    rep.tts      = tts_rows(opt);
     rep.memory   = memory_rows(opt);
     rep.budgets  = budget_rows(opt, builtin_model);
     rep.seq      = seq_rows(opt);

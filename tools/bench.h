@@ -24,6 +24,8 @@ struct options {
     int              backend_batch = 128;
     // Multimodal rows, where the CLI was built with libmtmd.
     std::vector<std::string> mtmd = {"vision", "qwen3a"};
+    // Text-to-speech rows (libmtmd too): PIPELINE or PIPELINE:BACKEND on generated bench pairs.
+    std::vector<std::string> tts = {"qwen3tts"};
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
     std::vector<std::string> archs = {"mamba2"};
     std::string              arch_preset = "bench"; // make_model.py preset of those models
@@ -42,6 +44,7 @@ struct options {
         o.threads      = {1, 2};
         o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
         o.mtmd         = {"vision", "audio", "qwen3a", "voxtral", "glma", "internvl-batch"};
+        o.tts          = {"qwen3tts", "pockettts", "qwen3tts:vulkan", "pockettts:vulkan"};
         o.archs        = {"llama", "gemma3", "mamba", "mamba2", "rwkv7", "lfm2", "qwen35", "granitehybrid",
                           "nemotron_h", "falcon-h1", "mamba2:real", "qwen35:real"};
         o.budgets      = {5, 20, 100};

@@ -2,6 +2,7 @@
 #include "bench_children.h"
 
 #include "bench_mtmd.h"
+#include "bench_tts.h"
 
 #include "common/json_child.h"
 #include "support.h"
@@ -348,6 +349,97 @@ section mtmd_rows(const options & opt, const llama_model * model) {
 #else
     (void) opt;
     (void) model;
+#endif
+    return out;
+}
+
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+namespace {
+
+// One text-to-speech row in its own process (bench-tts PIPELINE --backend B), on the pipeline's
+// bench pair, generated once into the model cache (scripts/make_tts.py --preset bench).
+int run_tts_row(const options & opt, const std::string & pipeline, const std::string & backend, const std::string & tmp) {
+    const std::string dir    = common::models_cache_dir();
+    const std::string model  = dir + "tts-" + pipeline + "-bench.gguf";
+    const std::string mmproj = dir + "mmproj-" + pipeline + "-bench.gguf";
+    int rc = 0;
+    if (access(model.c_str(), R_OK) != 0 || access(mmproj.c_str(), R_OK) != 0) {
+        std::fprintf(stderr, "generating the %s bench pair in %s\n", pipeline.c_str(), dir.c_str());
+        rc = common::run_command({"python3", common::script_path("make_tts.py"), "--pipeline", pipeline, "--model", model,
+                                  "--mmproj", mmproj, "--preset", "bench"});
+    }
+    if (rc == 0) {
+        rc = run_self({"bench-tts", pipeline, "--backend", backend, "--model", model, "--mmproj", mmproj, "--runs",
+                       std::to_string(std::min(opt.runs, bench_tts::k_runs_max)), "--repeats",
+                       std::to_string(bench_tts::k_repeats), "--threads", std::to_string(bench_tts::k_threads), "--seed",
+                       std::to_string(opt.seed), "--json", tmp, "--no-header"},
+                      backend);
+    }
+    return rc;
+}
+
+// One row's targets, each way, with the figures they compare (under the table).
+void print_tts_targets(const common::json & q) {
+    const std::string row = q.value("row", std::string("?"));
+    if (q.contains("error")) {
+        std::printf("  %s: the row failed, nothing measured\n", row.c_str());
+        return;
+    }
+    const char * ways[][2] = {{"hook", ""}, {"stateless callbacks", "stateless_"}};
+    const char * keys[]    = {"frame_hook_overhead_pct", "frame_stateless_overhead_pct"};
+    for (int w = 0; w < 2; ++w) {
+        const std::string pre = ways[w][1];
+        const std::string way = w == 0 ? "hook" : "stateless";
+        std::string worst;
+        for (const char * step : {"gen_code", "frame_decode", "gen_wav"}) {
+            worst += (worst.empty() ? "" : ", ") + std::string(step) + " " +
+                     ms2(number_at(q, {"steps", step, way.c_str(), "max"})) + " ms (" +
+                     ms2(number_at(q, {"steps", step, way.c_str(), "max_pct_of_call"})) + "%, today " +
+                     ms2(number_at(q, {"steps", step, "today", "max"})) + " ms)";
+        }
+        std::printf("  %s, %s: every stop of a call >= 100 ms CANCELLED: %s; worst stops %s within 10%% of the call (10 ms under 100 ms): "
+                    "%s; byte at 0 %s%% a frame <= 2%%: %s\n",
+                    row.c_str(), ways[w][0], met(q["targets"].value(pre + "every_stop_cancelled", false)), worst.c_str(),
+                    met(q["targets"].value(pre + "stop_within_10pct_or_10ms", false)), ms2(number_at(q, {keys[w]})).c_str(),
+                    met(q["targets"].value(pre + "overhead_le_2pct", false)));
+    }
+}
+
+} // namespace
+#endif
+
+section tts_rows(const options & opt) {
+    section out;
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+    if (opt.tts.empty()) {
+        return out;
+    }
+    out.ran = true;
+    bench_tts::print_header(bench_tts::k_repeats);
+    for (const std::string & name : opt.tts) {
+        const size_t colon = name.find(':');
+        const std::string pipeline = name.substr(0, colon);
+        const std::string backend  = colon == std::string::npos ? "cpu" : name.substr(colon + 1);
+        const std::string tmp      = child_json_path(opt, "tts-" + pipeline + "-" + backend);
+        const int rc = run_tts_row(opt, pipeline, backend, tmp);
+        const common::child_json j = add_child_row(out, tmp, rc, {"row", name, 16});
+        for (const char * pre : {"", "stateless_"}) {
+            const std::string p  = pre;
+            const bool        ok = rc == 0 && j.is_true({"targets", (p + "every_stop_cancelled").c_str()}) &&
+                            j.is_true({"targets", (p + "stop_within_10pct_or_10ms").c_str()}) &&
+                            j.is_true({"targets", (p + "overhead_le_2pct").c_str()});
+            (p.empty() ? out.ok : out.stateless_ok) = (p.empty() ? out.ok : out.stateless_ok) && ok;
+        }
+    }
+    std::printf("\ntargets (text to speech), each row: every stop of a call >= 100 ms CANCELLED, within 10%% of its call (10 ms under 100 "
+                "ms), byte at 0 <= 2%% a frame\n");
+    for (const common::json & q : out.json) {
+        print_tts_targets(q);
+    }
+    std::printf("targets (text to speech): hook %s, stateless %s\n", out.ok ? "met" : "MISSED (see rows)",
+                out.stateless_ok ? "met" : "MISSED (see rows)");
+#else
+    (void) opt;
 #endif
     return out;
 }

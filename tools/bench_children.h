@@ -16,6 +16,9 @@ section backend_rows(const options & opt);
 // libmtmd.
 section mtmd_rows(const options & opt, const llama_model * model);
 
+// Text-to-speech rows (bench-tts PIPELINE --backend B) on generated bench pairs; none without libmtmd.
+section tts_rows(const options & opt);
+
 // Memory-kind rows (bench-memory) on the generated bench model of each architecture; ok: every
 // rollback exact.
 section memory_rows(const options & opt);

@@ -25,3 +25,9 @@ int stress_main(int argc, char ** argv);
 
 // `llama-cancel bench-mtmd vision|audio`: one multimodal row (needs libmtmd), in its own process.
 int bench_mtmd_main(int argc, char ** argv);
+
+// `llama-cancel tts`: text to speech (needs libmtmd) into a WAV; Ctrl-C stops at once, keeping the audio so far.
+int tts_main(int argc, char ** argv);
+
+// `llama-cancel bench-tts qwen3tts|pockettts`: one text-to-speech row (needs libmtmd), in its own process.
+int bench_tts_main(int argc, char ** argv);

@@ -15,6 +15,8 @@ const command k_commands[] = {
     {"bench", bench_main},
 #ifdef LLAMA_CANCEL_HAVE_MTMD
     {"bench-mtmd", bench_mtmd_main},
+    {"bench-tts", bench_tts_main},
+    {"tts", tts_main},
 #endif
     {"stress", stress_main},
     {"generate", generate_main},
@@ -33,9 +35,15 @@ void usage(std::FILE * out) {
                  "  bench           measure cancel latency and overhead (default: built-in synthetic model)\n"
                  "  bench-backend   one backend row of the benchmark (vulkan, rpc, blas); bench runs it\n"
                  "  bench-mtmd      one multimodal row of the benchmark (vision, audio); bench runs it\n"
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+                 "  bench-tts       one text-to-speech row of the benchmark (qwen3tts, pockettts); bench runs it\n"
+#endif
                  "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
                  "  bench-seq       per-sequence cancel inside a shared batch: the other sequences' cost\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"
+#ifdef LLAMA_CANCEL_HAVE_MTMD
+                 "  tts             text to speech into a WAV; Ctrl-C stops at once, keeping the audio so far\n"
+#endif
                  "  tune            measure throughput and stop latency per n_ubatch for a stop-time budget\n"
                  "  stress          cancel/resume cycles at random points and cancel storms (reliability)\n"
                  "\n"
