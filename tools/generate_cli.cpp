@@ -2,6 +2,7 @@
 // the decode in flight stops, and the tool prints what it had and how long the stop took. A second
 // Ctrl-C exits at once.
 #include "commands.h"
+#include "ctrl_c.h"
 #include "common/args.h"
 #include "support.h"
 
@@ -24,26 +25,6 @@
 
 namespace {
 
-// The signal handler's only state (a tool, not the library): the byte and the time it was stored.
-int8_t                g_flag = 0;
-volatile sig_atomic_t g_signals = 0;
-timespec              g_signal_time{};
-
-void on_sigint(int) {
-    if (g_signals++ > 0) {
-        static const char msg[] = "\nsecond Ctrl-C: exiting\n";
-        (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
-        _exit(130);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &g_signal_time); // async-signal-safe
-    __atomic_store_n(&g_flag, 1, __ATOMIC_RELAXED);  // lock-free: async-signal-safe
-}
-
-double ms_since_signal() {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - g_signal_time.tv_sec) * 1e3 + (now.tv_nsec - g_signal_time.tv_nsec) / 1e6;
-}
 
 // Says once, on stderr, that the prompt's first graph is computing: from then on a Ctrl-C stops a
 // decode in flight (tests/cli_ctrl_c.sh waits for it rather than for a time). The hook's chained
@@ -114,23 +95,17 @@ int parse_options(int argc, char ** argv, generate_options & o) {
                     {o.prompt_tokens < 0, "--prompt-tokens must be at least 0"}});
 }
 
-void install_sigint() {
-    struct sigaction sa{};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-}
 
 // The model, its load cancellable by Ctrl-C; -1 when it loaded, else the exit status.
 int load_model(const std::string & path, common::model_ptr & model) {
     std::fprintf(stderr, "loading %s (Ctrl-C cancels)\n", path.c_str());
     llama_cancel_load_result lr;
-    model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), &g_flag, &lr));
+    model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), ctrl_c::flag(), &lr));
     if (model) {
         return -1;
     }
     if (lr.status == LLAMA_CANCEL_CANCELLED) {
-        std::printf("\n[load cancelled after %.1f ms from Ctrl-C]\n", ms_since_signal());
+        std::printf("\n[load cancelled after %.1f ms from Ctrl-C]\n", ctrl_c::ms_since());
         return 130;
     }
     std::fprintf(stderr, "error: %s\n", lr.message);
@@ -154,7 +129,7 @@ struct media_prompt {
         mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
         llama_cancel_load_result lr;
         mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, encode_hook.get(), o.threads, false,
-                                                    &g_flag, &lr));
+                                                    ctrl_c::flag(), &lr));
         if (!mctx) {
             std::fprintf(stderr, "%s: %s\n", lr.status == LLAMA_CANCEL_CANCELLED ? "cancelled" : "error", lr.message);
             return lr.status == LLAMA_CANCEL_CANCELLED ? 130 : 1;
@@ -233,9 +208,9 @@ common::context_ptr make_generate_context(const generate_options & o, llama_mode
 // What stopped the generation, how much of it is in memory, and Ctrl-C's stop latency.
 int report(int32_t status, const llama_cancel_generate_result & r, size_t n_prompt_pos, double total_ms) {
     std::printf("\n");
-    if (status == LLAMA_CANCEL_CANCELLED && g_signals > 0) {
+    if (status == LLAMA_CANCEL_CANCELLED && ctrl_c::pressed()) {
         std::printf("[cancelled by Ctrl-C: the in-flight decode or encode stopped %.1f ms after the signal]\n",
-                    ms_since_signal());
+                    ctrl_c::ms_since());
     }
     std::printf("[stop: %s; prompt %d/%zu tokens in memory; %d tokens generated, %d in memory; next position %d; "
                 "%.0f ms]\n",
@@ -253,7 +228,7 @@ int generate(const generate_options & o, llama_model * model, llama_context * ct
              media_prompt & media, const std::vector<llama_token> & tokens, size_t n_prompt_pos) {
     printer pr{llama_model_get_vocab(model)};
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-    gp.flag          = &g_flag;
+    gp.flag          = ctrl_c::flag();
     gp.hook          = hook;
     gp.n_predict     = o.n_predict;
     gp.on_token      = printer::cb;
@@ -284,7 +259,7 @@ int generate_main(int argc, char ** argv) {
             return 1;
         }
     }
-    install_sigint();
+    ctrl_c::install("\nsecond Ctrl-C: exiting\n");
     common::quiet_logs();
     common::load_backends();
     common::model_ptr model;

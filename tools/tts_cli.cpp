@@ -5,6 +5,7 @@
 // the audio produced so far (the windows GEN_WAV finished; frames still waiting for their window are
 // not audio yet), says so and exits 130. A second Ctrl-C exits at once.
 #include "commands.h"
+#include "ctrl_c.h"
 #include "common/args.h"
 #include "common/backends.h"
 #include "support.h"
@@ -28,33 +29,7 @@
 
 namespace {
 
-// The signal handler's only state (a tool, not the library): the byte and the time it was stored.
-int8_t                g_flag    = 0;
-volatile sig_atomic_t g_signals = 0;
-timespec              g_signal_time{};
 
-void on_sigint(int) {
-    if (g_signals++ > 0) {
-        static const char msg[] = "\nsecond Ctrl-C: exiting without writing the WAV\n";
-        (void) !write(STDERR_FILENO, msg, sizeof(msg) - 1);
-        _exit(130);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &g_signal_time); // async-signal-safe
-    __atomic_store_n(&g_flag, 1, __ATOMIC_RELAXED);  // lock-free: async-signal-safe
-}
-
-double ms_since_signal() {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - g_signal_time.tv_sec) * 1e3 + (now.tv_nsec - g_signal_time.tv_nsec) / 1e6;
-}
-
-void install_sigint() {
-    struct sigaction sa{};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-}
 
 // Exit statuses: 0 done, 1 an error (bad input included), 2 a bad command line, 130 stopped by
 // Ctrl-C (the WAV holds the audio so far).
@@ -176,12 +151,12 @@ int load_model(const tts_options & o, const common::backend_setup & setup, commo
         mp.devices = devices.data();
     }
     llama_cancel_load_result lr;
-    model.reset(llama_cancel_model_load(o.model.c_str(), mp, &g_flag, &lr));
+    model.reset(llama_cancel_model_load(o.model.c_str(), mp, ctrl_c::flag(), &lr));
     if (model) {
         return -1;
     }
     if (lr.status == LLAMA_CANCEL_CANCELLED) {
-        std::fprintf(stderr, "[load cancelled %.1f ms after Ctrl-C]\n", ms_since_signal());
+        std::fprintf(stderr, "[load cancelled %.1f ms after Ctrl-C]\n", ctrl_c::ms_since());
         return k_exit_cancelled;
     }
     std::fprintf(stderr, "error: cannot load %s: %s\n", o.model.c_str(), lr.message);
@@ -248,9 +223,9 @@ int finish(const tts_options & o, llama_cancel_tts * tts, int32_t status, const 
         std::fprintf(stderr, "\n");
     }
     const double rate = r.sample_rate > 0 ? r.sample_rate : 24000.0;
-    if (status == LLAMA_CANCEL_CANCELLED && g_signals > 0) {
+    if (status == LLAMA_CANCEL_CANCELLED && ctrl_c::pressed()) {
         std::printf("[cancelled by Ctrl-C: %s stopped %.1f ms after the signal]\n", step_name(r.step),
-                    ms_since_signal());
+                    ctrl_c::ms_since());
     }
     const int32_t in_wav = r.n_frames - r.n_frames_pending;
     std::printf("[stop: %s%s%s; %d frames generated, %d in the audio (%d awaited their GEN_WAV window); %lld samples, "
@@ -294,7 +269,7 @@ int tts_main(int argc, char ** argv) {
         (!o.voice.empty() && !readable("--voice", o.voice))) {
         return 1;
     }
-    install_sigint();
+    ctrl_c::install("\nsecond Ctrl-C: exiting without writing the WAV\n");
     common::quiet_logs();
     mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
     mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
@@ -312,10 +287,10 @@ int tts_main(int argc, char ** argv) {
     common::hook_ptr dec_hook(llama_cancel_hook_init(nullptr));
     llama_cancel_load_result lr;
     std::unique_ptr<mtmd_context, mtmd_deleter> mctx(llama_cancel_mtmd_init_from_file(
-        o.mmproj.c_str(), model.get(), gen_hook.get(), o.threads, !cpu, &g_flag, &lr));
+        o.mmproj.c_str(), model.get(), gen_hook.get(), o.threads, !cpu, ctrl_c::flag(), &lr));
     if (!mctx) {
         if (lr.status == LLAMA_CANCEL_CANCELLED) {
-            std::fprintf(stderr, "[projector load cancelled %.1f ms after Ctrl-C]\n", ms_since_signal());
+            std::fprintf(stderr, "[projector load cancelled %.1f ms after Ctrl-C]\n", ctrl_c::ms_since());
             return k_exit_cancelled;
         }
         std::fprintf(stderr, "error: cannot load the projector %s for %s: %s\n", o.mmproj.c_str(), o.model.c_str(),
@@ -360,7 +335,7 @@ int tts_main(int argc, char ** argv) {
     pr.sample_rate = r.sample_rate > 0 ? r.sample_rate : 24000;
     pr.tty         = isatty(STDERR_FILENO) != 0;
     llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-    rp.flag          = &g_flag;
+    rp.flag          = ctrl_c::flag();
     rp.decode_hook   = dec_hook.get();
     rp.gen_hook      = gen_hook.get();
     rp.on_frame      = progress::cb;
