@@ -20,5 +20,6 @@ install(FILES
     bindings/python/llama_cancel/libraries.py
     bindings/python/llama_cancel/llama.py
     bindings/python/llama_cancel/mtmd.py
+    bindings/python/llama_cancel/tts.py
     ${CMAKE_CURRENT_BINARY_DIR}/python/_location.py
     DESTINATION ${PY_PACKAGE_DIR})
