@@ -19,12 +19,28 @@ const void * device_key(const ggml_tensor * node) {
     return dev != nullptr ? static_cast<const void *>(dev) : static_cast<const void *>(buft);
 }
 
+checkpoint_policy::node_device checkpoint_policy::device_of(const ggml_tensor * node) {
+    if (node->buffer == nullptr) {
+        return {};
+    }
+    // A buffer freed and another made at its address may belong to another type: the type is
+    // compared too (types live as long as their backend).
+    const ggml_backend_buffer_type_t buft = ggml_backend_buffer_get_type(node->buffer);
+    if (node->buffer != cached_buffer_ || buft != cached_buft_) {
+        cached_buffer_ = node->buffer;
+        cached_buft_   = buft;
+        cached_device_ = {device_key(node), sleeps_until_almost_ready(node)};
+    }
+    return cached_device_;
+}
+
 checkpoint_policy::checkpoint_policy(double interval_ms) : interval_(LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) {
     set_interval(interval_ms);
 }
 
 void checkpoint_policy::set_interval(double interval_ms) {
-    interval_ = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+    interval_   = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+    inv_budget_ = 0.0;
 }
 
 double checkpoint_policy::interval_of(const device_rate & d) const {
@@ -72,6 +88,21 @@ checkpoint_policy::device_rate & checkpoint_policy::rate_of(const void * device)
     return *oldest;
 }
 
+checkpoint_policy::device_rate & checkpoint_policy::asked(const void * device) {
+    if (asked_ < 0 || devices_[asked_].device != device) {
+        asked_      = static_cast<int>(&rate_of(device) - devices_);
+        inv_budget_ = 0.0;
+    }
+    return devices_[asked_];
+}
+
+double checkpoint_policy::inv_budget() {
+    if (inv_budget_ == 0.0) {
+        inv_budget_ = 1.0 / budget_of(devices_[asked_]);
+    }
+    return inv_budget_;
+}
+
 bool checkpoint_policy::pause_was_compute(const device_rate & d, double now) const {
     const double pause = now - last_ask_;
     return pause <= k_ask_gap_ms || pause <= k_pause_factor * view_work_ / d.rate;
@@ -97,7 +128,7 @@ bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
 }
 
 bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps) {
-    device_rate & d = rate_of(device);
+    device_rate & d = asked(device);
     if (!range_open_ || device != range_device_ || !pause_was_compute(d, now)) {
         range_open_   = true;
         range_device_ = device;
@@ -110,20 +141,20 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     }
     last_ask_    = now;
     last_device_ = device;
-    const double work = node_work(node);
+    const double work = node_work(node, sizes_);
     range_work_ += work;
     view_work_  += work;
     if (sleeps) {
         view_nodes_.push_back(work);
     }
     count_graph(node, d, work);
-    progress_   += work / budget_of(d);
+    progress_   += work * inv_budget();
     return due(d, sleeps);
 }
 
 void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
-    const bool full = graph_nodes_.size() >= k_graph_nodes;
-    began_ = !full && !graph_nodes_.insert(node);
+    const bool full = graph_asks_ >= k_graph_nodes;
+    began_ = !full && graph_nodes_.contains(node);
     if (full || began_) {
         // Asked before in this graph: a new graph began (or no end in sight: its work not known).
         // A device the graph did not use keeps what it knew. Rates are never 0.
@@ -134,8 +165,13 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
             r.graph_acc  = 0.0;
         }
         graph_nodes_.clear();
+        graph_asks_ = 0;
+        inv_budget_ = 0.0; // the graph's time may stretch the interval
+    }
+    if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
     }
+    graph_asks_++;
     d.graph_acc += work;
 }
 
@@ -162,6 +198,8 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
 }
 
 void checkpoint_policy::reset() {
+    asked_      = -1; // rates, round trips or devices may have changed
+    inv_budget_ = 0.0;
     progress_   = 0.0;
     range_open_ = false;
     range_work_ = 0.0;

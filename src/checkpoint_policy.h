@@ -36,12 +36,13 @@
 // longer stop for a core that sleeps. That is only worth it while a view stays a small share of
 // the graph (k_sleep_graph_share of the last graph's work on that device: a stop then waits about
 // that share of what it would wait without checkpoints); past it, or before a graph was seen
-// whole, the budget ends the view. A graph's end is seen when a node asked before comes again
+// whole, the budget ends the view. A graph's end is seen when one of its first nodes comes again
 // (llama.cpp and clip build each graph in the same memory). A stop-time budget's cap turns it off.
 #pragma once
 
 #include "llama-cancel.h"
 #include "pointer_set.h"
+#include "work.h"
 
 #include "ggml.h"
 
@@ -88,12 +89,42 @@ class checkpoint_policy {
     static constexpr double k_sleep_budgets   = 2.0;
     static constexpr size_t k_sleep_min_nodes = 10; // first_spun_node(n) < n below it
     static constexpr double k_sleep_graph_share = 0.1;
-    // Nodes remembered to see a graph end; past it graphs' work is not known.
+    // Asks of one graph past which its end is not looked for (its work not known).
     static constexpr size_t k_graph_nodes = 1u << 16;
+    // Nodes remembered to see a graph end: a graph's first ones. A graph built again in the same
+    // memory asks one of them first, and a set that small stays in the nearest cache (one of every
+    // node was a cache miss an ask, the policy's largest cost).
+    static constexpr size_t k_graph_first_nodes = 64;
+    // Asks between two clock reads (ask_time).
+    static constexpr uint32_t k_clock_every = 8;
+
+    // What the policy needs of a node's device: its key (device_key) and whether the host sleeps
+    // through its views (sleeps_until_almost_ready).
+    struct node_device {
+        const void * key    = nullptr;
+        bool         sleeps = false;
+    };
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 
-    // At ask time, `now` in ms (now_ms, clock.h): counts `node`'s work against the budget of `device`.
+    // device_key and sleeps_until_almost_ready of `node`, remembered for the last buffer and its
+    // type: a graph's nodes share a few buffers, and asking ggml twice an ask was a seventh of
+    // an ask's cost.
+    node_device device_of(const ggml_tensor * node);
+    // The time of the ask at hand on `device`, ms: `now()` (a clock, ms) at the first ask after a
+    // checkpoint or reset, on a change of device and every k_clock_every asks; the time read last
+    // in between. A clock read was half an ask's cost (over 30 ns on a VM), and the asks of one view
+    // follow each other within microseconds: a pause between views is seen at most
+    // k_clock_every - 1 asks late, their work counted with the view before it (which ends the view
+    // being grouped late, by a few nodes' work, and a measured rate only lower).
+    template <typename Clock> double ask_time(const void * device, Clock now) {
+        if (!range_open_ || device != range_device_ || ++stale_asks_ >= k_clock_every) {
+            stale_asks_ = 0;
+            return now();
+        }
+        return last_ask_;
+    }
+    // At ask time, `now` in ms (now_ms, clock.h, or ask_time): counts `node`'s work against the budget of `device`.
     // `sleeps`: the host sleeps through that device's views up to an almost-ready fence
     // (sleeps_until_almost_ready). True when the node should be a checkpoint.
     bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false);
@@ -113,7 +144,13 @@ class checkpoint_policy {
     double interval_ms() const { return interval_; }
     // A hard upper bound on the interval, round-trip cost or not (a stop-time budget's share);
     // <= 0: none.
-    void   set_cap(double cap_ms) { cap_ = cap_ms > 0.0 ? cap_ms : 0.0; }
+    void   set_cap(double cap_ms) {
+        const double cap = cap_ms > 0.0 ? cap_ms : 0.0;
+        if (cap != cap_) {
+            cap_        = cap;
+            inv_budget_ = 0.0;
+        }
+    }
     double cap_ms() const { return cap_; }
     // The interval in force on `device`: the target, lengthened for the checkpoint's round trip,
     // within the cap.
@@ -160,6 +197,8 @@ class checkpoint_policy {
     };
 
     device_rate & rate_of(const void * device);
+    device_rate & asked(const void * device);
+    double        inv_budget();
     double        budget_of(const device_rate & d) const;
     double        interval_of(const device_rate & d) const;
     const device_rate * find(const void * device) const;
@@ -180,11 +219,22 @@ class checkpoint_policy {
     double       range_work_   = 0.0;
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
-    pointer_set  graph_nodes_;          // the nodes asked in the graph in flight
+    pointer_set  graph_nodes_;          // the first nodes asked in the graph in flight
+    size_t       graph_asks_ = 0;       // asks in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known
     bool         began_    = false;     // the last place() saw a node of the graph before
+    // The device of the last ask and its budget's reciprocal (0: to compute), kept while nothing
+    // they depend on changes: finding the device and its budget at every ask was a third of the
+    // policy's cost.
+    int           asked_      = -1; // index into devices_ (a copied policy stays whole)
+    double        inv_budget_ = 0.0;
     double       last_ask_     = 0.0;
+    uint32_t     stale_asks_   = 0;     // asks since the clock was read
     const void * last_device_ = nullptr;
+    type_sizes   sizes_;
+    const void * cached_buffer_ = nullptr; // device_of's last buffer, its type and its answer
+    const void * cached_buft_   = nullptr;
+    node_device  cached_device_;
     double       longest_view_ = 0.0;
 };
 

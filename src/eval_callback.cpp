@@ -25,7 +25,6 @@ namespace {
 
 using llama_cancel::call;
 using llama_cancel::checkpoint_policy;
-using llama_cancel::device_key;
 using llama_cancel::now_ms;
 
 // The stateless form's policy: per thread, since ggml's scheduler calls cb_eval on the thread that
@@ -59,8 +58,8 @@ void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t, call * c
 // fail, a checkpoint at every node is the safe answer (no exception may reach ggml).
 bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c) noexcept {
     try {
-        const void * device = device_key(t);
-        if (c != nullptr && device != nullptr) {
+        const checkpoint_policy::node_device device = policy.device_of(t);
+        if (c != nullptr && device.key != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
         }
         // A held graph stops nowhere. The call's abort callback stops this node's backend by
@@ -68,7 +67,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {
             return false;
         }
-        return policy.place(t, device, now_ms(), llama_cancel::sleeps_until_almost_ready(t));
+        return policy.place(t, device.key, policy.ask_time(device.key, now_ms), device.sleeps);
     } catch (...) {
         return true;
     }

@@ -30,6 +30,23 @@ class pointer_set {
         }
     }
 
+    // True when `p` is in the set.
+    bool contains(const void * p) const {
+        if (size_ == 0) {
+            return false;
+        }
+        const size_t mask = slots_.size() - 1;
+        for (size_t i = hash(p) & mask;; i = (i + 1) & mask) {
+            const slot & s = slots_[i];
+            if (s.gen != gen_) {
+                return false;
+            }
+            if (s.ptr == p) {
+                return true;
+            }
+        }
+    }
+
     void clear() {
         size_ = 0;
         if (++gen_ == 0) { // wrapped: no slot may look current

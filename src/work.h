@@ -4,19 +4,74 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 namespace llama_cancel {
 
+// What a tensor's data holds: ggml_nbytes from the tensor's fields and its type's block, with no
+// call into ggml per tensor (the policy prices every node of every graph; a call per source was a
+// third of an ask's cost). Types this build does not know are asked of ggml.
+class type_sizes {
+  public:
+    type_sizes() {
+        for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+            size_[i] = ggml_type_size(static_cast<ggml_type>(i));
+            blck_[i] = ggml_blck_size(static_cast<ggml_type>(i));
+            inv_blck_[i] = blck_[i] > 0 ? 1.0 / static_cast<double>(blck_[i]) : 0.0;
+        }
+    }
+
+    double nbytes(const ggml_tensor * t) const {
+        const int type = static_cast<int>(t->type);
+        if (type < 0 || type >= GGML_TYPE_COUNT || blck_[type] <= 0) {
+            return static_cast<double>(ggml_nbytes(t));
+        }
+        if (t->ne[0] <= 0 || t->ne[1] <= 0 || t->ne[2] <= 0 || t->ne[3] <= 0) {
+            return 0.0;
+        }
+        // as ggml_nbytes: the first element's size (a block's share of dimension 0 where types
+        // come in blocks), then each dimension's stride times its further elements; in doubles,
+        // with the block's reciprocal (an integer division is a tenth of the whole)
+        const bool blocks = blck_[type] > 1;
+        double bytes = blocks ? static_cast<double>(t->ne[0]) * static_cast<double>(t->nb[0]) * inv_blck_[type]
+                              : static_cast<double>(size_[type]);
+        for (int i = blocks ? 1 : 0; i < GGML_MAX_DIMS; ++i) {
+            bytes += static_cast<double>(t->ne[i] - 1) * static_cast<double>(t->nb[i]);
+        }
+        return bytes;
+    }
+
+  private:
+    size_t  size_[GGML_TYPE_COUNT];
+    int64_t blck_[GGML_TYPE_COUNT];
+    double  inv_blck_[GGML_TYPE_COUNT];
+};
+
 // Bytes a node moves: what it writes and what its sources hold (a view source counted whole: an
 // upper bound).
+inline double node_bytes(const ggml_tensor * t, const type_sizes & sizes) {
+    double bytes = sizes.nbytes(t);
+    for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
+        bytes += sizes.nbytes(t->src[i]);
+    }
+    return bytes;
+}
+
+// The same with ggml's own ggml_nbytes (tests compare the two).
 inline double node_bytes(const ggml_tensor * t) {
     double bytes = static_cast<double>(ggml_nbytes(t));
     for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
         bytes += static_cast<double>(ggml_nbytes(t->src[i]));
     }
     return bytes;
+}
+
+// ggml_nelements, inline.
+inline double elements(const ggml_tensor * t) {
+    return static_cast<double>(t->ne[0]) * static_cast<double>(t->ne[1]) * static_cast<double>(t->ne[2]) *
+           static_cast<double>(t->ne[3]);
 }
 
 // FLOP-equivalents a byte moved counts for. Memory-bound nodes (im2col, copies, activations, norms,
@@ -29,7 +84,7 @@ constexpr double k_flops_per_byte = 4.0;
 
 // The FLOPs of one node.
 inline double node_flops(const ggml_tensor * t) {
-    const double n = static_cast<double>(ggml_nelements(t));
+    const double n = elements(t);
     switch (t->op) {
         case GGML_OP_MUL_MAT:
         case GGML_OP_MUL_MAT_ID:
@@ -38,19 +93,44 @@ inline double node_flops(const ggml_tensor * t) {
         case GGML_OP_FLASH_ATTN_EXT:
             // q [D, n_q, H, B] against k [D, n_kv, ...]: two products per (query, key) pair
             return 4.0 * static_cast<double>(t->src[0]->ne[0]) * static_cast<double>(t->src[1]->ne[1]) *
-                   static_cast<double>(ggml_nelements(t->src[0]) / t->src[0]->ne[0]);
+                   (elements(t->src[0]) / static_cast<double>(t->src[0]->ne[0]));
         case GGML_OP_CONV_2D:
         case GGML_OP_CONV_TRANSPOSE_2D:
-            return 2.0 * static_cast<double>(ggml_nelements(t->src[0])) * n /
+            return 2.0 * elements(t->src[0]) * n /
                    static_cast<double>(t->src[0]->ne[3] > 0 ? t->src[0]->ne[3] : 1);
         default:
             return n;
     }
 }
 
+// True for the ops that only describe their source's memory: ggml computes nothing for them (its
+// backends skip them), so they weigh nothing, whatever the size of the tensor they look into.
+inline bool is_view(const ggml_tensor * t) {
+    switch (t->op) {
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            return true;
+        default:
+            return false;
+    }
+}
+
 // A node's estimated work: its FLOPs plus its bytes' worth (a node without an op, as the policy's
-// tests make, is its element count).
+// tests make, is its element count; a view, nothing).
+inline double node_work(const ggml_tensor * t, const type_sizes & sizes) {
+    if (is_view(t)) {
+        return 0.0;
+    }
+    const double flops = node_flops(t);
+    return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t, sizes);
+}
+
 inline double node_work(const ggml_tensor * t) {
+    if (is_view(t)) {
+        return 0.0;
+    }
     const double flops = node_flops(t);
     return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t);
 }

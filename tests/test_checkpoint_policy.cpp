@@ -66,7 +66,9 @@ struct scheduler_sim {
         for (int i = 0; i < n; ++i) {
             now += ask_ms;
             view_work += static_cast<double>(work);
-            const bool checkpoint = policy.place(node_at(work, i), device, now);
+            // the time as the eval callbacks take it: the clock read every few asks
+            const double asked = policy.ask_time(device, [&] { return now; });
+            const bool checkpoint = policy.place(node_at(work, i), device, asked);
             if (checkpoint || i == n - 1) {
                 now += view_work / rate + sync_ms;
                 view_work = 0.0;
@@ -270,6 +272,35 @@ TEST_F(Policy, BudgetStaysWithinItsBounds) {
 
 TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
     EXPECT_EQ(llama_cancel::device_key(node(10)), nullptr);
+    checkpoint_policy policy;
+    EXPECT_EQ(policy.device_of(node(10)).key, nullptr);
+    EXPECT_FALSE(policy.device_of(node(10)).sleeps);
+}
+
+// The eval callbacks read the clock at the first ask of a range (after a checkpoint, a reset, on
+// another device) and every k_clock_every asks; in between an ask takes the time read last.
+TEST_F(Policy, ClockIsReadEveryFewAsksAndAfterEachCheckpoint) {
+    checkpoint_policy policy;
+    const uint32_t    every = checkpoint_policy::k_clock_every;
+    int    reads = 0;
+    double now   = 1000.0;
+    auto   clock = [&] {
+        reads++;
+        return now;
+    };
+    ggml_tensor * t = node(10);
+    for (uint32_t i = 0; i < 4 * every; ++i) {
+        now += 0.001;
+        EXPECT_FALSE(policy.place(t, dev_a, policy.ask_time(dev_a, clock)));
+    }
+    EXPECT_EQ(reads, 4);
+    EXPECT_EQ(policy.ask_time(dev_b, clock), now) << "another device: read at once";
+    EXPECT_EQ(reads, 5);
+    policy.place(t, dev_b, now);
+    policy.passed(now);
+    now += 1.0;
+    EXPECT_EQ(policy.ask_time(dev_b, clock), now) << "first ask after a checkpoint";
+    EXPECT_EQ(reads, 6);
 }
 
 TEST_F(Policy, LongestDeviceViewIsWhatAStopWaitsFor) {
@@ -446,6 +477,39 @@ TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
     EXPECT_LT(longest, 0.5 * k_interval) << "the setup: nodes shorter than the interval";
     EXPECT_LE(worst, k_interval + longest) << "longest node " << longest << " ms";
     EXPECT_GT(worst, 0.5 * k_interval) << "not a checkpoint at every node";
+}
+
+// The policy's inline byte count (type_sizes) is ggml_nbytes, for every kind of tensor a graph
+// holds: plain, blocked (quantized) types, views, permuted and transposed ones, empty ones.
+TEST(WorkModel, TypeSizesAreGgmlNbytes) {
+    ggml_init_params ip{};
+    ip.mem_size = 1 << 20;
+    ip.no_alloc = true;
+    ggml_context * ctx = ggml_init(ip);
+    ASSERT_NE(ctx, nullptr);
+    std::vector<ggml_tensor *> tensors;
+    for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0,
+                           GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_I32}) {
+        const int64_t ne0 = ggml_blck_size(type) * 4;
+        ggml_tensor * a = ggml_new_tensor_3d(ctx, type, ne0, 6, 5);
+        tensors.push_back(a);
+        tensors.push_back(ggml_new_tensor_1d(ctx, type, ne0));
+        tensors.push_back(ggml_view_2d(ctx, a, ne0, 3, a->nb[1], a->nb[1]));
+        tensors.push_back(ggml_permute(ctx, a, 0, 2, 1, 3));
+        tensors.push_back(ggml_new_tensor_2d(ctx, type, ne0, 0));
+    }
+    ggml_tensor * f = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 7, 6, 5);
+    tensors.push_back(ggml_transpose(ctx, f));
+    tensors.push_back(ggml_permute(ctx, f, 2, 0, 1, 3));
+    const llama_cancel::type_sizes sizes;
+    for (const ggml_tensor * t : tensors) {
+        EXPECT_EQ(sizes.nbytes(t), static_cast<double>(ggml_nbytes(t)))
+            << ggml_type_name(t->type) << " [" << t->ne[0] << ", " << t->ne[1] << ", " << t->ne[2] << "]";
+    }
+    ggml_tensor * w    = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 6);
+    ggml_tensor * prod = ggml_mul_mat(ctx, w, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3));
+    EXPECT_EQ(llama_cancel::node_work(prod, sizes), llama_cancel::node_work(prod));
+    ggml_free(ctx);
 }
 
 TEST(PointerSet, InsertClearGrow) {
