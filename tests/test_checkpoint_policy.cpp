@@ -277,6 +277,31 @@ TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
     EXPECT_FALSE(policy.device_of(node(10)).sleeps);
 }
 
+// A graph's end is seen where one of its first nodes is asked again: llama.cpp and clip build the
+// next graph in the same memory, so its first node is one of the last graph's first ones.
+TEST_F(Policy, AGraphBeginsWhereItsFirstNodesComeAgain) {
+    checkpoint_policy policy;
+    std::vector<ggml_tensor *> nodes;
+    for (int i = 0; i < 500; ++i) {
+        nodes.push_back(node(10));
+    }
+    double now   = 1000.0;
+    auto   ask   = [&](size_t i) {
+        now += 1e-5;
+        policy.place(nodes[i], dev_a, now);
+        return policy.graph_began();
+    };
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        EXPECT_FALSE(ask(i)) << "first pass, node " << i;
+    }
+    EXPECT_TRUE(ask(0)) << "the same graph again";
+    for (size_t i = 1; i < nodes.size(); ++i) {
+        EXPECT_FALSE(ask(i)) << "second pass, node " << i;
+    }
+    EXPECT_TRUE(ask(3)) << "a graph built in the same memory from its fourth node on";
+    EXPECT_FALSE(ask(4));
+}
+
 // The eval callbacks read the clock at the first ask of a range (after a checkpoint, a reset, on
 // another device) and every k_clock_every asks; in between an ask takes the time read last.
 TEST_F(Policy, ClockIsReadEveryFewAsksAndAfterEachCheckpoint) {
@@ -520,9 +545,13 @@ TEST(PointerSet, InsertClearGrow) {
     }
     EXPECT_EQ(set.size(), items.size());
     for (int & i : items) {
+        EXPECT_TRUE(set.contains(&i));
         EXPECT_FALSE(set.insert(&i)) << "kept through growth";
     }
+    int other = 0;
+    EXPECT_FALSE(set.contains(&other));
     set.clear();
+    EXPECT_FALSE(set.contains(&items[7]));
     EXPECT_EQ(set.size(), 0u);
     EXPECT_TRUE(set.insert(&items[7]));
     EXPECT_FALSE(set.insert(&items[7]));
