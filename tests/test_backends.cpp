@@ -311,6 +311,7 @@ class Stateless : public ::testing::Test {
     void stops_before_the_end(llama_model * model, int batch, double min_work, double max_work) {
         const std::string & backend = test_backend().name();
         stateless_probe probe;
+        probe.measure_work = true;
         auto ctx = context(model, batch, stateless_probe::eval_cb, &probe);
         ASSERT_NE(ctx, nullptr);
         const auto prompt = common::make_prompt(model, batch, 23);

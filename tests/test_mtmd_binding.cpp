@@ -133,6 +133,7 @@ TEST_F(MtmdStateless, StopsAClipEncode) {
     ASSERT_NE(fixtures::suite_model(), nullptr);
 
     common::stateless_probe probe;
+    probe.measure_work = true;
     auto mctx = make_mtmd(mmproj, common::stateless_probe::eval_cb, &probe);
     ASSERT_NE(mctx, nullptr) << "mtmd cannot load " << mmproj;
     mtmd_bitmap * image = fixtures::make_media(false, 5);

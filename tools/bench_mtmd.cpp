@@ -501,9 +501,14 @@ struct evaluator {
         opt.n_batch   = opt.n_ubatch = static_cast<uint32_t>(n_batch);
         opt.n_threads = threads;
         lctx[today]   = common::make_context(model, opt);
-        opt.cb_eval      = llama_cancel_eval_callback;
-        opt.cb_eval_data = &probe.byte;
-        lctx[stateless]  = common::make_context(model, opt);
+        // Both names, as the README tells a host that binds them alone.
+        opt.cb_eval             = llama_cancel_eval_callback;
+        opt.cb_eval_data        = &probe.byte;
+        opt.abort_callback      = llama_cancel_abort_callback;
+        opt.abort_callback_data = &probe.byte;
+        lctx[stateless]         = common::make_context(model, opt);
+        opt.abort_callback      = nullptr;
+        opt.abort_callback_data = nullptr;
         // The decode hook bound as llama_cancel_hook_bind sets it.
         llama_context_params cp = llama_context_default_params();
         llama_cancel_hook_bind(dec_hook.get(), &cp);

@@ -54,7 +54,9 @@ bool stateless_probe::eval_cb(ggml_tensor * t, bool ask, void * data) {
         return go;
     }
     p->asks++;
-    p->max_work = std::max(p->max_work, llama_cancel::node_work(t));
+    if (p->measure_work) {
+        p->max_work = std::max(p->max_work, llama_cancel::node_work(t));
+    }
     if (p->pending_ && buffer_type_of(t) != p->store_buft_) {
         p->store(true); // another split: the view of store_at was computed without a checkpoint
     }
@@ -80,8 +82,10 @@ void stateless_probe::store(bool late) {
 }
 
 void stateless_probe::rearm(int at) {
-    *this    = stateless_probe{};
-    store_at = at;
+    const bool measure = measure_work;
+    *this        = stateless_probe{};
+    store_at     = at;
+    measure_work = measure;
 }
 
 } // namespace common

@@ -43,7 +43,9 @@ struct stateless_probe {
     int8_t byte           = 0;
     int    asks           = 0;
     int    checkpoints    = 0;     // passed, the byte at 0
-    double max_work       = 0.0;   // estimated FLOPs of the largest node asked about
+    double max_work       = 0.0;   // estimated FLOPs of the largest node asked about, where
+    bool   measure_work   = false; // set (tests: a node estimate at each ask, which a bench's
+                                   // overhead must not carry)
     int    store_at       = -1;
     bool   while_grouping = false;
     int    stored_at      = -1;    // ask number when the byte was stored
@@ -51,7 +53,8 @@ struct stateless_probe {
     int    stopped_at     = -1;    // ask number of the checkpoint that returned false (-1: none)
 
     static bool eval_cb(ggml_tensor * t, bool ask, void * data);
-    // Counters, store and byte back to zero; the byte is stored at ask `at` (-1: never).
+    // Counters, store and byte back to zero (measure_work stays); the byte is stored at ask `at`
+    // (-1: never).
     void rearm(int at);
 
   private:
