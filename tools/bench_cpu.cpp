@@ -38,30 +38,6 @@ struct thread_probe {
     }
 };
 
-// Longest single graph node: an eval callback that asks for every node makes the scheduler compute
-// one node at a time, so the time between ask and answer is that node's compute time.
-struct node_timer {
-    double t_ask    = 0.0;
-    double longest  = 0.0;
-    int    n_nodes  = 0;
-    std::string longest_name;
-
-    static bool callback(ggml_tensor * t, bool ask, void * data) {
-        auto * nt = static_cast<node_timer *>(data);
-        if (ask) {
-            nt->t_ask = now_ms();
-            return true;
-        }
-        const double dt = now_ms() - nt->t_ask;
-        nt->n_nodes++;
-        if (dt > nt->longest) {
-            nt->longest      = dt;
-            nt->longest_name = ggml_op_desc(t);
-        }
-        return true;
-    }
-};
-
 // Measures one row after another on the model, each on contexts of its own batch and threads.
 class cpu_bench {
   public:
@@ -271,13 +247,13 @@ class cpu_bench {
     }
 
     void profile(int batch, int threads, cpu_row & r) {
-        node_timer nt;
-        auto ctx = make_ctx(batch, batch, threads, node_timer::callback, &nt);
+        common::node_timer nt;
+        auto ctx = make_ctx(batch, batch, threads, common::node_timer::callback, &nt);
         decode_plain(ctx.get());
-        nt = node_timer{};
+        nt = common::node_timer{};
         decode_plain(ctx.get());
         r.longest_node_ms = nt.longest;
-        r.longest_node_op = nt.longest_name;
+        r.longest_node_op = nt.longest_op;
         r.n_nodes         = nt.n_nodes;
     }
 };

@@ -2,6 +2,8 @@
 // with the library's own node_work (src/work.h), so its figures match what the hook measures.
 #include "triggers.h"
 
+#include "timing.h"
+
 #include "ggml-backend.h"
 #include "work.h"
 
@@ -41,6 +43,21 @@ const void * buffer_type_of(const ggml_tensor * t) {
 }
 
 } // namespace
+
+bool node_timer::callback(ggml_tensor * t, bool ask, void * data) {
+    auto * nt = static_cast<node_timer *>(data);
+    if (ask) {
+        nt->t_ask = now_ms();
+        return true;
+    }
+    const double dt = now_ms() - nt->t_ask;
+    nt->n_nodes++;
+    if (dt > nt->longest) {
+        nt->longest    = dt;
+        nt->longest_op = ggml_op_desc(t);
+    }
+    return true;
+}
 
 bool stateless_probe::eval_cb(ggml_tensor * t, bool ask, void * data) {
     auto * p = static_cast<stateless_probe *>(data);

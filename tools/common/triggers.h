@@ -1,7 +1,7 @@
 // Ways the tests and the benchmarks stop a graph where they mean to: a hook with a chained eval
 // callback, a trigger that stores the byte at a chosen node or abort-callback call, and a probe
-// around the stateless callback that counts its checkpoints and stores at a chosen ask. Not part of
-// the library's API.
+// around the stateless callback that counts its checkpoints and stores at a chosen ask; and a timer
+// of single nodes (what no checkpoint can split). Not part of the library's API.
 #pragma once
 
 #include "llama-cancel.h"
@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace common {
 
@@ -27,6 +28,16 @@ struct node_trigger {
     int8_t * flag  = nullptr;
     static bool eval_cb(ggml_tensor * t, bool ask, void * data);
     static bool abort_cb(void * data);
+};
+
+// Longest single graph node: as an eval callback it asks for every node, so the scheduler computes
+// one node at a time and the time between ask and answer is that node's compute time.
+struct node_timer {
+    double      t_ask   = 0.0;
+    double      longest = 0.0; // ms
+    int         n_nodes = 0;
+    std::string longest_op;
+    static bool callback(ggml_tensor * t, bool ask, void * data);
 };
 
 // The stateless callback as a host binds it (cb_eval = llama_cancel_eval_callback, user data = the
