@@ -22,6 +22,14 @@ namespace {
 
 constexpr double k_interval = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
 
+// A context for tensors without data, as the fake nodes are.
+ggml_context * metadata_context(size_t bytes) {
+    ggml_init_params ip{};
+    ip.mem_size = bytes;
+    ip.no_alloc = true;
+    return ggml_init(ip);
+}
+
 // Two fake devices (any distinct addresses: the policy only compares them).
 const int   g_dev_a = 0, g_dev_b = 0;
 const void * const dev_a = &g_dev_a;
@@ -41,10 +49,7 @@ struct scheduler_sim {
 
     const ggml_tensor * node_at(int64_t work, int i) {
         if (nodes_ctx == nullptr) {
-            ggml_init_params ip{};
-            ip.mem_size = 64u << 20;
-            ip.no_alloc = true;
-            nodes_ctx   = ggml_init(ip);
+            nodes_ctx = metadata_context(64u << 20);
         }
         ggml_tensor *& t = nodes[{work, i}];
         if (t == nullptr) {
@@ -119,10 +124,7 @@ struct sleeping_graph {
 class Policy : public ::testing::Test {
   protected:
     void SetUp() override {
-        ggml_init_params ip{};
-        ip.mem_size = 1 << 20;
-        ip.no_alloc = true; // metadata only: the fake nodes hold no data
-        ctx = ggml_init(ip);
+        ctx = metadata_context(1 << 20); // the fake nodes hold no data
         ASSERT_NE(ctx, nullptr);
     }
     void TearDown() override { ggml_free(ctx); }
@@ -447,10 +449,7 @@ TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
 // two, to its end) outlasts the interval by more than the longest node. Priced by FLOPs alone, the
 // run costs a twentieth of the product and checkpoints fall once a layer, twice the interval apart.
 TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
-    ggml_init_params ip{};
-    ip.mem_size = 4 << 20;
-    ip.no_alloc = true;
-    ggml_context * ctx = ggml_init(ip);
+    ggml_context * ctx = metadata_context(4 << 20);
     ASSERT_NE(ctx, nullptr);
     const int64_t n_tok = 2000, n_chan = 480, k = 9;
     std::vector<ggml_tensor *> nodes;
@@ -507,10 +506,7 @@ TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
 // The policy's inline byte count (type_sizes) is ggml_nbytes, for every kind of tensor a graph
 // holds: plain, blocked (quantized) types, views, permuted and transposed ones, empty ones.
 TEST(WorkModel, TypeSizesAreGgmlNbytes) {
-    ggml_init_params ip{};
-    ip.mem_size = 1 << 20;
-    ip.no_alloc = true;
-    ggml_context * ctx = ggml_init(ip);
+    ggml_context * ctx = metadata_context(1 << 20);
     ASSERT_NE(ctx, nullptr);
     std::vector<ggml_tensor *> tensors;
     for (ggml_type type : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0,
