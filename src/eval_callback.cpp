@@ -67,7 +67,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {
             return false;
         }
-        // A view computes nothing: no work to count, no clock to read (a third of a graph's nodes).
+        // A view computes nothing: no work to count, no clock to read (attention makes several a layer).
         // Where the host sleeps it stays a node of the view: ggml-vulkan's fence counts it.
         if (!device.sleeps && llama_cancel::is_view(t)) {
             return false;
