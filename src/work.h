@@ -10,51 +10,47 @@
 
 namespace llama_cancel {
 
-// What a tensor's data holds: ggml_nbytes from the tensor's fields and its type's block, with no
-// call into ggml per tensor (the policy prices every node of every graph; a call per source was a
-// third of an ask's cost). Types this build does not know are asked of ggml.
+// ggml_nelements, inline.
+inline double elements(const ggml_tensor * t) {
+    return static_cast<double>(t->ne[0]) * static_cast<double>(t->ne[1]) * static_cast<double>(t->ne[2]) *
+           static_cast<double>(t->ne[3]);
+}
+
+// The bytes of a tensor's elements: its element count times its type's bytes an element (a block's
+// share where types come in blocks), with no call into ggml per tensor (the policy prices every
+// node of every graph; a call per source was a third of an ask's cost). ggml_nbytes for a tensor
+// without gaps between its rows; a strided view counts the elements it reads, not its extent.
 class type_sizes {
   public:
     type_sizes() {
         for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
-            size_[i] = ggml_type_size(static_cast<ggml_type>(i));
-            blck_[i] = ggml_blck_size(static_cast<ggml_type>(i));
-            inv_blck_[i] = blck_[i] > 0 ? 1.0 / static_cast<double>(blck_[i]) : 0.0;
+            const int64_t blck = ggml_blck_size(static_cast<ggml_type>(i));
+            per_element_[i]    = blck > 0 ? static_cast<double>(ggml_type_size(static_cast<ggml_type>(i))) /
+                                             static_cast<double>(blck)
+                                          : 0.0;
         }
     }
 
-    double nbytes(const ggml_tensor * t) const {
+    // `n`: the tensor's element count (elements(t)). Types this build does not know are asked of ggml.
+    double bytes(const ggml_tensor * t, double n) const {
         const int type = static_cast<int>(t->type);
-        if (type < 0 || type >= GGML_TYPE_COUNT || blck_[type] <= 0) {
+        if (type < 0 || type >= GGML_TYPE_COUNT || per_element_[type] <= 0.0) {
             return static_cast<double>(ggml_nbytes(t));
         }
-        if (t->ne[0] <= 0 || t->ne[1] <= 0 || t->ne[2] <= 0 || t->ne[3] <= 0) {
-            return 0.0;
-        }
-        // as ggml_nbytes: the first element's size (a block's share of dimension 0 where types
-        // come in blocks), then each dimension's stride times its further elements; in doubles,
-        // with the block's reciprocal (an integer division is a tenth of the whole)
-        const bool blocks = blck_[type] > 1;
-        double bytes = blocks ? static_cast<double>(t->ne[0]) * static_cast<double>(t->nb[0]) * inv_blck_[type]
-                              : static_cast<double>(size_[type]);
-        for (int i = blocks ? 1 : 0; i < GGML_MAX_DIMS; ++i) {
-            bytes += static_cast<double>(t->ne[i] - 1) * static_cast<double>(t->nb[i]);
-        }
-        return bytes;
+        return n * per_element_[type];
     }
 
+    double bytes(const ggml_tensor * t) const { return bytes(t, elements(t)); }
+
   private:
-    size_t  size_[GGML_TYPE_COUNT];
-    int64_t blck_[GGML_TYPE_COUNT];
-    double  inv_blck_[GGML_TYPE_COUNT];
+    double per_element_[GGML_TYPE_COUNT];
 };
 
-// Bytes a node moves: what it writes and what its sources hold (a view source counted whole: an
-// upper bound).
-inline double node_bytes(const ggml_tensor * t, const type_sizes & sizes) {
-    double bytes = sizes.nbytes(t);
+// Bytes a node moves: what it writes (`n` elements) and what its sources hold.
+inline double node_bytes(const ggml_tensor * t, double n, const type_sizes & sizes) {
+    double bytes = sizes.bytes(t, n);
     for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
-        bytes += sizes.nbytes(t->src[i]);
+        bytes += sizes.bytes(t->src[i]);
     }
     return bytes;
 }
@@ -68,12 +64,6 @@ inline double node_bytes(const ggml_tensor * t) {
     return bytes;
 }
 
-// ggml_nelements, inline.
-inline double elements(const ggml_tensor * t) {
-    return static_cast<double>(t->ne[0]) * static_cast<double>(t->ne[1]) * static_cast<double>(t->ne[2]) *
-           static_cast<double>(t->ne[3]);
-}
-
 // FLOP-equivalents a byte moved counts for. Memory-bound nodes (im2col, copies, activations, norms,
 // products with a short inner dimension, an encoder's first nodes) take the time their bytes take,
 // which their FLOPs price near zero: with FLOPs alone a run of them outlasted the interval twice
@@ -82,9 +72,8 @@ inline double elements(const ggml_tensor * t) {
 // closer than 1/8. Rates are learnt in these units, so only the weighting between nodes changes.
 constexpr double k_flops_per_byte = 4.0;
 
-// The FLOPs of one node.
-inline double node_flops(const ggml_tensor * t) {
-    const double n = elements(t);
+// The FLOPs of one node of `n` elements.
+inline double node_flops(const ggml_tensor * t, double n) {
     switch (t->op) {
         case GGML_OP_MUL_MAT:
         case GGML_OP_MUL_MAT_ID:
@@ -123,15 +112,16 @@ inline double node_work(const ggml_tensor * t, const type_sizes & sizes) {
     if (is_view(t)) {
         return 0.0;
     }
-    const double flops = node_flops(t);
-    return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t, sizes);
+    const double n     = elements(t);
+    const double flops = node_flops(t, n);
+    return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t, n, sizes);
 }
 
 inline double node_work(const ggml_tensor * t) {
     if (is_view(t)) {
         return 0.0;
     }
-    const double flops = node_flops(t);
+    const double flops = node_flops(t, elements(t));
     return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t);
 }
 

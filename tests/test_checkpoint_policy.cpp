@@ -472,7 +472,7 @@ TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
     const double rate    = 1.0e7; // FLOPs per ms
     const double balance = 3.0;   // FLOPs in the time of one byte
     auto node_ms = [&](const ggml_tensor * t) {
-        return std::max(llama_cancel::node_flops(t), balance * llama_cancel::node_bytes(t)) / rate;
+        return std::max(llama_cancel::node_flops(t, llama_cancel::elements(t)), balance * llama_cancel::node_bytes(t)) / rate;
     };
     double longest = 0.0;
     for (const ggml_tensor * t : nodes) {
@@ -503,8 +503,9 @@ TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
     EXPECT_GT(worst, 0.5 * k_interval) << "not a checkpoint at every node";
 }
 
-// The policy's inline byte count (type_sizes) is ggml_nbytes, for every kind of tensor a graph
-// holds: plain, blocked (quantized) types, views, permuted and transposed ones, empty ones.
+// The policy's inline byte count (type_sizes) is ggml_nbytes for every kind of tensor a graph
+// holds without gaps between its rows: plain, blocked (quantized) types, views, permuted and
+// transposed ones, empty ones; a strided view counts the bytes of its elements alone.
 TEST(WorkModel, TypeSizesAreGgmlNbytes) {
     ggml_context * ctx = metadata_context(1 << 20);
     ASSERT_NE(ctx, nullptr);
@@ -524,9 +525,12 @@ TEST(WorkModel, TypeSizesAreGgmlNbytes) {
     tensors.push_back(ggml_permute(ctx, f, 2, 0, 1, 3));
     const llama_cancel::type_sizes sizes;
     for (const ggml_tensor * t : tensors) {
-        EXPECT_EQ(sizes.nbytes(t), static_cast<double>(ggml_nbytes(t)))
+        EXPECT_EQ(sizes.bytes(t), static_cast<double>(ggml_nbytes(t)))
             << ggml_type_name(t->type) << " [" << t->ne[0] << ", " << t->ne[1] << ", " << t->ne[2] << "]";
     }
+    // the first 3 of each row of f's 7 floats: a view spanning all but the last row's 4
+    ggml_tensor * strided = ggml_view_3d(ctx, f, 3, 6, 5, f->nb[1], f->nb[2], 0);
+    EXPECT_EQ(sizes.bytes(strided), 3.0 * 6 * 5 * sizeof(float));
     ggml_tensor * w    = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 6);
     ggml_tensor * prod = ggml_mul_mat(ctx, w, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3));
     EXPECT_EQ(llama_cancel::node_work(prod, sizes), llama_cancel::node_work(prod));
