@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 exe, q_model, q_mmproj, p_model, p_mmproj, out_dir = sys.argv[1:7]
-RUNS, REPEATS = 2, 1
+RUNS, REPEATS = 2, 2
 os.makedirs(out_dir, exist_ok=True)
 for pipeline, model, mmproj in (("qwen3tts", q_model, q_mmproj), ("pockettts", p_model, p_mmproj)):
     out = os.path.join(out_dir, f"bench_tts_{pipeline}.json")

@@ -32,7 +32,7 @@ inline bool is_row(const std::string & row) {
 constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch (evaluations also KIND:vulkan)";
 
 // The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
-constexpr int k_eval_seconds = 20, k_eval_repeats = 3;
+constexpr int k_eval_seconds = 20, k_eval_repeats = 5;
 
 // The evaluation rows' targets: worst stop, % of the evaluation (CPU, Vulkan), and overhead with the
 // byte at 0, %.

@@ -82,7 +82,7 @@ struct tts_bench {
     int8_t                bytes[n_ways] = {0, 0, 0}; // today's is stored and never read inside a call
     mtmd_gen_audio_type   type = MTMD_GEN_AUDIO_TYPE_NONE;
     int32_t               window = 0, n_embd = 0, n_embd_inp = 0, sections = 1;
-    std::vector<float>    h, row;
+    std::vector<float>    h, row, prompt;
     std::vector<int32_t>  codes; // a window's frames (Qwen3-TTS)
     std::vector<float>    feats; // (Pocket-TTS)
     std::string           error;
@@ -157,17 +157,12 @@ struct tts_bench {
         return inp; // no state: the first window, every time
     }
 
-    bool make(const tts_options & o) {
-        if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
-            return fail("cannot set up backend " + o.backend);
+    // Each way's projector and backbone contexts, anew (the prompt rows not yet decoded).
+    bool make_contexts(const tts_options & o) {
+        for (int w = 0; w < n_ways; ++w) {
+            mctx[w].reset();
+            lctx[w].reset();
         }
-        cpu   = setup.devices.empty();
-        model = setup.load(o.model, -1);
-        if (!model) {
-            return fail("cannot load " + o.model);
-        }
-        gen_hook = common::make_hook();
-        dec_hook = common::make_hook();
         llama_cancel_load_result lr;
         mctx[today].reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model.get(), nullptr, o.threads, !cpu,
                                                            nullptr, &lr));
@@ -184,6 +179,39 @@ struct tts_bench {
         if (!mctx[today] || !mctx[hooks] || !mctx[stateless]) {
             return fail("cannot load " + o.mmproj + ": " + lr.message);
         }
+        for (int w = 0; w < n_ways; ++w) {
+            lctx[w] = context(w, o.threads);
+            if (!lctx[w]) {
+                return fail("cannot create the backbone's contexts");
+            }
+        }
+        return true;
+    }
+
+    // The prompt rows in each way's backbone memory (prompt: n_embd_inp floats a row).
+    bool decode_prompts() {
+        for (int w = 0; w < n_ways; ++w) {
+            if (decode_rows(lctx[w].get(), prompt.data(), k_prompt_rows, 0, today) != 0) {
+                return fail("cannot decode the prompt rows");
+            }
+        }
+        return true;
+    }
+
+    bool make(const tts_options & o) {
+        if (!common::setup_backend(o.backend, o.rpc_server, o.threads, setup)) {
+            return fail("cannot set up backend " + o.backend);
+        }
+        cpu   = setup.devices.empty();
+        model = setup.load(o.model, -1);
+        if (!model) {
+            return fail("cannot load " + o.model);
+        }
+        gen_hook = common::make_hook();
+        dec_hook = common::make_hook();
+        if (!make_contexts(o)) {
+            return false;
+        }
         type = mtmd_gen_audio_get_info(mctx[today].get()).type;
         if (type != (o.pipeline == "qwen3tts" ? MTMD_GEN_AUDIO_TYPE_QWEN3TTS : MTMD_GEN_AUDIO_TYPE_POCKETTTS)) {
             return fail(o.mmproj + " is not a " + o.pipeline + " projector");
@@ -197,17 +225,11 @@ struct tts_bench {
         std::normal_distribution<float> normal(0.0f, 1.0f);
         h.resize(static_cast<size_t>(n_embd));
         for (float & x : h) x = normal(rng);
-        std::vector<float> prompt(static_cast<size_t>(n_embd_inp) * (k_prompt_rows + 1));
+        prompt.resize(static_cast<size_t>(n_embd_inp) * (k_prompt_rows + 1));
         for (float & x : prompt) x = 0.1f * normal(rng);
         row.assign(prompt.end() - n_embd_inp, prompt.end());
-        for (int w = 0; w < n_ways; ++w) {
-            lctx[w] = context(w, o.threads);
-            if (!lctx[w]) {
-                return fail("cannot create the backbone's contexts");
-            }
-            if (decode_rows(lctx[w].get(), prompt.data(), k_prompt_rows, 0, today) != 0) {
-                return fail("cannot decode the prompt rows");
-            }
+        if (!decode_prompts()) {
+            return false;
         }
         // A window's frames: GEN_CODE outputs, as the generation collects them.
         for (int32_t f = 0; f < window; ++f) {
@@ -320,14 +342,31 @@ bool measure_calls(tts_bench & b, const tts_options & o, results & r) {
     return ok;
 }
 
-// The byte at 0: `repeats` rounds; in each, every step's triples (pairs_of) in rotating order, the median
-// paired ratio per step; a frame's ratio weighs each step by today's median time in a frame
-// (GEN_WAV: 1 / window of it).
+// Fresh contexts for every way, their prompt rows decoded, two calls of each step and way to warm them.
+bool remake_contexts(tts_bench & b, const tts_options & o) {
+    bool ok = b.make_contexts(o) && b.decode_prompts();
+    for (int s = 0; ok && s < n_steps; ++s) {
+        for (int w = 0; w < n_ways; ++w) {
+            for (int i = 0; i < 2; ++i) {
+                b.run(s, w, 0, 0, o.seed + i, &ok);
+            }
+        }
+    }
+    return ok;
+}
+
+// The byte at 0: `repeats` rounds, each on fresh contexts (where a context's buffers land moves one
+// way against another by several percent for its whole life: bench_mtmd.cpp); in each, every step's
+// triples (pairs_of) in rotating order, the median paired ratio per step; a frame's ratio weighs
+// each step by today's median time in a frame (GEN_WAV: 1 / window of it).
 bool measure_overhead(tts_bench & b, const tts_options & o, results & r) {
     bool ok = true;
     const double weight[n_steps] = {1.0, 1.0, 1.0 / b.window};
     double       cp_sum[n_steps] = {0, 0, 0}, ask_sum[n_steps] = {0, 0, 0}, cp_calls[n_steps] = {0, 0, 0};
     for (int rep = 0; rep < o.repeats; ++rep) {
+        if (rep > 0 && !remake_contexts(b, o)) {
+            return false;
+        }
         double plain[n_steps], ratio[n_steps][n_ways];
         for (int s = 0; s < n_steps; ++s) {
             std::vector<double> ratios[n_ways], plain_ms;

@@ -23,7 +23,7 @@ constexpr const char * k_rows = "qwen3tts, pockettts, qwen3tts:vulkan, pockettts
 // costs at most 2% a frame.
 constexpr double k_stop_pct = 10.0, k_short_call_ms = 100.0, k_short_stop_ms = 10.0, k_overhead_pct = 2.0;
 // Runs of the stop latency per step and way (at most), and the overhead's repeats.
-constexpr int k_runs_max = 6, k_repeats = 3;
+constexpr int k_runs_max = 6, k_repeats = 5;
 // CPU threads (the generation's and the projector's): one, as the pairs' sizes were measured.
 constexpr int k_threads = 1;
 
