@@ -43,22 +43,27 @@ foreach(pipeline qwen3tts pockettts)
     endforeach()
 endforeach()
 
-# The Python module's Tts on the Qwen3-TTS pair, on the CPU: a worker thread stopped from the main
-# thread inside a clip graph and after a reported frame, resumed to the uninterrupted run's PCM bit
-# for bit; partial PCM and flush; bad input.
+# The bindings' tests run the same cases on both tiny pairs, one after the other: Qwen3-TTS in
+# LLAMA_CANCEL_TTS_MODEL / _MMPROJ, Pocket-TTS in LLAMA_CANCEL_TTS_POCKET_MODEL / _MMPROJ.
+set(tts_binding_env "LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL}" "LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}"
+    "LLAMA_CANCEL_TTS_POCKET_MODEL=${TTS_POCKET_MODEL}" "LLAMA_CANCEL_TTS_POCKET_MMPROJ=${TTS_POCKET_MMPROJ}")
+# The Python module's Tts on each pair, on the CPU: a worker thread stopped from the main thread
+# inside a clip graph and after a reported frame, resumed to the uninterrupted run's PCM bit for
+# bit; partial PCM and flush; bad input; on Pocket-TTS also a voiced two-chunk text stopped from the
+# main thread inside its second chunk and resumed bit for bit.
 add_test(NAME python_module_tts
     COMMAND ${Python3_EXECUTABLE} -m pytest -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests/test_tts.py -p no:cacheprovider)
 set_tests_properties(python_module_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
-    ENVIRONMENT "${PYTHON_TEST_ENV};LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")
-# The Node binding's Tts on the same pair (test/mtmd/tts.test.js): generateAsync on koffi's worker
+    ENVIRONMENT "${PYTHON_TEST_ENV};${tts_binding_env}")
+# The Node binding's Tts on the same pairs (test/mtmd/tts.test.js): generateAsync on koffi's worker
 # stopped from the main thread inside a clip graph and from a JS onFrame callback, each resumed bit
-# for bit; partial PCM and flush; bad input.
+# for bit; partial PCM and flush; bad input; on Pocket-TTS also the voiced two-chunk text.
 if(NODE_EXECUTABLE)
     add_test(NAME node_binding_tts
         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/node_binding.sh ${NODE_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bindings/node
             test/mtmd/tts.test.js)
     set_tests_properties(node_binding_tts PROPERTIES FIXTURES_REQUIRED tts_models SKIP_RETURN_CODE 77
-        ENVIRONMENT "LLAMA_CANCEL_LIBRARY=$<TARGET_FILE:llama-cancel>;LLAMA_CANCEL_PROBE=$<TARGET_FILE:ffi_probe>;LLAMA_CANCEL_TTS_MODEL=${TTS_QWEN3_MODEL};LLAMA_CANCEL_TTS_MMPROJ=${TTS_QWEN3_MMPROJ}")
+        ENVIRONMENT "LLAMA_CANCEL_LIBRARY=$<TARGET_FILE:llama-cancel>;LLAMA_CANCEL_PROBE=$<TARGET_FILE:ffi_probe>;${tts_binding_env}")
 endif()
 
 # The CLI (`llama-cancel tts`) on the tiny Qwen3-TTS pair: a whole run, bad input, and Ctrl-C typed
