@@ -33,6 +33,9 @@ constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl
 
 // The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
 constexpr int k_eval_seconds = 20, k_eval_repeats = 5;
+// The overhead's repeats go on past `repeats`, up to 3x as many, while they took under this many
+// seconds: a short evaluation's repeats are cheap and each draws its contexts' placement anew.
+constexpr int k_eval_repeat_for_s = 150;
 
 // The evaluation rows' targets: worst stop, % of the evaluation (CPU, Vulkan), and overhead with the
 // byte at 0, %.
