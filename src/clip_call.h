@@ -25,6 +25,7 @@ clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_c
     c.flag      = flag;
     c.seq_flags = {seq_flag};
     c.hook      = hook;
+    c.projector = true;
     {
         call_scope scope(c);
         c.begin_graph();

@@ -27,11 +27,14 @@ using llama_cancel::call;
 using llama_cancel::checkpoint_policy;
 using llama_cancel::now_ms;
 
-// The stateless form's policy: per thread, since ggml's scheduler calls cb_eval on the thread that
-// computes the graph, so no lock and nothing shared between hosts' decoding threads. It outlives
+// The stateless form's policies: per thread, since ggml's scheduler calls cb_eval on the thread that
+// computes the graph, so no lock and nothing shared between hosts' decoding threads. They outlive
 // graphs and contexts: work left over at a graph's end counts toward the next one's first checkpoint,
-// and rates learnt on a device serve every later graph on it.
+// and rates learnt on a device serve every later graph on it. Projector graphs run through the
+// library's calls keep one of their own (stateless_policy_of); graphs outside a call cannot be told
+// apart and share the text one.
 thread_local checkpoint_policy t_policy;
+thread_local checkpoint_policy t_projector_policy;
 
 // Before an ask: the cap a call's stop-time budget puts on the interval (none outside a call).
 void apply_cap(checkpoint_policy & policy, const call * c) {
@@ -101,16 +104,17 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         return c != nullptr ? c->stop_requested() || (!c->hold && llama_cancel::flag_is_set(byte))
                             : llama_cancel::flag_is_set(byte);
     };
+    checkpoint_policy & policy = llama_cancel::stateless_policy_of(c, t_policy, t_projector_policy);
     if (ask) {
-        apply_cap(t_policy, c);
-        return stop() || checkpoint_due(t_policy, t, c);
+        apply_cap(policy, c);
+        return stop() || checkpoint_due(policy, t, c);
     }
     llama_cancel::wait_computed(t);
     if (stop()) {
-        note_stop(t_policy, c);
+        note_stop(policy, c);
         return false;
     }
-    pass_checkpoint(t_policy, t, c);
+    pass_checkpoint(policy, t, c);
     return true;
 }
 

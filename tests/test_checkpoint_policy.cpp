@@ -2,7 +2,9 @@
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
 // simulated clock; and the set its graph-end detector keeps (src/pointer_set.h). The stop-time
 // budget's slices are in test_slice_budget.cpp, ggml-vulkan's waiting rule in test_backend_wait.cpp.
+#include "call.h"
 #include "checkpoint_policy.h"
+#include "clip_call.h"
 #include "pointer_set.h"
 #include "work.h"
 
@@ -535,6 +537,25 @@ TEST(WorkModel, TypeSizesAreGgmlNbytes) {
     ggml_tensor * prod = ggml_mul_mat(ctx, w, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3));
     EXPECT_EQ(llama_cancel::node_work(prod, sizes), llama_cancel::node_work(prod));
     ggml_free(ctx);
+}
+
+// The stateless callback's graphs on clip's scheduler (a clip call: encodes, batch encodes, audio
+// generation) use a policy apart from the text contexts' and from graphs outside any call, which
+// cannot be told apart.
+TEST(StatelessPolicy, ProjectorCallsKeepTheirOwn) {
+    llama_cancel::checkpoint_policy text, projector;
+    llama_cancel::call decode_call;
+    const llama_cancel::checkpoint_policy * in_clip_call = nullptr;
+    int32_t ret = -1;
+    const llama_cancel::clip_outcome outcome = llama_cancel::run_clip_call(nullptr, nullptr, nullptr, [&] {
+        in_clip_call = &llama_cancel::stateless_policy_of(llama_cancel::current_call(), text, projector);
+        return 0;
+    }, &ret);
+    EXPECT_EQ(outcome, llama_cancel::clip_outcome::finished);
+    EXPECT_EQ(in_clip_call, &projector);
+    EXPECT_EQ(&llama_cancel::stateless_policy_of(nullptr, text, projector), &text);
+    EXPECT_EQ(&llama_cancel::stateless_policy_of(&decode_call, text, projector), &text);
+    EXPECT_EQ(llama_cancel::current_call(), nullptr) << "the clip call's scope ended";
 }
 
 TEST(PointerSet, InsertClearGrow) {
