@@ -208,7 +208,7 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
         } else {
             args.insert(args.end(), {"--runs", std::to_string(opt.runs)});
         }
-        rc = run_self(args, "");
+        rc = run_self(args, backend);
     }
     return rc;
 }

@@ -216,6 +216,7 @@ struct embd_decoder {
             } else {
                 st = llama_decode(ctx.get(), batch);
             }
+            llama_synchronize(ctx.get()); // the outputs computed, either way (GPU-API backends)
         });
         if (cancelled != nullptr) {
             *cancelled = st == LLAMA_CANCEL_CANCELLED;
@@ -363,7 +364,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
         .option("--seconds", &o.seconds, "N", "qwen3a, voxtral, glma: the clip's length, s (>= 1)")
         .option("--repeats", &o.repeats, "N", "the evaluation kinds: repeats of the overhead's paired runs, at least (>= 1)")
         .option("--repeat-for", &o.repeat_for_s, "S", "the evaluation kinds: more repeats, up to 3x, while they took under S s (>= 0)")
-        .option("--backend", &o.backend, "NAME", "the evaluation kinds: cpu, or vulkan (model and projector offloaded)")
+        .option("--backend", &o.backend, "NAME", "the evaluation kinds: cpu, vulkan (model and projector offloaded) or vulkan-1t (llvmpipe on one thread)")
         .flag("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
@@ -371,8 +372,8 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
     }
     o.header = !no_header;
     return p.check({{!bench_mtmd::is_kind(o.kind), std::string("KIND must be one of ") + bench_mtmd::k_kinds},
-                    {o.backend != "cpu" && o.backend != "vulkan", "--backend must be cpu or vulkan"},
-                    {o.backend != "cpu" && !is_eval_kind(o.kind), "--backend vulkan applies to the evaluation kinds"},
+                    {o.backend != "cpu" && o.backend != "vulkan" && o.backend != "vulkan-1t", "--backend must be cpu, vulkan or vulkan-1t"},
+                    {o.backend != "cpu" && !is_eval_kind(o.kind), "--backend vulkan(-1t) applies to the evaluation kinds"},
                     {o.seconds < 1, "--seconds must be at least 1"},
                     {o.repeats < 1, "--repeats must be at least 1"},
                     {o.repeat_for_s < 0, "--repeat-for must be at least 0"},
@@ -641,6 +642,9 @@ struct evaluator {
             } else {
                 cut = !per_chunk(w, w == stateless ? &probe.byte : &flag) || (w == stateless && probe.stopped_at >= 0);
             }
+            // Every way's evaluation ends with the last logits read (llama_decode returns before a
+            // GPU-API backend computed them: the next way's call would wait for this one's rest).
+            llama_synchronize(lctx[w].get());
         });
         if (stopped != nullptr) {
             *stopped = cut;

@@ -16,7 +16,8 @@ inline bool is_eval_kind(const std::string & kind) {
 inline bool is_kind(const std::string & kind) {
     return kind == "vision" || kind == "audio" || is_eval_kind(kind);
 }
-// A bench row: a kind, or an evaluation kind on Vulkan ("qwen3a:vulkan").
+// A bench row: a kind, or an evaluation kind on Vulkan ("qwen3a:vulkan"; "qwen3a:vulkan-1t": llvmpipe
+// on one thread, common::setup_backend).
 inline std::string row_kind(const std::string & row) {
     return row.substr(0, row.find(':'));
 }
@@ -26,10 +27,11 @@ inline std::string row_backend(const std::string & row) {
 }
 inline bool is_row(const std::string & row) {
     const std::string backend = row_backend(row);
-    return backend == "cpu" ? is_kind(row) : backend == "vulkan" && is_eval_kind(row_kind(row));
+    return backend == "cpu" ? is_kind(row)
+                            : (backend == "vulkan" || backend == "vulkan-1t") && is_eval_kind(row_kind(row));
 }
 // For messages and --help.
-constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch (evaluations also KIND:vulkan)";
+constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch (evaluations also KIND:vulkan, KIND:vulkan-1t)";
 
 // The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
 constexpr int k_eval_seconds = 20, k_eval_repeats = 5;

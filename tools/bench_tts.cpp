@@ -275,6 +275,9 @@ struct tts_bench {
         go.store(true, std::memory_order_release);
         if (s == frame_decode) {
             st = decode_rows(lctx[w].get(), row.data(), 1, k_prompt_rows, w);
+            // The row's output computed, every way: llama_decode returns before a GPU-API backend
+            // computed it, and the next way's call (same device) would wait for the rest.
+            llama_synchronize(lctx[w].get());
         } else {
             mtmd_gen_inp inp = s == gen_code ? code_input(w, seed) : wav_input(w);
             mtmd_gen_out out{};
@@ -583,7 +586,7 @@ common::json row_json(const tts_options & o, const std::string & row, const tts_
 }
 
 const char k_synopsis[] = "usage: llama-cancel bench-tts qwen3tts|pockettts --model BACKBONE.gguf --mmproj MMPROJ.gguf "
-                          "[--backend cpu|vulkan] [--runs N] [--repeats N] [--threads N] [--window N] [--seed N] "
+                          "[--backend cpu|vulkan|vulkan-1t] [--runs N] [--repeats N] [--threads N] [--window N] [--seed N] "
                           "[--no-header] [--json PATH]\n";
 
 int parse_options(int argc, char ** argv, tts_options & o) {
@@ -592,7 +595,7 @@ int parse_options(int argc, char ** argv, tts_options & o) {
     p.positional("PIPELINE", &o.pipeline, "qwen3tts or pockettts")
         .option("--model", &o.model, "BACKBONE.gguf", "the backbone (required)")
         .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "its generation projector (required)")
-        .option("--backend", &o.backend, "NAME", "backend setup (cpu, vulkan)")
+        .option("--backend", &o.backend, "NAME", "backend setup (cpu, vulkan, vulkan-1t: llvmpipe on one thread)")
         .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server (the rpc setups)")
         .option("--json", &o.json, "PATH", "where the row's JSON goes")
         .option("--runs", &o.runs, "N", "stores that land inside the call, per step and way (>= 1; up to 5x the attempts)")

@@ -7,17 +7,18 @@
 
 namespace bench_tts {
 
-// A row: PIPELINE or PIPELINE:BACKEND (qwen3tts, pockettts; cpu, vulkan).
+// A row: PIPELINE or PIPELINE:BACKEND (qwen3tts, pockettts; cpu, vulkan, vulkan-1t: llvmpipe on one
+// thread, common::setup_backend).
 inline bool is_pipeline(const std::string & p) {
     return p == "qwen3tts" || p == "pockettts";
 }
 inline bool is_row(const std::string & row) {
     const size_t colon = row.find(':');
     const std::string backend = colon == std::string::npos ? "cpu" : row.substr(colon + 1);
-    return is_pipeline(row.substr(0, colon)) && (backend == "cpu" || backend == "vulkan");
+    return is_pipeline(row.substr(0, colon)) && (backend == "cpu" || backend == "vulkan" || backend == "vulkan-1t");
 }
 // For messages and --help.
-constexpr const char * k_rows = "qwen3tts, pockettts, qwen3tts:vulkan, pockettts:vulkan";
+constexpr const char * k_rows = "qwen3tts, pockettts, PIPELINE:vulkan, PIPELINE:vulkan-1t";
 
 // Targets: a stop within 10% of the call, or within 10 ms for calls under 100 ms; the byte at 0
 // costs at most 2% a frame.

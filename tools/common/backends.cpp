@@ -7,15 +7,22 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 namespace common {
 
-void load_backends(const backend_set & set) {
+namespace {
+bool & backends_loaded() {
     static bool loaded = false;
-    if (!loaded) {
+    return loaded;
+}
+} // namespace
+
+void load_backends(const backend_set & set) {
+    if (!backends_loaded()) {
         ggml_backend_load_all();
-        loaded = true;
+        backends_loaded() = true;
     }
     const std::pair<const char *, bool> keep[] = {{"BLAS", set.blas}, {"Vulkan", set.vulkan}, {"RPC", set.rpc}};
     for (const auto & [name, wanted] : keep) {
@@ -137,11 +144,11 @@ bool start_rpc(backend_setup & out, int n, bool lan, const std::string & bin, in
 } // namespace
 
 const char * setup_names() {
-    return "cpu, blas, vulkan, rpc1, rpc2, rpc1-lan, rpc2-lan";
+    return "cpu, blas, vulkan, vulkan-1t, rpc1, rpc2, rpc1-lan, rpc2-lan";
 }
 
 bool is_setup_name(const std::string & name) {
-    for (const char * known : {"cpu", "blas", "vulkan", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan"}) {
+    for (const char * known : {"cpu", "blas", "vulkan", "vulkan-1t", "rpc1", "rpc2", "rpc1-lan", "rpc2-lan"}) {
         if (name == known) {
             return true;
         }
@@ -156,7 +163,7 @@ bool setup_backend(const std::string & name, const std::string & rpc_server_bin,
     const std::string base = lan ? name.substr(0, name.size() - 4) : name;
     backend_set set;
     set.blas   = base == "blas";
-    set.vulkan = base == "vulkan";
+    set.vulkan = base == "vulkan" || base == "vulkan-1t";
     set.rpc    = base == "rpc1" || base == "rpc2";
     if (!is_setup_name(name)) {
         std::fprintf(stderr, "unknown setup '%s' (%s)\n", name.c_str(), setup_names());
@@ -164,6 +171,15 @@ bool setup_backend(const std::string & name, const std::string & rpc_server_bin,
     }
     if (set.vulkan) {
         setenv("GGML_VK_VISIBLE_DEVICES", "0", 0); // ggml-vulkan hides CPU-type devices otherwise
+    }
+    if (base == "vulkan-1t") {
+        // llvmpipe reads its thread count when ggml-vulkan creates the device: before the load.
+        const char * lp = std::getenv("LP_NUM_THREADS");
+        if (backends_loaded() && (lp == nullptr || std::strcmp(lp, "1") != 0)) {
+            std::fprintf(stderr, "vulkan-1t: the Vulkan backend was loaded before LP_NUM_THREADS=1 could be set\n");
+            return false;
+        }
+        setenv("LP_NUM_THREADS", "1", 1);
     }
     load_backends(set);
     out.description = set.blas ? "CPU + BLAS" : "CPU";
