@@ -61,7 +61,7 @@
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
 #define LLAMA_CANCEL_VERSION_MAJOR 1
 #define LLAMA_CANCEL_VERSION_MINOR 3
-#define LLAMA_CANCEL_VERSION_PATCH 2
+#define LLAMA_CANCEL_VERSION_PATCH 3
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
 
@@ -383,7 +383,9 @@ extern "C" {
     // turns the frames into PCM with a streaming state; a Pocket-TTS text chunk's end rewinds the
     // backbone to the voice prefix and decodes the next chunk. CANCELLED leaves the generation at its
     // last committed step (talker memory, streaming state, frames, PCM); llama_cancel_tts_generate
-    // again resumes from there, and the PCM is the uninterrupted run's bit for bit (CPU).
+    // again resumes from there, and the PCM is the uninterrupted run's bit for bit (CPU). A frame's
+    // GEN_CODE (tens of ms) checkpoints half the hook's interval apart (5 ms by default), so that a
+    // stop there lands within the interval; every other graph at the whole interval.
     //
     // Randomness: libmtmd reseeds GEN_CODE's sampler only when the seed differs from the previous
     // call's, and a stopped call still draws. So the object gives GEN_CODE call g the seed

@@ -23,6 +23,10 @@ struct call {
     ggml_abort_callback         abort_callback = nullptr; // the caller's own, consulted beside the bytes
     void *                      abort_data     = nullptr;
     double                      cap_ms = 0.0;       // cap on the checkpoint interval (a budget's share); 0: none
+    // Below 1: checkpoints this share of the policy's interval apart, for graphs a host runs once a
+    // frame and expects to stop within the interval (GEN_CODE, tens of ms: a stop waits up to the
+    // interval plus a node and the return, past the interval at 1).
+    double                      interval_share = 1.0;
     slice_budget *              budget = nullptr;   // node clock of a stop-time budget; NULL: none
     // The call installed an abort callback on the context: nodes of backends that take it need no
     // eval-callback checkpoint (abort_reach.h). False for an encode (clip takes none).

@@ -17,15 +17,16 @@ enum class clip_outcome {
 };
 
 // Runs `fn` (returning libmtmd's int32_t) under a call holding `flag`, `seq_flag` (either may be
-// NULL) and `hook` (NULL: the bound hook names itself).
+// NULL) and `hook` (NULL: the bound hook names itself); `interval_share`: call::interval_share.
 template <typename Fn>
 clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_cancel_hook * hook, Fn && fn,
-                           int32_t * ret) {
+                           int32_t * ret, double interval_share = 1.0) {
     call c;
-    c.flag      = flag;
-    c.seq_flags = {seq_flag};
-    c.hook      = hook;
-    c.projector = true;
+    c.flag           = flag;
+    c.seq_flags      = {seq_flag};
+    c.hook           = hook;
+    c.projector      = true;
+    c.interval_share = interval_share;
     {
         call_scope scope(c);
         c.begin_graph();

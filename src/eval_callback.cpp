@@ -36,9 +36,15 @@ using llama_cancel::now_ms;
 thread_local checkpoint_policy t_policy;
 thread_local checkpoint_policy t_projector_policy;
 
-// Before an ask: the cap a call's stop-time budget puts on the interval (none outside a call).
+// Before an ask: the cap a call puts on the interval, its stop-time budget's share or its share of
+// the interval, whichever is shorter (none outside a call).
 void apply_cap(checkpoint_policy & policy, const call * c) {
-    policy.set_cap(c != nullptr ? c->cap_ms : 0.0);
+    double cap = c != nullptr ? c->cap_ms : 0.0;
+    if (c != nullptr && c->interval_share < 1.0) {
+        const double share = c->interval_share * policy.interval_ms();
+        cap                = cap > 0.0 ? std::min(cap, share) : share;
+    }
+    policy.set_cap(cap);
 }
 
 // A checkpoint passed: the view's rate, now and then the checkpoint's own round trip, and the

@@ -386,6 +386,33 @@ TEST_F(Tts, GenAudioProcessReportsAStoppedGraphAndLeavesTheStateToTheCaller) {
     EXPECT_STRNE(r.message, "");
 }
 
+// A frame's GEN_CODE is a call of tens of ms that a host expects to stop within the interval: its
+// checkpoints go half the interval apart, GEN_WAV's the whole interval (or more, stretched for RPC).
+TEST_F(Tts, GenCodeCheckpointsAtHalfTheInterval) {
+    setup s;
+    const int32_t n_embd = llama_model_n_embd(test_backend().model.get());
+    std::vector<float> h(static_cast<size_t>(n_embd), 0.01f);
+    mtmd_gen_inp code = mtmd_gen_inp_default(s.mctx.get());
+    code.type = MTMD_GEN_PROCESS_TYPE_GEN_CODE;
+    code.embd = h.data();
+    code.seed = 7;
+    const llama_cancel_tts_run_params rp = s.run();
+    llama_cancel_tts_result r{};
+    mtmd_gen_out out{};
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_DOUBLE_EQ(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, 0.5 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
+    std::vector<int32_t> codes(out.codes, out.codes + out.n_codes);
+    std::vector<float>   feats(out.feats, out.feats + out.n_feats);
+    mtmd_gen_inp wav = mtmd_gen_inp_default(s.mctx.get());
+    wav.type    = MTMD_GEN_PROCESS_TYPE_GEN_WAV;
+    wav.codes   = codes.empty() ? nullptr : codes.data();
+    wav.n_codes = codes.size();
+    wav.feats   = feats.empty() ? nullptr : feats.data();
+    wav.n_feats = feats.size();
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &wav, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_GE(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
+}
+
 TEST_F(Tts, BadArgumentsAreClearErrors) {
     setup s;
     llama_cancel_tts_result r{};
