@@ -347,30 +347,48 @@ TEST_F(Tts, StatelessNamesStopGenWavAndResumeExactly) {
     EXPECT_TRUE(same(std::vector<float>(pcm, pcm + n), *want_));
 }
 
+// Inputs of direct llama_cancel_mtmd_gen_audio_process calls: GEN_CODE over a constant hidden
+// state, GEN_WAV over what a GEN_CODE gave (codes for Qwen3-TTS, latents for Pocket-TTS). The
+// vectors the inputs point into live here.
+struct gen_inputs {
+    std::vector<float>   h;
+    std::vector<int32_t> codes;
+    std::vector<float>   feats;
+
+    mtmd_gen_inp code(mtmd_context * mctx) {
+        h.assign(static_cast<size_t>(llama_model_n_embd(test_backend().model.get())), 0.01f);
+        mtmd_gen_inp in = mtmd_gen_inp_default(mctx);
+        in.type         = MTMD_GEN_PROCESS_TYPE_GEN_CODE;
+        in.embd         = h.data();
+        in.seed         = 7;
+        return in;
+    }
+    mtmd_gen_inp wav(mtmd_context * mctx, const mtmd_gen_out & out) {
+        codes.assign(out.codes, out.codes + out.n_codes);
+        feats.assign(out.feats, out.feats + out.n_feats);
+        mtmd_gen_inp in = mtmd_gen_inp_default(mctx);
+        in.type         = MTMD_GEN_PROCESS_TYPE_GEN_WAV;
+        in.seed         = 7;
+        if (!codes.empty()) {
+            in.codes   = codes.data();
+            in.n_codes = codes.size();
+        } else {
+            in.feats   = feats.data();
+            in.n_feats = feats.size();
+        }
+        return in;
+    }
+};
+
 TEST_F(Tts, GenAudioProcessReportsAStoppedGraphAndLeavesTheStateToTheCaller) {
     setup s;
-    const int32_t n_embd = llama_model_n_embd(test_backend().model.get());
-    std::vector<float> h(static_cast<size_t>(n_embd), 0.01f);
-    mtmd_gen_inp code = mtmd_gen_inp_default(s.mctx.get());
-    code.type  = MTMD_GEN_PROCESS_TYPE_GEN_CODE;
-    code.embd  = h.data();
-    code.seed  = 7;
+    gen_inputs   in;
+    mtmd_gen_inp code = in.code(s.mctx.get());
     llama_cancel_tts_run_params rp = s.run();
     llama_cancel_tts_result     r{};
     mtmd_gen_out out{};
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
-    std::vector<int32_t> codes(out.codes, out.codes + out.n_codes);
-    std::vector<float>   feats(out.feats, out.feats + out.n_feats);
-    mtmd_gen_inp wav = mtmd_gen_inp_default(s.mctx.get());
-    wav.type  = MTMD_GEN_PROCESS_TYPE_GEN_WAV;
-    wav.seed  = 7;
-    if (!codes.empty()) {
-        wav.codes   = codes.data();
-        wav.n_codes = codes.size();
-    } else {
-        wav.feats   = feats.data();
-        wav.n_feats = feats.size();
-    }
+    mtmd_gen_inp wav = in.wav(s.mctx.get(), out);
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &wav, &out, &rp, &r), LLAMA_CANCEL_OK);
     const std::vector<float> want(out.audio, out.audio + out.n_samples);
     s.gen_trig.at = s.gen_trig.calls + 3;
@@ -390,25 +408,14 @@ TEST_F(Tts, GenAudioProcessReportsAStoppedGraphAndLeavesTheStateToTheCaller) {
 // checkpoints go half the interval apart, GEN_WAV's the whole interval (or more, stretched for RPC).
 TEST_F(Tts, GenCodeCheckpointsAtHalfTheInterval) {
     setup s;
-    const int32_t n_embd = llama_model_n_embd(test_backend().model.get());
-    std::vector<float> h(static_cast<size_t>(n_embd), 0.01f);
-    mtmd_gen_inp code = mtmd_gen_inp_default(s.mctx.get());
-    code.type = MTMD_GEN_PROCESS_TYPE_GEN_CODE;
-    code.embd = h.data();
-    code.seed = 7;
+    gen_inputs         in;
+    const mtmd_gen_inp code = in.code(s.mctx.get());
     const llama_cancel_tts_run_params rp = s.run();
     llama_cancel_tts_result r{};
     mtmd_gen_out out{};
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_DOUBLE_EQ(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, 0.5 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
-    std::vector<int32_t> codes(out.codes, out.codes + out.n_codes);
-    std::vector<float>   feats(out.feats, out.feats + out.n_feats);
-    mtmd_gen_inp wav = mtmd_gen_inp_default(s.mctx.get());
-    wav.type    = MTMD_GEN_PROCESS_TYPE_GEN_WAV;
-    wav.codes   = codes.empty() ? nullptr : codes.data();
-    wav.n_codes = codes.size();
-    wav.feats   = feats.empty() ? nullptr : feats.data();
-    wav.n_feats = feats.size();
+    const mtmd_gen_inp wav = in.wav(s.mctx.get(), out);
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &wav, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_GE(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 }
