@@ -10,6 +10,7 @@
 #include "llama-cancel.h"
 
 #include "backend_wait.h"
+#include "buffer_policies.h"
 #include "call.h"
 #include "checkpoint_policy.h"
 #include "clock.h"
@@ -30,11 +31,12 @@ using llama_cancel::now_ms;
 // The stateless form's policies: per thread, since ggml's scheduler calls cb_eval on the thread that
 // computes the graph, so no lock and nothing shared between hosts' decoding threads. They outlive
 // graphs and contexts: work left over at a graph's end counts toward the next one's first checkpoint,
-// and rates learnt on a device serve every later graph on it. Projector graphs run through the
-// library's calls keep one of their own (stateless_policy_of); graphs outside a call cannot be told
-// apart and share the text one.
+// and rates learnt on a device serve every later graph on it. Inside the library's calls, text and
+// projector graphs keep one each (stateless_policy_of); outside, each compute buffer keeps its own
+// (buffer_policies.h: the buffer tells one context's graphs from another's).
 thread_local checkpoint_policy t_policy;
 thread_local checkpoint_policy t_projector_policy;
+thread_local llama_cancel::buffer_policies<checkpoint_policy> t_outside_policies;
 
 // Before an ask: the cap a call puts on the interval, its stop-time budget's share or its share of
 // the interval, whichever is shorter (none outside a call).
@@ -110,7 +112,8 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         return c != nullptr ? c->stop_requested() || (!c->hold && llama_cancel::flag_is_set(byte))
                             : llama_cancel::flag_is_set(byte);
     };
-    checkpoint_policy & policy = llama_cancel::stateless_policy_of(c, t_policy, t_projector_policy);
+    checkpoint_policy & policy = c != nullptr ? llama_cancel::stateless_policy_of(c, t_policy, t_projector_policy)
+                                              : t_outside_policies.of(t);
     if (ask) {
         apply_cap(policy, c);
         return stop() || checkpoint_due(policy, t, c);

@@ -2,12 +2,14 @@
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
 // simulated clock; and the set its graph-end detector keeps (src/pointer_set.h). The stop-time
 // budget's slices are in test_slice_budget.cpp, ggml-vulkan's waiting rule in test_backend_wait.cpp.
+#include "buffer_policies.h"
 #include "call.h"
 #include "checkpoint_policy.h"
 #include "clip_call.h"
 #include "pointer_set.h"
 #include "work.h"
 
+#include "ggml-backend.h"
 #include "ggml.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -556,6 +559,46 @@ TEST(StatelessPolicy, ProjectorCallsKeepTheirOwn) {
     EXPECT_EQ(&llama_cancel::stateless_policy_of(nullptr, text, projector), &text);
     EXPECT_EQ(&llama_cancel::stateless_policy_of(&decode_call, text, projector), &text);
     EXPECT_EQ(llama_cancel::current_call(), nullptr) << "the clip call's scope ended";
+}
+
+// Outside the library's calls the stateless callback picks a policy by the node's compute buffer:
+// each context's graphs keep theirs (what they learnt survives the other context's graphs), a node
+// outside compute buffers stays with the graph it is in, and a new buffer past the slots takes the
+// least recently used one's place, fresh.
+TEST(StatelessPolicy, OutsideCallsEachComputeBufferKeepsItsOwn) {
+    struct buffer_free {
+        void operator()(ggml_backend_buffer_t b) const { ggml_backend_buffer_free(b); }
+    };
+    using buffer_ptr = std::unique_ptr<ggml_backend_buffer, buffer_free>;
+    auto make = [](ggml_backend_buffer_usage usage) {
+        buffer_ptr b(ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), 64));
+        ggml_backend_buffer_set_usage(b.get(), usage);
+        return b;
+    };
+    const buffer_ptr a = make(GGML_BACKEND_BUFFER_USAGE_COMPUTE), b = make(GGML_BACKEND_BUFFER_USAGE_COMPUTE),
+                     c = make(GGML_BACKEND_BUFFER_USAGE_COMPUTE), w = make(GGML_BACKEND_BUFFER_USAGE_WEIGHTS),
+                     kv = make(GGML_BACKEND_BUFFER_USAGE_ANY); // a KV cache's or recurrent state's
+    ggml_tensor in_a{}, in_b{}, in_c{}, weight{}, in_kv{}, no_buffer{};
+    in_kv.buffer  = kv.get();
+    in_a.buffer   = a.get();
+    in_b.buffer   = b.get();
+    in_c.buffer   = c.get();
+    weight.buffer = w.get();
+    llama_cancel::buffer_policies<int, 2> policies;
+    int & of_a = policies.of(&in_a);
+    int & of_b = policies.of(&in_b);
+    EXPECT_NE(&of_a, &of_b);
+    EXPECT_EQ(&policies.of(&weight), &of_b) << "a weight's node stays with the graph it is in";
+    EXPECT_EQ(&policies.of(&in_kv), &of_b) << "a view of the KV cache too";
+    EXPECT_EQ(&policies.of(&no_buffer), &of_b);
+    EXPECT_EQ(&policies.of(&in_a), &of_a);
+    of_a = 7;
+    of_b = 9;
+    EXPECT_EQ(policies.of(&in_b), 9);
+    EXPECT_EQ(policies.of(&in_a), 7) << "what a graph's policy learnt survives another context's graphs";
+    EXPECT_EQ(&policies.of(&in_c), &of_b) << "the least recently used slot";
+    EXPECT_EQ(policies.of(&in_c), 0) << "a new buffer's policy starts fresh";
+    EXPECT_EQ(policies.of(&in_a), 7);
 }
 
 TEST(PointerSet, InsertClearGrow) {
