@@ -307,12 +307,11 @@ common::json row_json(const backend_options & o, const std::string & device, con
 const char k_names[] = "vulkan, vulkan-1t, rpc, rpc2, rpc-lan, rpc2-lan, blas, cpu";
 
 // The support library's setup behind a row's name; empty for an unknown one.
-// vulkan-1t: the same device with llvmpipe on one thread (bench sets LP_NUM_THREADS), so that
+// vulkan-1t: the same device with llvmpipe on one thread (the setup sets LP_NUM_THREADS), so that
 // the host's spin-wait at each synchronize does not take a core from the "GPU".
 // rpc-lan, rpc2-lan: the servers behind a delay proxy (LLAMA_CANCEL_RPC_DELAY_MS each way, 0.5).
 std::string setup_name(const std::string & name) {
-    const std::string setup = name == "vulkan-1t" ? "vulkan"
-                              : name == "rpc"     ? "rpc1"
+    const std::string setup = name == "rpc"     ? "rpc1"
                               : name == "rpc-lan" ? "rpc1-lan"
                                                   : name;
     return common::is_setup_name(setup) ? setup : "";

@@ -1,8 +1,8 @@
 // The ggml backends the tools and the tests run on: loading Debian's dynamically built backends
 // (only those asked for), quieting llama.cpp's logs, registering RPC servers, loading a model on
 // chosen devices, and the named setups ("cpu", "blas", "vulkan", "vulkan-1t", "rpc1", "rpc2",
-// "rpc1-lan", "rpc2-lan") that bundle all of it with the server processes they need. Not part of the library's
-// API.
+// "rpc1-lan", "rpc2-lan") that bundle all of it with the server processes they need. Not part of
+// the library's API.
 #pragma once
 
 #include "ggml-backend.h"
@@ -39,10 +39,11 @@ model_ptr load_model_on(const std::string & path, const std::vector<ggml_backend
 
 // One of the setups the tests, the benchmark and the stress command run on: "cpu", "blas" (BLAS
 // beside the CPU), "vulkan" (Mesa's llvmpipe as Vulkan0, all layers), "vulkan-1t" (the same with
-// llvmpipe on one thread, LP_NUM_THREADS=1: the host thread's spin-wait at each synchronize then
-// takes no core from the device's workers, as on a GPU; set up before any backend is loaded), "rpc1" / "rpc2" (one or two
-// ggml-rpc-server processes on loopback, serving their CPU), "rpc1-lan" / "rpc2-lan" (the same,
-// each server reached through a delay proxy: $LLAMA_CANCEL_RPC_DELAY_MS each way, default 0.5).
+// llvmpipe on one thread, LP_NUM_THREADS=1: the host thread's spin-wait at each synchronize takes
+// no core from the device's worker; its sleeps on fences cost instead, see docs/benchmark.md; set
+// up before any backend is loaded), "rpc1" / "rpc2" (one or two ggml-rpc-server processes on
+// loopback, serving their CPU), "rpc1-lan" / "rpc2-lan" (the same, each server reached through a
+// delay proxy: $LLAMA_CANCEL_RPC_DELAY_MS each way, default 0.5).
 // Loads exactly the ggml backends the setup needs and starts its servers, which stop with it.
 struct backend_setup {
     std::string                              name;
@@ -54,8 +55,8 @@ struct backend_setup {
     // Loads a model on the setup's devices with `n_gpu_layers` of them offloaded (-1: all).
     model_ptr load(const std::string & path, int32_t n_gpu_layers) const;
 };
-// The setups' names, "cpu, blas, vulkan, vulkan-1t, rpc1, rpc2, rpc1-lan, rpc2-lan", and whether `name` is one:
-// commands check their --backend with it before starting anything.
+// The setups' names, "cpu, blas, vulkan, vulkan-1t, rpc1, rpc2, rpc1-lan, rpc2-lan", and whether
+// `name` is one: commands check their --backend with it before starting anything.
 const char * setup_names();
 bool        is_setup_name(const std::string & name);
 
