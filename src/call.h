@@ -49,6 +49,9 @@ struct call {
     uint64_t device_asks     = 0;     // asks about device nodes so far (never cleared: a clock)
     // A graph began since a hook last looked: the hook's stop state starts clean there.
     bool     graph_fresh     = false;
+    // A graph began that the checkpoint policy was not told of yet (checkpoint_policy::begin_graph):
+    // wherever llama.cpp built it, its first ask opens it.
+    bool     graph_untold    = false;
     // A hook other than `hook` ran the call's graph (the caller named the wrong one): it stops
     // every node and the call fails.
     bool     wrong_hook      = false;
@@ -60,6 +63,7 @@ struct call {
         held_stop       = false;
         longest_view_ms = 0.0;
         graph_fresh     = true;
+        graph_untold    = true;
     }
 };
 
@@ -73,6 +77,15 @@ call * current_call();
 // code-predictor call).
 template <typename Policy> Policy & stateless_policy_of(const call * c, Policy & text, Policy & projector) {
     return c != nullptr && c->projector ? projector : text;
+}
+
+// At an ask of call `c` (NULL: none): tells `policy` once that the call's graph begins
+// (checkpoint_policy::begin_graph), wherever llama.cpp or clip built it.
+template <typename Policy> void tell_graph_begin(call * c, Policy & policy) {
+    if (c != nullptr && c->graph_untold) {
+        c->graph_untold = false;
+        policy.begin_graph();
+    }
 }
 
 // Makes `c` the thread's current call until destroyed, then puts the previous one back (an mtmd

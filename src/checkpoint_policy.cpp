@@ -116,8 +116,9 @@ bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
     if (!sleeps || cap_ > 0.0) {
         return true;
     }
-    if (view_work_ > k_sleep_graph_share * d.graph_work) {
-        return true; // a longer view would cost more than the share of the graph (or it is unknown)
+    const double graph = d.graph_work > 0.0 ? d.graph_work : d.graph_acc; // known, or a lower bound
+    if (view_work_ > k_sleep_graph_share * graph) {
+        return true; // a longer view would cost more than the share of the graph
     }
     // A shorter view is waited for busy from start to end: ending it there would keep the core
     // spinning at every checkpoint when single nodes outlast the budget (a slow device).
@@ -154,25 +155,67 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
 
 void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
     const bool full = graph_asks_ >= k_graph_nodes;
-    began_ = !full && graph_nodes_.contains(node);
+    began_ = !full && (graph_pending_ || graph_nodes_.contains(node));
     if (full || began_) {
-        // Asked before in this graph: a new graph began (or no end in sight: its work not known).
-        // A device the graph did not use keeps what it knew. Rates are never 0.
-        graph_ms_ = 0.0;
-        for (device_rate & r : devices_) {
-            r.graph_work = full ? 0.0 : (r.graph_acc > 0.0 ? r.graph_acc : r.graph_work);
-            graph_ms_ += full ? 0.0 : r.graph_acc / r.rate;
-            r.graph_acc  = 0.0;
-        }
-        graph_nodes_.clear();
-        graph_asks_ = 0;
-        inv_budget_ = 0.0; // the graph's time may stretch the interval
+        // Asked before in this graph, or a call began a graph: a new graph begins here (or no end
+        // in sight: its work not known).
+        open_graph(node, !full);
+    } else if (graph_asks_ == 0) {
+        head_ = graph_head{node, node->op, {node->ne[0], node->ne[1], node->ne[2], node->ne[3]}};
     }
     if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
     }
     graph_asks_++;
     d.graph_acc += work;
+}
+
+// The graph in flight ended (`whole`: seen from its first node to its last): its work is
+// remembered, and the one beginning at `head` gets what it did last time. Rates are never 0.
+void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
+    graph_ms_ = 0.0;
+    for (device_rate & r : devices_) {
+        if (whole && r.graph_acc > 0.0) {
+            remember_graph(r.device, r.graph_acc);
+        }
+        graph_ms_ += whole ? r.graph_acc / r.rate : 0.0;
+        r.graph_acc = 0.0;
+    }
+    head_ = graph_head{head, head->op, {head->ne[0], head->ne[1], head->ne[2], head->ne[3]}};
+    for (device_rate & r : devices_) {
+        r.graph_work = whole ? recall_graph(r.device) : 0.0;
+    }
+    graph_nodes_.clear();
+    graph_asks_     = 0;
+    graph_pending_  = false;
+    inv_budget_     = 0.0; // the graph's time may stretch the interval
+}
+
+bool checkpoint_policy::graph_head::operator==(const graph_head & o) const {
+    return node == o.node && op == o.op && std::equal(ne, ne + GGML_MAX_DIMS, o.ne);
+}
+
+void checkpoint_policy::remember_graph(const void * device, double work) {
+    graph_record * slot = &graphs_[0];
+    for (graph_record & g : graphs_) {
+        if (g.work > 0.0 && g.device == device && g.head == head_) {
+            slot = &g;
+            break;
+        }
+        if (g.work <= 0.0 || (slot->work > 0.0 && g.last_use < slot->last_use)) {
+            slot = &g;
+        }
+    }
+    *slot = graph_record{head_, device, work, ++graph_uses_};
+}
+
+double checkpoint_policy::recall_graph(const void * device) const {
+    for (const graph_record & g : graphs_) {
+        if (g.work > 0.0 && g.device == device && g.head == head_) {
+            return g.work;
+        }
+    }
+    return 0.0;
 }
 
 bool checkpoint_policy::wants_round_trip() const {

@@ -34,10 +34,15 @@
 // Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
 // single nodes outlast the budget (llvmpipe, a slow GPU) views hold ten nodes instead of one, a
 // longer stop for a core that sleeps. That is only worth it while a view stays a small share of
-// the graph (k_sleep_graph_share of the last graph's work on that device: a stop then waits about
-// that share of what it would wait without checkpoints); past it, or before a graph was seen
-// whole, the budget ends the view. A graph's end is seen when one of its first nodes comes again
-// (llama.cpp and clip build each graph in the same memory). A stop-time budget's cap turns it off.
+// the graph (k_sleep_graph_share of the graph's work on that device: a stop then waits about that
+// share of what it would wait without checkpoints); past it the budget ends the view. The graph's
+// work is what a graph with the same first node (address, op and shape) did last time, on that
+// device (k_graph_records remembered), or before one was seen, its work so far: a lower bound, so
+// views grow with the graph. A llama.cpp context alternates graphs of several shapes (a prompt's
+// text, then media embeddings ten times its size), and the last graph's work was the wrong share
+// for the next. A graph's end is seen when one of its first nodes comes again (llama.cpp and clip
+// build each graph in the same memory), or where a call says its graph begins (begin_graph). A
+// stop-time budget's cap turns it off.
 #pragma once
 
 #include "llama-cancel.h"
@@ -95,6 +100,9 @@ class checkpoint_policy {
     // memory asks one of them first, and a set that small stays in the nearest cache (one of every
     // node was a cache miss an ask, the policy's largest cost).
     static constexpr size_t k_graph_first_nodes = 64;
+    // Graphs (first node and device) whose work is remembered; the least recently used is
+    // forgotten beyond that.
+    static constexpr int k_graph_records = 8;
     // Asks between two clock reads (ask_time).
     static constexpr uint32_t k_clock_every = 8;
 
@@ -135,6 +143,9 @@ class checkpoint_policy {
     // device's budget and restarts the count. `now` is when the view was known computed;
     // `round_trip_ms` >= 0 is what one more read of the node took (a checkpoint's own cost).
     void passed(double now, double round_trip_ms = -1.0);
+    // The next ask is a new graph's first (the caller knows it: a call's llama_decode or encode),
+    // wherever that graph was built.
+    void begin_graph() { graph_pending_ = true; }
     // Forgets the work counted and the open view, keeps what was learnt: for a new graph, or a
     // graph abandoned at a stop (its cut view measures nothing).
     void reset();
@@ -192,8 +203,22 @@ class checkpoint_policy {
         uint32_t     n_trips     = 0;
         double       round_trip  = 0.0; // ms, the minimum of trips; 0: not measured
         uint32_t     since_trip  = 0;   // checkpoints since the round trip was last timed
-        double       graph_work  = 0.0; // the last whole graph's work there; 0: not known
+        double       graph_work  = 0.0; // the graph in flight's whole work there, as last seen; 0: not known
         double       graph_acc   = 0.0; // the graph in flight's work there so far
+    };
+    // A graph's first node, as it was asked: llama.cpp and clip build a graph of one shape in the
+    // same memory.
+    struct graph_head {
+        const void * node = nullptr;
+        int32_t      op   = 0;
+        int64_t      ne[GGML_MAX_DIMS] = {};
+        bool operator==(const graph_head & o) const;
+    };
+    struct graph_record {
+        graph_head   head;
+        const void * device   = nullptr;
+        double       work     = 0.0; // 0: the slot is free
+        uint64_t     last_use = 0;
     };
 
     device_rate & rate_of(const void * device);
@@ -205,6 +230,9 @@ class checkpoint_policy {
     bool          pause_was_compute(const device_rate & d, double now) const;
     bool          due(const device_rate & d, bool sleeps) const;
     void          count_graph(const ggml_tensor * node, device_rate & d, double work);
+    void          open_graph(const ggml_tensor * head, bool whole);
+    void          remember_graph(const void * device, double work);
+    double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
 
     double      interval_;
@@ -223,6 +251,10 @@ class checkpoint_policy {
     size_t       graph_asks_ = 0;       // asks in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known
     bool         began_    = false;     // the last place() saw a node of the graph before
+    bool         graph_pending_ = false; // begin_graph() was called: the next ask opens a graph
+    graph_head   head_;                 // the graph in flight's first node
+    graph_record graphs_[k_graph_records];
+    uint64_t     graph_uses_ = 0;
     // The device of the last ask and its budget's reciprocal (0: to compute), kept while nothing
     // they depend on changes: finding the device and its budget at every ask was a third of the
     // policy's cost.

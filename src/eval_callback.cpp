@@ -73,6 +73,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && device.key != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
         }
+        llama_cancel::tell_graph_begin(c, policy);
         // A held graph stops nowhere. The call's abort callback stops this node's backend by
         // itself: a checkpoint would only cost a synchronize.
         if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {

@@ -446,6 +446,86 @@ TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
         << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 budgets end the view";
 }
 
+// One pass over `g` on a device the host sleeps on, as a call runs a graph (`begin`: the call tells
+// the policy that a graph begins, as llama_cancel_decode and a clip call do) or as a host outside
+// any call does. The index of each checkpoint.
+std::vector<int> checkpoints_of_pass(checkpoint_policy & policy, const sleeping_graph & g, bool begin, double & now) {
+    std::vector<int> at;
+    policy.reset();
+    if (begin) {
+        policy.begin_graph();
+    }
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        now += 1e-5;
+        if (policy.place(g.nodes[i], dev_a, now, true)) {
+            at.push_back(static_cast<int>(i));
+            policy.reset();
+        }
+    }
+    return at;
+}
+
+// A context's graphs alternate shapes (a prompt's text, then media embeddings many times its
+// size), each built in memory of its own: each graph's views are sized by the share of what a
+// graph with its first node did last time, not of the graph before it.
+TEST_F(SleepingPolicy, EachGraphKeepsTheShareOfItsOwnShape) {
+    const sleeping_graph large = graph(400, [](int) { return 0.5; }); // 200 budgets
+    const sleeping_graph small = graph(30, [](int) { return 0.5; });  // 15 budgets, other nodes
+    checkpoint_policy    policy;
+    double               now = 1000.0;
+    for (int round = 0; round < 2; ++round) {
+        checkpoints_of_pass(policy, large, true, now);
+        checkpoints_of_pass(policy, small, true, now);
+    }
+    const std::vector<int> after_small = checkpoints_of_pass(policy, large, true, now);
+    ASSERT_GE(after_small.size(), 2u);
+    EXPECT_EQ(after_small[1] - after_small[0], 10) << "a large graph after a small one: views of ten nodes";
+    const std::vector<int> after_large = checkpoints_of_pass(policy, small, true, now);
+    ASSERT_GE(after_large.size(), 2u);
+    EXPECT_EQ(after_large[1] - after_large[0], 4)
+        << "a small graph after a large one, where the call says it begins: views of a tenth of it";
+}
+
+// Outside any call a graph is seen to begin only where its first nodes come again: one built in
+// other memory runs on as the graph before it. A call's begin_graph tells the policy.
+TEST_F(SleepingPolicy, ACallTellsWhereItsGraphBegins) {
+    const sleeping_graph large = graph(400, [](int) { return 0.5; });
+    const sleeping_graph small = graph(30, [](int) { return 0.5; });
+    checkpoint_policy    told, untold;
+    double               now = 1000.0;
+    for (int round = 0; round < 2; ++round) {
+        checkpoints_of_pass(told, large, true, now);
+        checkpoints_of_pass(untold, large, false, now);
+    }
+    const std::vector<int> with_begin = checkpoints_of_pass(told, small, true, now);
+    const std::vector<int> without    = checkpoints_of_pass(untold, small, false, now);
+    ASSERT_GE(with_begin.size(), 2u);
+    ASSERT_GE(without.size(), 2u);
+    EXPECT_EQ(with_begin[1] - with_begin[0], 2) << "a graph not seen before: the budget ends its views";
+    EXPECT_EQ(without[1] - without[0], 10) << "taken for the large graph's rest";
+}
+
+// Before a graph of its shape was seen whole, its share is its work so far (a lower bound): the
+// budget ends its first views, and views hold ten nodes once that work makes them a tenth or less.
+TEST_F(SleepingPolicy, AnUnseenGraphsViewsGrowWithIt) {
+    const sleeping_graph heavy = graph(400, [](int) { return 0.5; });
+    checkpoint_policy    policy;
+    double               now = 1000.0;
+    const std::vector<int> at = checkpoints_of_pass(policy, heavy, true, now);
+    ASSERT_GE(at.size(), 3u);
+    EXPECT_EQ(at[0], 1) << "the first view ends at the budget";
+    int longest = 0;
+    for (size_t i = 1; i < at.size(); ++i) {
+        const int nodes = at[i] - at[i - 1];
+        longest = std::max(longest, nodes);
+        if (nodes > 2) { // past the budget (two nodes)
+            EXPECT_LE((nodes - 1) * 10, at[i] + 1)
+                << "a view past the budget ends at the node that takes it past a tenth of the work so far";
+        }
+    }
+    EXPECT_EQ(longest, 10) << "later views hold ten nodes, which ggml-vulkan sleeps through";
+}
+
 // The graph-end detector's set: inserts report news, clearing empties it, growth keeps members.
 // An encoder's memory-bound run (issue 31): a product with a short inner dimension (a conv stack's
 // first, over im2col's 9 rows), then a run of nodes that take the time of the bytes they move (adds,
@@ -559,6 +639,26 @@ TEST(StatelessPolicy, ProjectorCallsKeepTheirOwn) {
     EXPECT_EQ(&llama_cancel::stateless_policy_of(nullptr, text, projector), &text);
     EXPECT_EQ(&llama_cancel::stateless_policy_of(&decode_call, text, projector), &text);
     EXPECT_EQ(llama_cancel::current_call(), nullptr) << "the clip call's scope ended";
+}
+
+// A call's graph begins once for its policy, at the first ask after each begin_graph (a decode's
+// llama_decode, an encode); outside any call never: there the policy looks for the graph's end itself.
+TEST(StatelessPolicy, ACallsGraphBeginsOnceForItsPolicy) {
+    struct counting_policy {
+        int begins = 0;
+        void begin_graph() { begins++; }
+    } policy;
+    llama_cancel::call c;
+    llama_cancel::tell_graph_begin(nullptr, policy);
+    llama_cancel::tell_graph_begin(&c, policy);
+    EXPECT_EQ(policy.begins, 0) << "no graph began";
+    c.begin_graph();
+    llama_cancel::tell_graph_begin(&c, policy);
+    llama_cancel::tell_graph_begin(&c, policy);
+    EXPECT_EQ(policy.begins, 1) << "told at the first ask, not at the next";
+    c.begin_graph();
+    llama_cancel::tell_graph_begin(&c, policy);
+    EXPECT_EQ(policy.begins, 2);
 }
 
 // Outside the library's calls the stateless callback picks a policy by the node's compute buffer:
