@@ -161,7 +161,7 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
         // in sight: its work not known).
         open_graph(node, !full);
     } else if (graph_asks_ == 0) {
-        head_ = graph_head{node, node->op, {node->ne[0], node->ne[1], node->ne[2], node->ne[3]}};
+        head_ = head_of(node); // the policy's first graph
     }
     if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
@@ -181,7 +181,7 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
         graph_ms_ += whole ? r.graph_acc / r.rate : 0.0;
         r.graph_acc = 0.0;
     }
-    head_ = graph_head{head, head->op, {head->ne[0], head->ne[1], head->ne[2], head->ne[3]}};
+    head_ = head_of(head);
     for (device_rate & r : devices_) {
         r.graph_work = whole ? recall_graph(r.device) : 0.0;
     }
@@ -189,6 +189,10 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
     graph_asks_     = 0;
     graph_pending_  = false;
     inv_budget_     = 0.0; // the graph's time may stretch the interval
+}
+
+checkpoint_policy::graph_head checkpoint_policy::head_of(const ggml_tensor * node) {
+    return graph_head{node, node->op, {node->ne[0], node->ne[1], node->ne[2], node->ne[3]}};
 }
 
 bool checkpoint_policy::graph_head::operator==(const graph_head & o) const {

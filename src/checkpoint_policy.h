@@ -230,6 +230,7 @@ class checkpoint_policy {
     bool          pause_was_compute(const device_rate & d, double now) const;
     bool          due(const device_rate & d, bool sleeps) const;
     void          count_graph(const ggml_tensor * node, device_rate & d, double work);
+    static graph_head head_of(const ggml_tensor * node);
     void          open_graph(const ggml_tensor * head, bool whole);
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;

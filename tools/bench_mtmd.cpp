@@ -372,7 +372,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
     }
     o.header = !no_header;
     return p.check({{!bench_mtmd::is_kind(o.kind), std::string("KIND must be one of ") + bench_mtmd::k_kinds},
-                    {o.backend != "cpu" && o.backend != "vulkan" && o.backend != "vulkan-1t", "--backend must be cpu, vulkan or vulkan-1t"},
+                    {o.backend != "cpu" && !common::is_vulkan_setup(o.backend), "--backend must be cpu, vulkan or vulkan-1t"},
                     {o.backend != "cpu" && !is_eval_kind(o.kind), "--backend vulkan(-1t) applies to the evaluation kinds"},
                     {o.seconds < 1, "--seconds must be at least 1"},
                     {o.repeats < 1, "--repeats must be at least 1"},

@@ -4,6 +4,8 @@
 // rows of every child).
 #pragma once
 
+#include "common/backends.h"
+
 #include <string>
 
 namespace bench_mtmd {
@@ -28,7 +30,7 @@ inline std::string row_backend(const std::string & row) {
 inline bool is_row(const std::string & row) {
     const std::string backend = row_backend(row);
     return backend == "cpu" ? is_kind(row)
-                            : (backend == "vulkan" || backend == "vulkan-1t") && is_eval_kind(row_kind(row));
+                            : common::is_vulkan_setup(backend) && is_eval_kind(row_kind(row));
 }
 // For messages and --help.
 constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch (evaluations also KIND:vulkan, KIND:vulkan-1t)";

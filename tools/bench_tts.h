@@ -3,6 +3,8 @@
 // the targets and the table's header.
 #pragma once
 
+#include "common/backends.h"
+
 #include <string>
 
 namespace bench_tts {
@@ -15,7 +17,7 @@ inline bool is_pipeline(const std::string & p) {
 inline bool is_row(const std::string & row) {
     const size_t colon = row.find(':');
     const std::string backend = colon == std::string::npos ? "cpu" : row.substr(colon + 1);
-    return is_pipeline(row.substr(0, colon)) && (backend == "cpu" || backend == "vulkan" || backend == "vulkan-1t");
+    return is_pipeline(row.substr(0, colon)) && (backend == "cpu" || common::is_vulkan_setup(backend));
 }
 // For messages and --help.
 constexpr const char * k_rows = "qwen3tts, pockettts, PIPELINE:vulkan, PIPELINE:vulkan-1t";

@@ -55,6 +55,10 @@ struct backend_setup {
     // Loads a model on the setup's devices with `n_gpu_layers` of them offloaded (-1: all).
     model_ptr load(const std::string & path, int32_t n_gpu_layers) const;
 };
+// Whether setup `name` runs on Mesa's llvmpipe as a Vulkan device ("vulkan", "vulkan-1t").
+inline bool is_vulkan_setup(const std::string & name) {
+    return name == "vulkan" || name == "vulkan-1t";
+}
 // The setups' names, "cpu, blas, vulkan, vulkan-1t, rpc1, rpc2, rpc1-lan, rpc2-lan", and whether
 // `name` is one: commands check their --backend with it before starting anything.
 const char * setup_names();
