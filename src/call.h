@@ -72,9 +72,9 @@ call * current_call();
 
 // Which of the stateless callback's two per-thread in-call policies a graph of call `c` uses: the
 // projector one for a clip call, else the text one (NULL too; the callback itself takes graphs
-// outside any call to buffer_policies.h's policy of their compute buffer). One policy for both learnt one rate and one graph size from a projector's graphs and a
-// text context's on one device, and stopped late (on llvmpipe: 25 ms against 9.5 on a 90 ms
-// code-predictor call).
+// outside any call to buffer_policies.h's policy of their compute buffer). One policy for both
+// learnt one rate and one graph size from a projector's graphs and a text context's on one device,
+// and stopped late (on llvmpipe: 25 ms against 9.5 on a 90 ms code-predictor call).
 template <typename Policy> Policy & stateless_policy_of(const call * c, Policy & text, Policy & projector) {
     return c != nullptr && c->projector ? projector : text;
 }

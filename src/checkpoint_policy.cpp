@@ -156,12 +156,10 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
 void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
     const bool full = graph_asks_ >= k_graph_nodes;
     began_ = !full && (graph_pending_ || graph_nodes_.contains(node));
-    if (full || began_) {
-        // Asked before in this graph, or a call began a graph: a new graph begins here (or no end
-        // in sight: its work not known).
+    if (full || began_ || graph_asks_ == 0) {
+        // Asked before in this graph, or a call began a graph, or the policy's first ask: a new
+        // graph begins here (or no end in sight: its work not known).
         open_graph(node, !full);
-    } else if (graph_asks_ == 0) {
-        head_ = head_of(node); // the policy's first graph
     }
     if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
@@ -199,27 +197,33 @@ bool checkpoint_policy::graph_head::operator==(const graph_head & o) const {
     return node == o.node && op == o.op && std::equal(ne, ne + GGML_MAX_DIMS, o.ne);
 }
 
-void checkpoint_policy::remember_graph(const void * device, double work) {
-    graph_record * slot = &graphs_[0];
-    for (graph_record & g : graphs_) {
+int checkpoint_policy::find_graph(const void * device) const {
+    for (int i = 0; i < k_graph_records; ++i) {
+        const graph_record & g = graphs_[i];
         if (g.work > 0.0 && g.device == device && g.head == head_) {
-            slot = &g;
-            break;
-        }
-        if (g.work <= 0.0 || (slot->work > 0.0 && g.last_use < slot->last_use)) {
-            slot = &g;
+            return i;
         }
     }
-    *slot = graph_record{head_, device, work, ++graph_uses_};
+    return -1;
+}
+
+void checkpoint_policy::remember_graph(const void * device, double work) {
+    int slot = find_graph(device);
+    if (slot < 0) { // a free slot, else the least recently used
+        slot = 0;
+        for (int i = 1; i < k_graph_records; ++i) {
+            const graph_record & g = graphs_[i];
+            if (graphs_[slot].work > 0.0 && (g.work <= 0.0 || g.last_use < graphs_[slot].last_use)) {
+                slot = i;
+            }
+        }
+    }
+    graphs_[slot] = graph_record{head_, device, work, ++graph_uses_};
 }
 
 double checkpoint_policy::recall_graph(const void * device) const {
-    for (const graph_record & g : graphs_) {
-        if (g.work > 0.0 && g.device == device && g.head == head_) {
-            return g.work;
-        }
-    }
-    return 0.0;
+    const int i = find_graph(device);
+    return i >= 0 ? graphs_[i].work : 0.0;
 }
 
 bool checkpoint_policy::wants_round_trip() const {
