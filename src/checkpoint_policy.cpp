@@ -1,6 +1,7 @@
 #include "checkpoint_policy.h"
 
 #include "backend_wait.h"
+#include "view_plan.h"
 #include "work.h"
 
 #include "ggml-backend.h"
@@ -135,6 +136,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         range_device_ = device;
         range_start_  = now;
         range_work_   = 0.0;
+        range_log_first_ = graph_log_.size();
     }
     if (now - last_ask_ > k_ask_gap_ms) {
         view_work_ = 0.0; // the view before the pause is computed
@@ -150,7 +152,45 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     }
     count_graph(node, d, work);
     progress_   += work * inv_budget();
+    if (sleeps) {
+        log_node(device, work);
+        // A stop-time budget's cap is a promise the plan does not know of: the rules below keep it.
+        if (plan_ >= 0 && cap_ <= 0.0) {
+            const int cut = planned_cut(device, work);
+            if (cut >= 0) {
+                return cut != 0;
+            }
+        }
+    }
     return due(d, sleeps);
+}
+
+void checkpoint_policy::log_node(const void * device, double work) {
+    if (graph_log_.empty()) {
+        log_device_ = device;
+    }
+    if (device != log_device_ || graph_log_.size() >= k_plan_nodes) {
+        log_valid_ = false; // two such devices, or too many nodes: not planned
+    }
+    if (log_valid_) {
+        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f});
+    }
+}
+
+// Whether the plan ends a view at the node just logged: 1 or 0, or -1 where the graph is not the
+// one planned (the plan is dropped for the rest of it).
+int checkpoint_policy::planned_cut(const void * device, double work) {
+    const view_plan_record & p = plans_[plan_];
+    const size_t             i = graph_log_.size() - 1;
+    if (log_valid_ && device == p.device && i < p.nodes.size()) {
+        const double planned = p.nodes[i].work;
+        const double lo = std::min(work, planned), hi = std::max(work, planned);
+        if (hi <= k_plan_work_slack * lo + 1e3) { // a few kFLOP: views and copies of a few elements
+            return p.cuts[i];
+        }
+    }
+    plan_ = -1;
+    return -1;
 }
 
 void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
@@ -171,6 +211,9 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
 // The graph in flight ended (`whole`: seen from its first node to its last): its work is
 // remembered, and the one beginning at `head` gets what it did last time. Rates are never 0.
 void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
+    if (whole && !graph_cut_) {
+        keep_plan();
+    }
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
         if (whole && r.graph_acc > 0.0) {
@@ -187,6 +230,67 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
     graph_asks_     = 0;
     graph_pending_  = false;
     inv_budget_     = 0.0; // the graph's time may stretch the interval
+    graph_log_.clear();
+    log_device_      = nullptr;
+    log_valid_       = true;
+    range_log_first_ = 0;
+    graph_cut_       = false;
+    find_plan();
+}
+
+// The graph that ended (head_) is kept with its nodes' times, and planned again from them.
+void checkpoint_policy::keep_plan() {
+    if (!log_valid_ || graph_log_.empty()) {
+        return;
+    }
+    view_plan_record * slot = nullptr;
+    for (view_plan_record & p : plans_) { // its own slot, else a free one, else the least recently used
+        if (p.last_use != 0 && p.head == head_ && p.device == log_device_) {
+            slot = &p;
+            break;
+        }
+        if (slot == nullptr || (slot->last_use != 0 && p.last_use < slot->last_use)) {
+            slot = &p;
+        }
+    }
+    slot->head     = head_;
+    slot->device   = log_device_;
+    slot->last_use = ++plan_uses_;
+    slot->nodes.swap(graph_log_); // graph_log_ keeps the old nodes' memory for the next graph
+    slot->cuts = plan_of(slot->nodes, log_device_);
+}
+
+// Where the views of a graph of `nodes` on `device` end; empty where its nodes are fast enough for
+// the rules at each ask.
+std::vector<uint8_t> checkpoint_policy::plan_of(const std::vector<logged_node> & nodes, const void * device) const {
+    const device_rate * d = find(device);
+    if (d == nullptr || !d->measured) {
+        return {};
+    }
+    std::vector<float> ms(nodes.size());
+    double             graph = 0.0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        ms[i] = nodes[i].ms >= 0.0f ? nodes[i].ms : static_cast<float>(nodes[i].work / d->rate);
+        graph += ms[i];
+    }
+    const double interval = interval_of(*d);
+    if (graph * k_plan_nodes_per_interval <= interval * static_cast<double>(nodes.size())) {
+        return {};
+    }
+    const double longest = std::max(k_sleep_graph_share * graph, k_sleep_budgets * interval);
+    return plan_views(ms.data(), ms.size(), longest, k_plan_view_cost * interval, k_plan_max_nodes);
+}
+
+void checkpoint_policy::find_plan() {
+    plan_ = -1;
+    for (int i = 0; i < k_plans; ++i) {
+        view_plan_record & p = plans_[i];
+        if (p.last_use != 0 && p.head == head_ && !p.cuts.empty()) {
+            p.last_use = ++plan_uses_;
+            plan_      = i;
+            return;
+        }
+    }
 }
 
 checkpoint_policy::graph_head checkpoint_policy::head_of(const ggml_tensor * node) {
@@ -240,12 +344,44 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
         d.since_trip = 0;
     }
     if (range_open_ && range_work_ > 0.0) {
-        learn(rate_of(range_device_), range_work_, now - range_start_);
+        device_rate & r = rate_of(range_device_);
+        time_range(now - range_start_, r.rate);
+        learn(r, range_work_, now - range_start_);
         if (range_device_ != nullptr) {
             longest_view_ = std::max(longest_view_, now - range_start_);
         }
     }
     reset();
+}
+
+// The measured range took `ms`: the graph's nodes in it share their part of it (a range may begin
+// in the graph before) by what each took last time the graph ran, where it followed a plan, else
+// by work. A view's time says nothing of which of its nodes took it; the same nodes grouped other
+// ways graph after graph do, once each view's time is shared as the ones before were.
+void checkpoint_policy::time_range(double ms, double rate) {
+    if (!log_valid_ || range_device_ != log_device_ || range_work_ <= 0.0 || rate <= 0.0) {
+        return;
+    }
+    const view_plan_record * prior = plan_ >= 0 ? &plans_[plan_] : nullptr;
+    auto before = [&](size_t i) {
+        const logged_node & n = graph_log_[i];
+        return prior != nullptr && i < prior->nodes.size() && prior->nodes[i].ms >= 0.0f ? static_cast<double>(prior->nodes[i].ms) : n.work / rate;
+    };
+    double work = 0.0, weight = 0.0;
+    for (size_t i = range_log_first_; i < graph_log_.size(); ++i) {
+        work += graph_log_[i].work;
+        weight += before(i);
+    }
+    const double mine = std::max(ms, 0.0) * std::min(work / range_work_, 1.0);
+    for (size_t i = range_log_first_; i < graph_log_.size(); ++i) {
+        const double share = weight > 0.0 ? before(i) / weight : (work > 0.0 ? graph_log_[i].work / work : 0.0);
+        graph_log_[i].ms   = static_cast<float>(mine * share);
+    }
+}
+
+void checkpoint_policy::abandon_graph() {
+    reset();
+    graph_cut_ = true;
 }
 
 void checkpoint_policy::reset() {

@@ -43,6 +43,17 @@
 // for the next. A graph's end is seen when one of its first nodes comes again (llama.cpp and clip
 // build each graph in the same memory), or where a call says its graph begins (begin_graph). A
 // stop-time budget's cap turns it off.
+//
+// Once such a graph was seen whole (not stopped), its views are planned (view_plan.h) where its
+// nodes are slow for the interval (on average more than 1/k_plan_nodes_per_interval of it): the
+// policy keeps each node's time there (its view's measured time, shared out by work; work at the
+// device's rate where no view was timed), and the next graph with the same first node ends its
+// views where the plan says, while its nodes are the ones planned (the same device, each node's
+// work within a factor k_plan_work_slack of the planned one's). A plan's views last at most
+// k_sleep_graph_share of the graph or k_sleep_budgets intervals, whichever is longer, and cost
+// the least busy-waited time. Each time the graph ends whole it is planned again from the times
+// just measured, so a node slower than its work says (im2col and a conv's product on llvmpipe
+// take twice the time of others of their work) is given the time it took.
 #pragma once
 
 #include "llama-cancel.h"
@@ -105,6 +116,17 @@ class checkpoint_policy {
     static constexpr int k_graph_records = 8;
     // Asks between two clock reads (ask_time).
     static constexpr uint32_t k_clock_every = 8;
+    // Plans (view_plan.h): graphs whose nodes take on average more than this share of the interval
+    // are planned; a view costs k_plan_view_cost of the interval beside its busy tail (a
+    // synchronize and the next submit); a view holds at most k_plan_max_nodes nodes; a plan is
+    // followed while each node's work is within this factor of the planned node's; graphs with
+    // more sleeping nodes than k_plan_nodes are not planned; k_plans graphs are kept.
+    static constexpr double k_plan_nodes_per_interval = 30.0;
+    static constexpr double k_plan_view_cost          = 0.05;
+    static constexpr size_t k_plan_max_nodes          = 256;
+    static constexpr double k_plan_work_slack         = 2.0;
+    static constexpr size_t k_plan_nodes              = 1u << 14;
+    static constexpr int    k_plans                   = 4;
 
     // What the policy needs of a node's device: its key (device_key) and whether the host sleeps
     // through its views (sleeps_until_almost_ready).
@@ -149,6 +171,11 @@ class checkpoint_policy {
     // Forgets the work counted and the open view, keeps what was learnt: for a new graph, or a
     // graph abandoned at a stop (its cut view measures nothing).
     void reset();
+    // The graph in flight was stopped: reset(), and it is not planned from (its nodes were not all
+    // computed, its last view not timed).
+    void abandon_graph();
+    // True while the graph in flight follows a plan.
+    bool planned() const { return plan_ >= 0; }
     // Target compute time between checkpoints; <= 0 means LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS.
     // Learnt budgets scale with it.
     void   set_interval(double interval_ms);
@@ -220,6 +247,19 @@ class checkpoint_policy {
         double       work     = 0.0; // 0: the slot is free
         uint64_t     last_use = 0;
     };
+    // A node of a graph on a device the host sleeps on, as the policy saw it.
+    struct logged_node {
+        float work = 0.0f;
+        float ms   = -1.0f; // < 0: its view was not timed
+    };
+    // A graph's sleeping nodes, their times and where its views end (cuts empty: not planned).
+    struct view_plan_record {
+        graph_head               head;
+        const void *             device   = nullptr;
+        uint64_t                 last_use = 0; // 0: the slot is free
+        std::vector<logged_node> nodes;
+        std::vector<uint8_t>     cuts;
+    };
 
     device_rate & rate_of(const void * device);
     device_rate & asked(const void * device);
@@ -236,6 +276,12 @@ class checkpoint_policy {
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
+    void          log_node(const void * device, double work);
+    int           planned_cut(const void * device, double work);
+    void          time_range(double ms, double rate);
+    void          keep_plan();
+    void          find_plan();
+    std::vector<uint8_t> plan_of(const std::vector<logged_node> & nodes, const void * device) const;
 
     double      interval_;
     double      cap_ = 0.0;
@@ -257,6 +303,16 @@ class checkpoint_policy {
     graph_head   head_;                 // the graph in flight's first node
     graph_record graphs_[k_graph_records];
     uint64_t     graph_uses_ = 0;
+    // The graph in flight's nodes on one device the host sleeps on (log_device_), and whether they
+    // can be planned from (one such device, not too many nodes, not stopped).
+    std::vector<logged_node> graph_log_;
+    const void * log_device_ = nullptr;
+    bool         log_valid_  = true;
+    size_t       range_log_first_ = 0; // the first logged node of the measured range
+    view_plan_record plans_[k_plans];
+    uint64_t     plan_uses_ = 0;
+    int          plan_      = -1; // the graph in flight's plan in plans_; -1: none followed
+    bool         graph_cut_ = false; // the graph in flight was stopped (abandon_graph)
     // The device of the last ask and its budget's reciprocal (0: to compute), kept while nothing
     // they depend on changes: finding the device and its budget at every ask was a third of the
     // policy's cost.

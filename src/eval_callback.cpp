@@ -92,7 +92,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
 
 // The graph is abandoned: its cut view measures nothing, and the call learns it was stopped.
 void note_stop(checkpoint_policy & policy, call * c) {
-    policy.reset();
+    policy.abandon_graph();
     if (c != nullptr) {
         c->eval_stopped = true;
     }
