@@ -9,8 +9,10 @@ namespace llama_cancel {
 
 namespace {
 // The only per-thread state besides the stateless eval callback's policy: which call this thread is
-// making. Set and cleared by call_scope alone.
-thread_local call * t_current = nullptr;
+// making, and when the run it is part of began (0: none). Set and cleared by call_scope and
+// run_scope alone.
+thread_local call * t_current   = nullptr;
+thread_local double t_run_began = 0.0;
 } // namespace
 
 bool call::stop_requested() const {
@@ -33,7 +35,18 @@ call * current_call() {
 }
 
 call_scope::call_scope(call & c) : previous_(t_current) {
-    t_current = &c;
+    c.began_ms = t_run_began > 0.0 ? t_run_began : previous_ != nullptr ? previous_->began_ms : now_ms();
+    t_current  = &c;
+}
+
+run_scope::run_scope() : previous_(t_run_began) {
+    if (t_run_began <= 0.0) {
+        t_run_began = now_ms();
+    }
+}
+
+run_scope::~run_scope() {
+    t_run_began = previous_;
 }
 
 call_scope::~call_scope() {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "abort_reach.h"
+#include "clock.h"
 #include "llama-cancel.h"
 
 #include <cstdint>
@@ -55,6 +56,9 @@ struct call {
     // A hook other than `hook` ran the call's graph (the caller named the wrong one): it stops
     // every node and the call fails.
     bool     wrong_hook      = false;
+    // When the call began (now_ms), or the run it is part of (run_scope): a view on a device the
+    // host sleeps on may last a tenth of what ran since (checkpoint_policy::begin_graph).
+    double   began_ms        = 0.0;
 
     // The call's byte or a pending sequence's is set (never while the call holds its graph).
     bool stop_requested() const;
@@ -84,7 +88,7 @@ template <typename Policy> Policy & stateless_policy_of(const call * c, Policy &
 template <typename Policy> void tell_graph_begin(call * c, Policy & policy) {
     if (c != nullptr && c->graph_untold) {
         c->graph_untold = false;
-        policy.begin_graph();
+        policy.begin_graph(now_ms() - c->began_ms);
     }
 }
 
@@ -99,6 +103,19 @@ class call_scope {
 
   private:
     call * previous_;
+};
+
+// Makes the calls this thread begins until destroyed part of one run (an mtmd evaluation: its
+// chunks' encodes and decodes), timed from the run's start; an inner run_scope joins the outer one.
+class run_scope {
+  public:
+    run_scope();
+    ~run_scope();
+    run_scope(const run_scope &) = delete;
+    run_scope & operator=(const run_scope &) = delete;
+
+  private:
+    double previous_;
 };
 
 // ggml_abort_callback with the call as user data: the node clock of a budget, the bytes, the

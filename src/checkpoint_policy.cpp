@@ -7,6 +7,7 @@
 #include "ggml-backend.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace llama_cancel {
 
@@ -117,19 +118,22 @@ bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
     if (!sleeps || cap_ > 0.0) {
         return true;
     }
-    const double graph = d.graph_work > 0.0 ? d.graph_work : d.graph_acc; // known, or a lower bound
+    // the graph's work (known, or a lower bound), and what ran before it in its call or run
+    const double graph = (d.graph_work > 0.0 ? d.graph_work : d.graph_acc) + call_before_ms_ * d.rate;
     if (view_work_ > k_sleep_graph_share * graph) {
         return true; // a longer view would cost more than the share of the graph
     }
-    // A shorter view is waited for busy from start to end: ending it there would keep the core
-    // spinning at every checkpoint when single nodes outlast the budget (a slow device).
-    if (view_nodes_.size() < k_sleep_min_nodes) {
+    // A view of fewer than ten nodes, or with no node to carry the almost-ready fence near its
+    // end, is waited for busy from start to end: ending it there would keep the core spinning at
+    // every checkpoint when single nodes outlast the budget (a slow device).
+    if (first_spun_node(view_fence_.data(), view_fence_.size()) == 0) {
         return false;
     }
-    return progress_ >= k_sleep_budgets || spun_share(view_nodes_.data(), view_nodes_.size()) <= k_spun_share;
+    return progress_ >= k_sleep_budgets ||
+           spun_share(view_nodes_.data(), view_fence_.data(), view_nodes_.size()) <= k_spun_share;
 }
 
-bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps) {
+bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps, bool fence) {
     device_rate & d = asked(device);
     if (!range_open_ || device != range_device_ || !pause_was_compute(d, now)) {
         range_open_   = true;
@@ -137,10 +141,12 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         range_start_  = now;
         range_work_   = 0.0;
         range_log_first_ = graph_log_.size();
+        range_sleeps_ = sleeps;
     }
     if (now - last_ask_ > k_ask_gap_ms) {
         view_work_ = 0.0; // the view before the pause is computed
         view_nodes_.clear();
+        view_fence_.clear();
     }
     last_ask_    = now;
     last_device_ = device;
@@ -149,11 +155,12 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     view_work_  += work;
     if (sleeps) {
         view_nodes_.push_back(work);
+        view_fence_.push_back(fence ? 1 : 0);
     }
     count_graph(node, d, work);
     progress_   += work * inv_budget();
     if (sleeps) {
-        log_node(device, work);
+        log_node(device, work, fence);
         // A stop-time budget's cap is a promise the plan does not know of: the rules below keep it.
         if (plan_ >= 0 && cap_ <= 0.0) {
             const int cut = planned_cut(device, work);
@@ -165,7 +172,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     return due(d, sleeps);
 }
 
-void checkpoint_policy::log_node(const void * device, double work) {
+void checkpoint_policy::log_node(const void * device, double work, bool fence) {
     if (graph_log_.empty()) {
         log_device_ = device;
     }
@@ -173,7 +180,7 @@ void checkpoint_policy::log_node(const void * device, double work) {
         log_valid_ = false; // two such devices, or too many nodes: not planned
     }
     if (log_valid_) {
-        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f});
+        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f, static_cast<uint8_t>(fence ? 1 : 0)});
     }
 }
 
@@ -214,6 +221,7 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
     if (whole && !graph_cut_) {
         keep_plan();
     }
+    call_before_ms_ = graph_pending_ ? pending_before_ms_ : 0.0; // a graph no call told of: its own
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
         if (whole && r.graph_acc > 0.0) {
@@ -257,37 +265,52 @@ void checkpoint_policy::keep_plan() {
     slot->device   = log_device_;
     slot->last_use = ++plan_uses_;
     slot->nodes.swap(graph_log_); // graph_log_ keeps the old nodes' memory for the next graph
-    slot->cuts = plan_of(slot->nodes, log_device_);
+    slot->cuts.clear();           // planned when a graph with its first node begins (find_plan)
 }
 
-// Where the views of a graph of `nodes` on `device` end; empty where its nodes are fast enough for
+// The cuts of `p` for a graph that begins `before_ms` into its run: planned again where the
+// longest view allowed moved by more than a twentieth; none where its nodes are fast enough for
 // the rules at each ask.
-std::vector<uint8_t> checkpoint_policy::plan_of(const std::vector<logged_node> & nodes, const void * device) const {
-    const device_rate * d = find(device);
+void checkpoint_policy::plan(view_plan_record & p, double before_ms) const {
+    const device_rate * d = find(p.device);
     if (d == nullptr || !d->measured) {
-        return {};
+        p.cuts.clear();
+        return;
     }
-    std::vector<float> ms(nodes.size());
-    double             graph = 0.0;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-        ms[i] = nodes[i].ms >= 0.0f ? nodes[i].ms : static_cast<float>(nodes[i].work / d->rate);
-        graph += ms[i];
+    auto ms_of = [&](const logged_node & n) {
+        return n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / d->rate;
+    };
+    double graph = 0.0;
+    for (const logged_node & n : p.nodes) {
+        graph += ms_of(n);
     }
     const double interval = interval_of(*d);
-    if (graph * k_plan_nodes_per_interval <= interval * static_cast<double>(nodes.size())) {
-        return {};
+    if (graph * k_plan_nodes_per_interval <= interval * static_cast<double>(p.nodes.size())) {
+        p.cuts.clear();
+        return;
     }
-    const double longest = std::max(k_sleep_graph_share * graph, k_sleep_budgets * interval);
-    return plan_views(ms.data(), ms.size(), longest, k_plan_view_cost * interval, k_plan_max_nodes);
+    const double longest = std::max(k_sleep_graph_share * (graph + before_ms), k_sleep_budgets * interval);
+    if (!p.cuts.empty() && std::abs(longest - p.longest_ms) <= 0.05 * p.longest_ms) {
+        return;
+    }
+    std::vector<float>   ms(p.nodes.size());
+    std::vector<uint8_t> fence(p.nodes.size());
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+        ms[i]    = static_cast<float>(ms_of(p.nodes[i]));
+        fence[i] = p.nodes[i].fence;
+    }
+    p.cuts       = plan_views(ms.data(), fence.data(), ms.size(), longest, k_plan_view_cost * interval, k_plan_max_nodes);
+    p.longest_ms = longest;
 }
 
 void checkpoint_policy::find_plan() {
     plan_ = -1;
     for (int i = 0; i < k_plans; ++i) {
         view_plan_record & p = plans_[i];
-        if (p.last_use != 0 && p.head == head_ && !p.cuts.empty()) {
+        if (p.last_use != 0 && p.head == head_) {
             p.last_use = ++plan_uses_;
-            plan_      = i;
+            plan(p, call_before_ms_);
+            plan_ = p.cuts.empty() ? -1 : i;
             return;
         }
     }
@@ -343,13 +366,32 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
         d.round_trip = *std::min_element(d.trips, d.trips + std::min(d.n_trips, k_trip_samples));
         d.since_trip = 0;
     }
+    bool unwaited = false;
     if (range_open_ && range_work_ > 0.0) {
-        device_rate & r = rate_of(range_device_);
-        time_range(now - range_start_, r.rate);
-        learn(r, range_work_, now - range_start_);
-        if (range_device_ != nullptr) {
-            longest_view_ = std::max(longest_view_, now - range_start_);
+        device_rate & r  = rate_of(range_device_);
+        const double  ms = now - range_start_;
+        // ggml-vulkan's synchronize returns at once after some views (one that ends in a node fused
+        // into the nodes before it, measured on llvmpipe: 5% of the time its work takes); the view
+        // is computed with the next one. Its range goes on, so that what both took is shared by
+        // both: taken alone it would price its nodes at nothing, and a plan would gather them.
+        unwaited = range_sleeps_ && r.measured && ms < k_unwaited_share * range_work_ / r.rate;
+        if (!unwaited) {
+            time_range(ms, r.rate);
+            learn(r, range_work_, ms);
+            if (range_device_ != nullptr) {
+                longest_view_ = std::max(longest_view_, ms);
+            }
         }
+    }
+    if (unwaited) {
+        const double start = range_start_, work = range_work_;
+        const size_t first = range_log_first_;
+        reset();
+        range_open_      = true;
+        range_start_     = start;
+        range_work_      = work;
+        range_log_first_ = first;
+        return;
     }
     reset();
 }
@@ -363,9 +405,12 @@ void checkpoint_policy::time_range(double ms, double rate) {
         return;
     }
     const view_plan_record * prior = plan_ >= 0 ? &plans_[plan_] : nullptr;
+    // What the node took before, at least a quarter of what its work takes: a node once timed at
+    // nothing is not held there by its own past.
     auto before = [&](size_t i) {
-        const logged_node & n = graph_log_[i];
-        return prior != nullptr && i < prior->nodes.size() && prior->nodes[i].ms >= 0.0f ? static_cast<double>(prior->nodes[i].ms) : n.work / rate;
+        const double by_work = graph_log_[i].work / rate;
+        const bool   timed   = prior != nullptr && i < prior->nodes.size() && prior->nodes[i].ms >= 0.0f;
+        return timed ? std::max(static_cast<double>(prior->nodes[i].ms), k_work_weight * by_work) : by_work;
     };
     double work = 0.0, weight = 0.0;
     for (size_t i = range_log_first_; i < graph_log_.size(); ++i) {
@@ -392,6 +437,7 @@ void checkpoint_policy::reset() {
     range_work_ = 0.0;
     view_work_  = 0.0;
     view_nodes_.clear();
+    view_fence_.clear();
 }
 
 void checkpoint_policy::learn(device_rate & d, double work, double ms) {

@@ -28,9 +28,10 @@
 //
 // Where the host can sleep through part of a synchronize (ggml-vulkan, backend_wait.h), a view
 // whose heavy nodes fall in the busy-waited tail keeps a core spinning, and a view of fewer than
-// k_sleep_min_nodes nodes is waited for busy whole. Once the budget is reached on such a device,
-// the checkpoint goes on the first node where the view holds at least k_sleep_min_nodes nodes and
-// its busy tail at most k_spun_share of its work, or k_sleep_budgets budgets with as many nodes.
+// k_sleep_min_nodes nodes, or with no node to carry the almost-ready fence near its end, is waited
+// for busy whole. Once the budget is reached on such a device, the checkpoint goes on the first
+// node where the view has a node for the fence and a busy tail of at most k_spun_share of its
+// work, or k_sleep_budgets budgets with a node for the fence.
 // Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
 // single nodes outlast the budget (llvmpipe, a slow GPU) views hold ten nodes instead of one, a
 // longer stop for a core that sleeps. That is only worth it while a view stays a small share of
@@ -46,10 +47,11 @@
 //
 // Once such a graph was seen whole (not stopped), its views are planned (view_plan.h) where its
 // nodes are slow for the interval (on average more than 1/k_plan_nodes_per_interval of it): the
-// policy keeps each node's time there (its view's measured time, shared out by work; work at the
-// device's rate where no view was timed), and the next graph with the same first node ends its
-// views where the plan says, while its nodes are the ones planned (the same device, each node's
-// work within a factor k_plan_work_slack of the planned one's). A plan's views last at most
+// policy keeps each node's time there (its view's measured time, shared out by the times its
+// nodes took the graph before, or by work; work at the device's rate where no view was timed),
+// and the next graph with the same first node ends its views where the plan says, while its nodes
+// are the ones planned (the same device, each node's work within a factor k_plan_work_slack of the
+// planned one's). A plan's views last at most
 // k_sleep_graph_share of the graph or k_sleep_budgets intervals, whichever is longer, and cost
 // the least busy-waited time. Each time the graph ends whole it is planned again from the times
 // just measured, so a node slower than its work says (im2col and a conv's product on llvmpipe
@@ -103,7 +105,7 @@ class checkpoint_policy {
     // past the budget a view may run to find such a place, and the fewest nodes it holds.
     static constexpr double k_spun_share      = 0.1;
     static constexpr double k_sleep_budgets   = 2.0;
-    static constexpr size_t k_sleep_min_nodes = 10; // first_spun_node(n) < n below it
+    static constexpr size_t k_sleep_min_nodes = 10; // no almost-ready fence below it
     static constexpr double k_sleep_graph_share = 0.1;
     // Asks of one graph past which its end is not looked for (its work not known).
     static constexpr size_t k_graph_nodes = 1u << 16;
@@ -114,6 +116,12 @@ class checkpoint_policy {
     // Graphs (first node and device) whose work is remembered; the least recently used is
     // forgotten beyond that.
     static constexpr int k_graph_records = 8;
+    // A view on a device the host sleeps on that took less than this share of what its work takes
+    // at the measured rate was not waited for (passed): it is timed with the next one.
+    static constexpr double k_unwaited_share = 0.25;
+    // A view's time is shared among its nodes by what each took before, at least this share of what
+    // its work takes (time_range).
+    static constexpr double k_work_weight = 0.25;
     // Asks between two clock reads (ask_time).
     static constexpr uint32_t k_clock_every = 8;
     // Plans (view_plan.h): graphs whose nodes take on average more than this share of the interval
@@ -156,8 +164,9 @@ class checkpoint_policy {
     }
     // At ask time, `now` in ms (now_ms, clock.h, or ask_time): counts `node`'s work against the budget of `device`.
     // `sleeps`: the host sleeps through that device's views up to an almost-ready fence
-    // (sleeps_until_almost_ready). True when the node should be a checkpoint.
-    bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false);
+    // (sleeps_until_almost_ready); `fence`: that fence can go with this node (carries_fence).
+    // True when the node should be a checkpoint.
+    bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false, bool fence = true);
     // True when the checkpoint at hand should time its round trip (passed's `round_trip_ms`): the
     // device of the node asked last has none measured yet, or its turn came.
     bool wants_round_trip() const;
@@ -166,8 +175,12 @@ class checkpoint_policy {
     // `round_trip_ms` >= 0 is what one more read of the node took (a checkpoint's own cost).
     void passed(double now, double round_trip_ms = -1.0);
     // The next ask is a new graph's first (the caller knows it: a call's llama_decode or encode),
-    // wherever that graph was built.
-    void begin_graph() { graph_pending_ = true; }
+    // wherever that graph was built; `before_ms` ran before it in the same call or run (call.h):
+    // on a device the host sleeps on, a view may last a tenth of that and the graph together.
+    void begin_graph(double before_ms = 0.0) {
+        graph_pending_     = true;
+        pending_before_ms_ = before_ms > 0.0 ? before_ms : 0.0;
+    }
     // Forgets the work counted and the open view, keeps what was learnt: for a new graph, or a
     // graph abandoned at a stop (its cut view measures nothing).
     void reset();
@@ -176,6 +189,11 @@ class checkpoint_policy {
     void abandon_graph();
     // True while the graph in flight follows a plan.
     bool planned() const { return plan_ >= 0; }
+    // The time that plan gives its node i, ms (what the node took when the graph last ran whole);
+    // < 0 where there is none.
+    float planned_ms(size_t i) const {
+        return plan_ >= 0 && i < plans_[plan_].nodes.size() ? plans_[plan_].nodes[i].ms : -1.0f;
+    }
     // Target compute time between checkpoints; <= 0 means LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS.
     // Learnt budgets scale with it.
     void   set_interval(double interval_ms);
@@ -249,8 +267,9 @@ class checkpoint_policy {
     };
     // A node of a graph on a device the host sleeps on, as the policy saw it.
     struct logged_node {
-        float work = 0.0f;
-        float ms   = -1.0f; // < 0: its view was not timed
+        float   work  = 0.0f;
+        float   ms    = -1.0f; // < 0: its view was not timed
+        uint8_t fence = 0;     // the almost-ready fence can go with it
     };
     // A graph's sleeping nodes, their times and where its views end (cuts empty: not planned).
     struct view_plan_record {
@@ -259,6 +278,7 @@ class checkpoint_policy {
         uint64_t                 last_use = 0; // 0: the slot is free
         std::vector<logged_node> nodes;
         std::vector<uint8_t>     cuts;
+        double                   longest_ms = 0.0; // the longest view the cuts were planned for
     };
 
     device_rate & rate_of(const void * device);
@@ -276,12 +296,12 @@ class checkpoint_policy {
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
-    void          log_node(const void * device, double work);
+    void          log_node(const void * device, double work, bool fence);
     int           planned_cut(const void * device, double work);
     void          time_range(double ms, double rate);
     void          keep_plan();
     void          find_plan();
-    std::vector<uint8_t> plan_of(const std::vector<logged_node> & nodes, const void * device) const;
+    void          plan(view_plan_record & p, double before_ms) const;
 
     double      interval_;
     double      cap_ = 0.0;
@@ -293,13 +313,17 @@ class checkpoint_policy {
     const void * range_device_ = nullptr;
     double       range_start_  = 0.0;   // ms: first ask of the measured range
     double       range_work_   = 0.0;
+    bool         range_sleeps_ = false; // the range's device is one the host sleeps on
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
+    std::vector<uint8_t> view_fence_;   // and whether each can carry the almost-ready fence
     pointer_set  graph_nodes_;          // the first nodes asked in the graph in flight
     size_t       graph_asks_ = 0;       // asks in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known
     bool         began_    = false;     // the last place() saw a node of the graph before
     bool         graph_pending_ = false; // begin_graph() was called: the next ask opens a graph
+    double       pending_before_ms_ = 0.0; // its before_ms
+    double       call_before_ms_    = 0.0; // what ran before the graph in flight in its call or run
     graph_head   head_;                 // the graph in flight's first node
     graph_record graphs_[k_graph_records];
     uint64_t     graph_uses_ = 0;

@@ -84,7 +84,8 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (!device.sleeps && llama_cancel::is_view(t)) {
             return false;
         }
-        return policy.place(t, device.key, policy.ask_time(device.key, now_ms), device.sleeps);
+        return policy.place(t, device.key, policy.ask_time(device.key, now_ms), device.sleeps,
+                            device.sleeps && llama_cancel::carries_fence(t));
     } catch (...) {
         return true;
     }

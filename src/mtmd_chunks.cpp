@@ -471,6 +471,7 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_
     // The guards have restored causal attention and the current call, and freed the media batch, by
     // the time an exception reaches abi_guard.
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
+        const llama_cancel::run_scope run; // a stop may wait a tenth of the evaluation so far
         return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, options, result);
     });
 }

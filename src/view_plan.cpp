@@ -6,18 +6,22 @@
 
 namespace llama_cancel {
 
-std::vector<uint8_t> plan_views(const float * ms, size_t n, double max_view_ms, double view_cost_ms,
-                                size_t max_nodes) {
+std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, size_t n, double max_view_ms,
+                                double view_cost_ms, size_t max_nodes) {
     std::vector<uint8_t> cuts(n, 0);
     if (n == 0) {
         return cuts;
     }
-    // prefix[i]: time of nodes [0, i). best[b]: least cost of views covering nodes [0, b);
-    // start[b]: where the last of them begins.
+    // prefix[i]: time of nodes [0, i). next_fence[i]: the first node from i on that can carry the
+    // fence (n: none). best[b]: least cost of views covering nodes [0, b); start[b]: where the last
+    // of them begins.
     std::vector<double> prefix(n + 1, 0.0), best(n + 1, std::numeric_limits<double>::infinity());
-    std::vector<size_t> start(n + 1, 0);
+    std::vector<size_t> start(n + 1, 0), next_fence(n + 1, n);
     for (size_t i = 0; i < n; ++i) {
         prefix[i + 1] = prefix[i] + (ms[i] > 0.0f ? ms[i] : 0.0f);
+    }
+    for (size_t i = n; i-- > 0;) {
+        next_fence[i] = fence[i] != 0 ? i : next_fence[i + 1];
     }
     best[0] = 0.0;
     for (size_t b = 1; b <= n; ++b) {
@@ -28,7 +32,10 @@ std::vector<uint8_t> plan_views(const float * ms, size_t n, double max_view_ms, 
             if (len > 1 && time > max_view_ms) {
                 break;
             }
-            const double spun = prefix[b] - prefix[a + first_spun_node(len)];
+            // first_spun_node of the view, from next_fence
+            const size_t fifth = len / 5;
+            const size_t held  = fifth >= 2 ? next_fence[a + len - fifth + 1] : n;
+            const double spun  = prefix[b] - prefix[held < b ? held + 1 : a];
             const double cost = best[a] + spun + view_cost_ms;
             if (cost < best[b]) {
                 best[b]  = cost;
@@ -42,13 +49,13 @@ std::vector<uint8_t> plan_views(const float * ms, size_t n, double max_view_ms, 
     return cuts;
 }
 
-double spun_ms(const float * ms, const uint8_t * cuts, size_t n) {
+double spun_ms(const float * ms, const uint8_t * fence, const uint8_t * cuts, size_t n) {
     double spun = 0.0;
     size_t a    = 0;
     for (size_t i = 0; i < n; ++i) {
         if (cuts[i] != 0 || i + 1 == n) {
             const size_t len = i + 1 - a;
-            for (size_t j = a + first_spun_node(len); j <= i; ++j) {
+            for (size_t j = a + first_spun_node(fence + a, len); j <= i; ++j) {
                 spun += ms[j];
             }
             a = i + 1;

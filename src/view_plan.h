@@ -5,8 +5,8 @@
 // Asked node by node, a view can only end where the budget finds it: where single nodes outlast
 // the budget (llvmpipe, a slow GPU) views of ten nodes hold a heavy product in the busy-waited tail
 // at nearly every place, and a core spins through it (on llvmpipe, the core the compute needs).
-// Seen whole, a graph can be cut where each view's tail is cheap: views of 10 to 14 nodes have no
-// busy tail at all.
+// Seen whole, a graph can be cut where each view's tail is cheap: a view of 10 to 14 nodes whose
+// last node carries the almost-ready fence (a product, say) has no busy tail at all.
 #pragma once
 
 #include <cstddef>
@@ -15,16 +15,16 @@
 
 namespace llama_cancel {
 
-// For the `n` nodes of a graph, in order, taking ms[i] ms each: whether a view ends at node i (a
-// checkpoint there; never at the last node, where the graph ends anyway). Of the ways to cut the
-// graph into views of at most `max_view_ms` (a single node may take longer: it is a view of its
-// own) and at most `max_nodes` nodes, the one whose busy-waited tails plus `view_cost_ms` a view
-// cost the least time.
-std::vector<uint8_t> plan_views(const float * ms, size_t n, double max_view_ms, double view_cost_ms,
-                                size_t max_nodes);
+// For the `n` nodes of a graph, in order, taking ms[i] ms each, fence[i] != 0 where a node can
+// carry the almost-ready fence (carries_fence): whether a view ends at node i (a checkpoint there;
+// never at the last node, where the graph ends anyway). Of the ways to cut the graph into views of
+// at most `max_view_ms` (a single node may take longer: it is a view of its own) and at most
+// `max_nodes` nodes, the one whose busy-waited tails plus `view_cost_ms` a view cost the least time.
+std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, size_t n, double max_view_ms,
+                                double view_cost_ms, size_t max_nodes);
 
-// What a plan costs: the time of its views' busy-waited tails, ms (the nodes of `ms` past each
-// view's first_spun_node).
-double spun_ms(const float * ms, const uint8_t * cuts, size_t n);
+// What a plan costs: the time of its views' busy-waited tails, ms (the nodes past each view's
+// first_spun_node).
+double spun_ms(const float * ms, const uint8_t * fence, const uint8_t * cuts, size_t n);
 
 } // namespace llama_cancel

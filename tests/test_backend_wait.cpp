@@ -1,13 +1,20 @@
 // How a backend's synchronize waits (src/backend_wait.h), pinned to upstream's rule.
 #include "backend_wait.h"
 
+#include "ggml.h"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
+
+using llama_cancel::first_spun_node;
+using llama_cancel::spun_share;
 
 // ggml-vulkan's rule as upstream writes it (ggml_backend_vk_graph_compute): the almost-ready fence
-// goes with the first node i of an n-node view where (n - i) < n / 5; the nodes after it are
-// waited for busy, all of them when there is no such node before the last.
+// goes with the first node i of an n-node view where (n - i) < n / 5 that it records a dispatch
+// for; the nodes after it are waited for busy, all of them when there is no such node.
 TEST(BackendWait, VulkanAlmostReadyFenceRule) {
     for (int n = 1; n <= 500; ++n) {
         int fence = -1;
@@ -17,12 +24,49 @@ TEST(BackendWait, VulkanAlmostReadyFenceRule) {
                 break;
             }
         }
+        const std::vector<uint8_t> every(static_cast<size_t>(n), 1);
         const size_t want = fence < 0 ? 0 : static_cast<size_t>(fence + 1);
-        EXPECT_EQ(llama_cancel::first_spun_node(static_cast<size_t>(n)), want) << "view of " << n << " nodes";
+        EXPECT_EQ(first_spun_node(every.data(), every.size()), want) << "view of " << n << " nodes";
     }
-    EXPECT_EQ(llama_cancel::first_spun_node(9), 0u) << "under 10 nodes: waited for busy throughout";
-    EXPECT_EQ(llama_cancel::first_spun_node(10), 10u) << "10 nodes: the fence goes with the last one";
-    const double work[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100};
-    EXPECT_NEAR(llama_cancel::spun_share(work, 15), 100.0 / 114.0, 1e-12) << "15 nodes: the last one is spun";
-    EXPECT_EQ(llama_cancel::spun_share(work, 14), 0.0);
+    std::vector<uint8_t> fence(15, 1);
+    EXPECT_EQ(first_spun_node(fence.data(), 9), 0u) << "under 10 nodes: waited for busy throughout";
+    EXPECT_EQ(first_spun_node(fence.data(), 10), 10u) << "10 nodes: the fence goes with the last one";
+    fence[9] = 0;
+    EXPECT_EQ(first_spun_node(fence.data(), 10), 0u) << "10 nodes, the last one fused or a view: busy throughout";
+    fence[13] = 0;
+    EXPECT_EQ(first_spun_node(fence.data(), 15), 15u) << "15 nodes: the fence goes with the last one instead";
+    fence[14] = 0;
+    EXPECT_EQ(first_spun_node(fence.data(), 15), 0u);
+    const double  work[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 100};
+    const uint8_t all[]  = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    EXPECT_NEAR(spun_share(work, all, 15), 100.0 / 114.0, 1e-12) << "15 nodes: the last one is spun";
+    EXPECT_EQ(spun_share(work, all, 14), 0.0);
+    EXPECT_EQ(spun_share(work, fence.data(), 15), 1.0) << "no node to carry the fence: all of it";
+}
+
+// The nodes counted on to carry the fence: products, attention, convolutions, copies; not the
+// nodes that only describe memory, nor those a fusion may skip (a MUL after an RMS_NORM, an ADD
+// after a product), nor the ops that begin fusions of their own only in some versions.
+TEST(BackendWait, NodesThatCarryTheFence) {
+    ggml_init_params ip{};
+    ip.mem_size   = 1 << 20;
+    ip.no_alloc   = true;
+    ggml_context * ctx = ggml_init(ip);
+    ASSERT_NE(ctx, nullptr);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 32);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    EXPECT_TRUE(llama_cancel::carries_fence(y));
+    EXPECT_TRUE(llama_cancel::carries_fence(ggml_cont(ctx, ggml_transpose(ctx, x))));
+    ggml_tensor * k = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 3, 8, 8);
+    ggml_tensor * s = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 32, 8, 1);
+    EXPECT_TRUE(llama_cancel::carries_fence(ggml_im2col(ctx, k, s, 1, 0, 1, 0, 1, 0, false, GGML_TYPE_F32)));
+    EXPECT_FALSE(llama_cancel::carries_fence(ggml_reshape_2d(ctx, y, 32 * 8, 1)));
+    EXPECT_FALSE(llama_cancel::carries_fence(ggml_view_1d(ctx, y, 16, 0)));
+    EXPECT_FALSE(llama_cancel::carries_fence(ggml_permute(ctx, y, 1, 0, 2, 3)));
+    ggml_tensor * norm = ggml_rms_norm(ctx, x, 1e-6f);
+    EXPECT_FALSE(llama_cancel::carries_fence(ggml_mul(ctx, norm, x))) << "fused into the RMS_NORM";
+    EXPECT_FALSE(llama_cancel::carries_fence(ggml_add(ctx, y, y))) << "fused into the product";
+    EXPECT_FALSE(llama_cancel::carries_fence(norm)) << "not counted on";
+    ggml_free(ctx);
 }
