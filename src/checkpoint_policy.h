@@ -28,8 +28,8 @@
 //
 // Where the host can sleep through part of a synchronize (ggml-vulkan, backend_wait.h), a view
 // whose heavy nodes fall in the busy-waited tail keeps a core spinning, and a view of fewer than
-// k_sleep_min_nodes nodes, or with no node to carry the almost-ready fence near its end, is waited
-// for busy whole. Once the budget is reached on such a device, the checkpoint goes on the first
+// ten nodes, or with no node to carry the almost-ready fence near its end, is waited for busy
+// whole. Once the budget is reached on such a device, the checkpoint goes on the first
 // node where the view has a node for the fence and a busy tail of at most k_spun_share of its
 // work, or k_sleep_budgets budgets with a node for the fence.
 // Where a 10 ms view holds hundreds of nodes (a GPU) this moves checkpoints by a node or two; where
@@ -105,7 +105,6 @@ class checkpoint_policy {
     // past the budget a view may run to find such a place, and the fewest nodes it holds.
     static constexpr double k_spun_share      = 0.1;
     static constexpr double k_sleep_budgets   = 2.0;
-    static constexpr size_t k_sleep_min_nodes = 10; // no almost-ready fence below it
     static constexpr double k_sleep_graph_share = 0.1;
     // Asks of one graph past which its end is not looked for (its work not known).
     static constexpr size_t k_graph_nodes = 1u << 16;
@@ -116,8 +115,9 @@ class checkpoint_policy {
     // Graphs (first node and device) whose work is remembered; the least recently used is
     // forgotten beyond that.
     static constexpr int k_graph_records = 8;
-    // A view on a device the host sleeps on that took less than this share of what its work takes
-    // at the measured rate was not waited for (passed): it is timed with the next one.
+    // A view on a device the host sleeps on that ends at a node that cannot carry the fence and
+    // took less than this share of what its work takes at the measured rate was not waited for
+    // (passed): it is timed with the next one. Not under a cap.
     static constexpr double k_unwaited_share = 0.25;
     // A view's time is shared among its nodes by what each took before, at least this share of what
     // its work takes (time_range).
@@ -296,6 +296,7 @@ class checkpoint_policy {
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
+    void          end_view(); // reset() but for the measured range, which goes on
     void          log_node(const void * device, double work, bool fence);
     int           planned_cut(const void * device, double work);
     void          time_range(double ms, double rate);
