@@ -102,7 +102,8 @@ class checkpoint_policy {
     static constexpr double k_min_graph_checkpoints = 4.0;
     static constexpr uint32_t k_trip_samples      = 8;
     // Views on a device the host sleeps on: the busy tail's share that ends a view at once, how far
-    // past the budget a view may run to find such a place, and the fewest nodes it holds.
+    // past the budget a view may run to find such a place, and the share of its graph (and of what
+    // ran before it in its call or run) a view may take.
     static constexpr double k_spun_share      = 0.1;
     static constexpr double k_sleep_budgets   = 2.0;
     static constexpr double k_sleep_graph_share = 0.1;
