@@ -52,15 +52,18 @@ inline bool carries_fence(const ggml_tensor * node) {
     }
 }
 
+// The first node of an n-node view that the almost-ready fence may go with: the first i with
+// (n - i) < n / 5; n where there is none (fewer than 10 nodes).
+inline size_t fence_window(size_t n) {
+    const size_t fifth = n / 5;
+    return fifth >= 2 ? n - fifth + 1 : n;
+}
+
 // Index of the first node of an n-node view that ggml-vulkan waits for busy: the one after the
-// node the almost-ready fence goes with, the first node i with (n - i) < n / 5 that can carry it
+// node the almost-ready fence goes with, the first node of fence_window that can carry it
 // (fence[i] != 0, carries_fence); 0 (all of them) where none can.
 inline size_t first_spun_node(const uint8_t * fence, size_t n) {
-    const size_t fifth = n / 5;
-    if (fifth < 2) {
-        return 0;
-    }
-    for (size_t i = n - fifth + 1; i < n; ++i) {
+    for (size_t i = fence_window(n); i < n; ++i) {
         if (fence[i] != 0) {
             return i + 1;
         }

@@ -32,11 +32,10 @@ std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, size_t 
             if (len > 1 && time > max_view_ms) {
                 break;
             }
-            // first_spun_node of the view, from next_fence
-            const size_t fifth = len / 5;
-            const size_t held  = fifth >= 2 ? next_fence[a + len - fifth + 1] : n;
-            const double spun  = prefix[b] - prefix[held < b ? held + 1 : a];
-            const double cost = best[a] + spun + view_cost_ms;
+            // first_spun_node of the view, from next_fence: the node the fence goes with, if any
+            const size_t fenced = next_fence[a + fence_window(len)];
+            const double spun   = prefix[b] - prefix[fenced < b ? fenced + 1 : a];
+            const double cost   = best[a] + spun + view_cost_ms;
             if (cost < best[b]) {
                 best[b]  = cost;
                 start[b] = a;
