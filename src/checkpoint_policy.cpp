@@ -11,6 +11,28 @@
 
 namespace llama_cancel {
 
+namespace {
+
+// Of `slots` (each with a last_use), the one `same` picks, else one `is_free` picks, else the least
+// recently used: where a record goes.
+template <typename Slot, size_t N, typename Same, typename Free> Slot & slot_for(Slot (&slots)[N], Same same, Free is_free) {
+    Slot * slot = &slots[0];
+    for (Slot & s : slots) {
+        if (same(s)) {
+            return s;
+        }
+    }
+    for (Slot & s : slots) {
+        if (is_free(s)) {
+            return s;
+        }
+        slot = s.last_use < slot->last_use ? &s : slot;
+    }
+    return *slot;
+}
+
+} // namespace
+
 const void * device_key(const ggml_tensor * node) {
     const ggml_backend_buffer_t buf = node->buffer;
     if (buf == nullptr || ggml_backend_buffer_is_host(buf)) {
@@ -251,21 +273,14 @@ void checkpoint_policy::keep_plan() {
     if (!log_valid_ || graph_log_.empty()) {
         return;
     }
-    view_plan_record * slot = nullptr;
-    for (view_plan_record & p : plans_) { // its own slot, else a free one, else the least recently used
-        if (p.last_use != 0 && p.head == head_ && p.device == log_device_) {
-            slot = &p;
-            break;
-        }
-        if (slot == nullptr || (slot->last_use != 0 && p.last_use < slot->last_use)) {
-            slot = &p;
-        }
-    }
-    slot->head     = head_;
-    slot->device   = log_device_;
-    slot->last_use = ++plan_uses_;
-    slot->nodes.swap(graph_log_); // graph_log_ keeps the old nodes' memory for the next graph
-    slot->cuts.clear();           // planned when a graph with its first node begins (find_plan)
+    view_plan_record & slot = slot_for(
+        plans_, [&](const view_plan_record & p) { return p.last_use != 0 && p.head == head_ && p.device == log_device_; },
+        [](const view_plan_record & p) { return p.last_use == 0; });
+    slot.head     = head_;
+    slot.device   = log_device_;
+    slot.last_use = ++plan_uses_;
+    slot.nodes.swap(graph_log_); // graph_log_ keeps the old nodes' memory for the next graph
+    slot.cuts.clear();           // planned when a graph with its first node begins (find_plan)
 }
 
 // The cuts of `p` for a graph that begins `before_ms` into its run: planned again where the
@@ -324,33 +339,24 @@ bool checkpoint_policy::graph_head::operator==(const graph_head & o) const {
     return node == o.node && op == o.op && std::equal(ne, ne + GGML_MAX_DIMS, o.ne);
 }
 
-int checkpoint_policy::find_graph(const void * device) const {
-    for (int i = 0; i < k_graph_records; ++i) {
-        const graph_record & g = graphs_[i];
-        if (g.work > 0.0 && g.device == device && g.head == head_) {
-            return i;
-        }
-    }
-    return -1;
+bool checkpoint_policy::is_graph(const graph_record & g, const void * device) const {
+    return g.work > 0.0 && g.device == device && g.head == head_;
 }
 
 void checkpoint_policy::remember_graph(const void * device, double work) {
-    int slot = find_graph(device);
-    if (slot < 0) { // a free slot, else the least recently used
-        slot = 0;
-        for (int i = 1; i < k_graph_records; ++i) {
-            const graph_record & g = graphs_[i];
-            if (graphs_[slot].work > 0.0 && (g.work <= 0.0 || g.last_use < graphs_[slot].last_use)) {
-                slot = i;
-            }
-        }
-    }
-    graphs_[slot] = graph_record{head_, device, work, ++graph_uses_};
+    graph_record & slot = slot_for(
+        graphs_, [&](const graph_record & g) { return is_graph(g, device); },
+        [](const graph_record & g) { return g.work <= 0.0; });
+    slot = graph_record{head_, device, work, ++graph_uses_};
 }
 
 double checkpoint_policy::recall_graph(const void * device) const {
-    const int i = find_graph(device);
-    return i >= 0 ? graphs_[i].work : 0.0;
+    for (const graph_record & g : graphs_) {
+        if (is_graph(g, device)) {
+            return g.work;
+        }
+    }
+    return 0.0;
 }
 
 bool checkpoint_policy::wants_round_trip() const {

@@ -293,7 +293,7 @@ class checkpoint_policy {
     void          count_graph(const ggml_tensor * node, device_rate & d, double work);
     static graph_head head_of(const ggml_tensor * node);
     void          open_graph(const ggml_tensor * head, bool whole);
-    int           find_graph(const void * device) const; // index of the in-flight head's record there; -1: none
+    bool          is_graph(const graph_record & g, const void * device) const; // the in-flight head's record there
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
