@@ -60,8 +60,8 @@
 
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
 #define LLAMA_CANCEL_VERSION_MAJOR 1
-#define LLAMA_CANCEL_VERSION_MINOR 3
-#define LLAMA_CANCEL_VERSION_PATCH 5
+#define LLAMA_CANCEL_VERSION_MINOR 4
+#define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
 
@@ -371,6 +371,15 @@ extern "C" {
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
         const struct llama_cancel_generate_params * params, llama_token * out, int32_t n_out_max,
         struct llama_cancel_generate_result * result);
+    // llama_cancel_generate_mtmd (= this, options 0) with the options of
+    // llama_cancel_mtmd_eval_chunks_ext for the prompt's chunks (since 1.4; unknown bits: ERROR,
+    // nothing evaluated); threads, ownership, returns and the resume rule alike: resume with the
+    // same options.
+    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd_ext(struct mtmd_context * mctx,
+        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
+        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
+        const struct llama_cancel_generate_params * params, uint32_t options, llama_token * out,
+        int32_t n_out_max, struct llama_cancel_generate_result * result);
 
     //
     // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS), since 1.3

@@ -1,5 +1,6 @@
-// llama_cancel_generate_mtmd: the token loop after a multimodal prompt. The prompt's chunks go
-// through llama_cancel_mtmd_eval_chunks, the tokens through llama_cancel_generate.
+// llama_cancel_generate_mtmd(_ext): the token loop after a multimodal prompt. The prompt's chunks go
+// through llama_cancel_mtmd_eval_chunks_ext (with the caller's options), the tokens through
+// llama_cancel_generate.
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
@@ -12,8 +13,8 @@ namespace {
 
 int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
                       const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-                      const llama_cancel_generate_params & gp, llama_token * out, int32_t n_out_max,
-                      llama_cancel_generate_result * result) {
+                      const llama_cancel_generate_params & gp, uint32_t options, llama_token * out,
+                      int32_t n_out_max, llama_cancel_generate_result * result) {
     if (result != nullptr) {
         result->n_chunks_done = first_chunk;
         result->n_past        = n_past;
@@ -31,7 +32,8 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
     mp.n_batch     = lctx != nullptr ? n_batch : gp.n_batch;
     mp.max_stop_ms = gp.max_stop_ms;
     llama_cancel_mtmd_result mr{};
-    const int32_t st = llama_cancel_mtmd_eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, &mp, &mr);
+    const int32_t st =
+        llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, &mp, options, &mr);
     if (st != LLAMA_CANCEL_OK) {
         if (result != nullptr) {
             std::memset(result, 0, sizeof(*result));
@@ -55,16 +57,27 @@ int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook, llam
 
 } // namespace
 
-extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                              llama_context * lctx, const mtmd_input_chunks * chunks,
-                                              int32_t first_chunk, llama_pos n_past,
-                                              const llama_cancel_generate_params * params, llama_token * out,
-                                              int32_t n_out_max, llama_cancel_generate_result * result) {
+extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                                  llama_context * lctx, const mtmd_input_chunks * chunks,
+                                                  int32_t first_chunk, llama_pos n_past,
+                                                  const llama_cancel_generate_params * params, uint32_t options,
+                                                  llama_token * out, int32_t n_out_max,
+                                                  llama_cancel_generate_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     const llama_cancel_generate_params gp = params != nullptr ? *params : llama_cancel_generate_default_params();
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
-        return generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, gp, out, n_out_max, result);
+        return generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, gp, options, out, n_out_max,
+                             result);
     });
+}
+
+extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                              llama_context * lctx, const mtmd_input_chunks * chunks,
+                                              int32_t first_chunk, llama_pos n_past,
+                                              const llama_cancel_generate_params * params, llama_token * out,
+                                              int32_t n_out_max, llama_cancel_generate_result * result) {
+    return llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, out,
+                                          n_out_max, result);
 }

@@ -46,10 +46,10 @@ extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const l
     return nullptr;
 }
 
-extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                              const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
-                                              const llama_cancel_generate_params *, llama_token *, int32_t,
-                                              llama_cancel_generate_result * result) {
+extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context *, llama_cancel_hook *, llama_context *,
+                                                  const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
+                                                  const llama_cancel_generate_params *, uint32_t, llama_token *,
+                                                  int32_t, llama_cancel_generate_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
         result->n_chunks_done = first_chunk;
@@ -58,6 +58,15 @@ extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context *, llama_cancel_hook 
     }
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return LLAMA_CANCEL_ERROR;
+}
+
+extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
+                                              llama_context * lctx, const mtmd_input_chunks * chunks,
+                                              int32_t first_chunk, llama_pos n_past,
+                                              const llama_cancel_generate_params * params, llama_token * out,
+                                              int32_t n_out_max, llama_cancel_generate_result * result) {
+    return llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, out,
+                                          n_out_max, result);
 }
 
 // Text-to-speech: the same defaults as src/tts.cpp; every call an ERROR.

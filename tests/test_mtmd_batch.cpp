@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -430,6 +431,59 @@ TEST_F(MtmdBatch, UnknownOptionBitsAreAnError) {
     if (on_cpu()) {
         EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want_single));
     }
+}
+
+// llama_cancel_generate_mtmd_ext passes its options to the prompt's evaluation (since 1.4): with
+// BATCH_ENCODE the prompt is encoded as two batches (the batched run's asks), the first token is the
+// argmax of upstream's batched logits; a stop inside the first batch generates nothing, leaves chunk 0
+// exactly, and the resume with the same options generates the same tokens. Unknown bits: ERROR, nothing
+// evaluated.
+TEST_F(MtmdBatch, GenerateWithBatchEncodeCancelsAndResumes) {
+    int              asks = 0;
+    std::vector<int> ends;
+    ASSERT_NO_FATAL_FAILURE(count(&asks, &ends));
+    constexpr int32_t n_predict = 4;
+    const auto gen = [&](setup & x, int32_t first, llama_pos n_past, uint32_t options, std::vector<llama_token> & out,
+                         llama_cancel_generate_result * r) {
+        llama_cancel_generate_params gp = llama_cancel_generate_default_params();
+        gp.flag      = &x.flag;
+        gp.hook      = x.dec_hook.get();
+        gp.n_batch   = k_n_batch;
+        gp.n_predict = n_predict;
+        out.assign(n_predict, -1);
+        return llama_cancel_generate_mtmd_ext(x.mctx.get(), x.enc_hook.get(), x.lctx.get(), chunks.get(), first, n_past,
+                                              &gp, options, out.data(), n_predict, r);
+    };
+    setup                        c;
+    std::vector<llama_token>     want_tokens, got;
+    llama_cancel_generate_result r;
+    ASSERT_EQ(gen(c, 0, 0, k_batch, want_tokens, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(k_n_chunks));
+    EXPECT_EQ(r.n_prompt_committed, want_n_past);
+    EXPECT_EQ(r.n_generated, n_predict);
+    EXPECT_EQ(r.n_past, want_n_past + n_predict);
+    EXPECT_EQ(c.enc_trig.calls, asks) << "the prompt encoded as the batched evaluation's two clip graphs";
+    const auto top = std::max_element(want.begin(), want.end()) - want.begin();
+    EXPECT_EQ(want_tokens[0], static_cast<llama_token>(top)) << "the first token is upstream's batched argmax";
+
+    setup s;
+    s.enc_trig.at = asks / 4; // inside the first batch's clip graph
+    ASSERT_EQ(gen(s, 0, 0, k_batch, got, &r), LLAMA_CANCEL_CANCELLED) << r.message;
+    EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_CANCELLED);
+    EXPECT_EQ(r.n_chunks_done, 1);
+    EXPECT_EQ(r.n_past, start[1]);
+    EXPECT_EQ(r.n_generated, 0);
+    EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), memory_after(1)) << "memory differs from chunk 0 alone";
+    s.rearm();
+    ASSERT_EQ(gen(s, r.n_chunks_done, r.n_past, k_batch, got, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(got, want_tokens) << "resumed generation differs";
+
+    setup e;
+    EXPECT_EQ(gen(e, 0, 0, k_batch | 2u, got, &r), LLAMA_CANCEL_ERROR);
+    EXPECT_NE(std::string(r.message).find("unknown bits 0x2"), std::string::npos) << r.message;
+    EXPECT_EQ(r.n_chunks_done, 0);
+    EXPECT_EQ(r.n_past, 0);
+    EXPECT_EQ(e.enc_trig.calls + e.dec_trig.calls, 0) << "nothing encoded or decoded";
 }
 
 // Another hook than the one bound to mctx: ERROR before the batch's embeddings are used.

@@ -16,7 +16,7 @@
 const koffi = require('koffi');
 const nodePath = require('node:path');
 
-const VERSION = [1, 3, 5]; // the header version these declarations follow
+const VERSION = [1, 4, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 const MTMD_BATCH_ENCODE = 1; // an option of llama_cancel_mtmd_eval_chunks_ext
@@ -148,6 +148,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P]],
     ['llama_cancel_mtmd_eval_chunks_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P]],
     ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P, 'int32_t', P]],
+    ['llama_cancel_generate_mtmd_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P, 'int32_t', P]],
     ['llama_cancel_tts_default_params', T.llama_cancel_tts_params, []],
     ['llama_cancel_tts_run_default_params', T.llama_cancel_tts_run_params, []],
     ['llama_cancel_tts_init', P, [P, P, koffi.pointer(T.llama_cancel_tts_params), P]],

@@ -392,12 +392,13 @@ class Library:
 
     def generate_mtmd(self, mctx, encode_hook, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None,
                       hook=None, seq_id=0, sampler=None, on_token=None, on_token_data=None, max_stop_ms=0.0,
-                      n_batch=0):
-        """llama_cancel_generate_mtmd: (status, llama_cancel_generate_result, generated tokens);
-        result.n_chunks_done and result.n_past say where a stopped prompt resumes."""
+                      n_batch=0, options=0):
+        """llama_cancel_generate_mtmd_ext: (status, llama_cancel_generate_result, generated tokens);
+        result.n_chunks_done and result.n_past say where a stopped prompt resumes. options: 0
+        (llama_cancel_generate_mtmd) or abi.MTMD_BATCH_ENCODE; resume with the same."""
         p = self._generate_params(n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
         out = (C.c_int32 * max(n_predict, 1))()
         result = llama_cancel_generate_result()
-        status = self._c.llama_cancel_generate_mtmd(mctx, encode_hook, lctx, chunks, first_chunk, n_past, C.byref(p),
-                                                    out, n_predict, C.byref(result))
+        status = self._c.llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
+                                                        C.byref(p), options, out, n_predict, C.byref(result))
         return status, result, list(out[:result.n_generated])

@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 3, 5
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 4, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
@@ -165,6 +165,9 @@ def prototypes(llama):
                                                     C.c_uint32, C.POINTER(llama_cancel_mtmd_result)]),
         "llama_cancel_generate_mtmd": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
                                              C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
+        "llama_cancel_generate_mtmd_ext": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
+                                                 C.c_uint32, C.POINTER(llama_token), I32,
+                                                 C.POINTER(llama_cancel_generate_result)]),
         "llama_cancel_tts_default_params": (llama_cancel_tts_params, []),
         "llama_cancel_tts_run_default_params": (llama_cancel_tts_run_params, []),
         "llama_cancel_tts_init": (P, [P, P, C.POINTER(llama_cancel_tts_params), tts_result]),

@@ -29,6 +29,16 @@ class MtmdNullArguments(unittest.TestCase):
                          if lib.has_mtmd else b"built without libmtmd")
 
 
+    def test_generate_unknown_option_bits(self):
+        """generate_mtmd passes its options to llama_cancel_generate_mtmd_ext, which refuses unknown bits."""
+        lib = host.lib()
+        status, result, out = lib.generate_mtmd(None, None, None, None, 1, first_chunk=2, n_past=7,
+                                                options=llama_cancel.MTMD_BATCH_ENCODE | 4)
+        self.assertEqual(status, llama_cancel.ERROR)
+        self.assertEqual((result.n_chunks_done, result.n_past, out), (2, 7, []))
+        self.assertEqual(result.message, b"options 0x5 has unknown bits 0x4; nothing was evaluated"
+                         if lib.has_mtmd else b"built without libmtmd")
+
 class MtmdCancelledFromMainThread(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
