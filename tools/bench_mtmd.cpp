@@ -458,6 +458,7 @@ struct evaluator {
     bool                    batched  = false;
     bool                    gpu      = false; // projectors on the GPU (the model's layers as it was loaded)
     int32_t                 last_ret = 0;
+    uint64_t                last_checkpoints = 0; // both hooks', in the last evaluation the hook way
 
     // `batched`: two wide images, their tiles batched; otherwise a `seconds` audio clip.
     // `first`: the way whose contexts are made first.
@@ -628,6 +629,8 @@ struct evaluator {
         llama_cancel_hook_reset(enc_hook.get());
         llama_cancel_hook_reset(dec_hook.get());
         bool cut = false;
+        const uint64_t cp0 = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
+                             llama_cancel_hook_get_stats(dec_hook.get()).checkpoints;
         const landed l = store_then(frac, full, w == stateless ? &probe.byte : &flag, [&] {
             if (w == hooks) {
                 llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
@@ -649,6 +652,10 @@ struct evaluator {
         if (stopped != nullptr) {
             *stopped = cut;
         }
+        if (w == hooks) {
+            last_checkpoints = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
+                               llama_cancel_hook_get_stats(dec_hook.get()).checkpoints - cp0;
+        }
         return l;
     }
 };
@@ -661,6 +668,7 @@ struct eval_results {
     double longest_node_ms = 0.0; // the evaluation's longest single node (profile_nodes)
     std::string longest_node_op;
     std::vector<double> overhead_pct[n_ways]; // each repeat's median paired ratio, byte at 0
+    std::vector<double> hook_checkpoints;     // each repeat's mean checkpoints an evaluation, the hook way
     common::latencies   lat[n_ways];
 };
 
@@ -672,12 +680,14 @@ double median_pct(const std::vector<double> & v) {
 // today's run of the same triple.
 void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<double> & today_ms) {
     std::vector<double> ratios[n_ways];
+    double checkpoints = 0.0;
     for (int i = 0; i < runs; ++i) {
         double t[n_ways] = {0, 0, 0};
         for (int k = 0; k < n_ways; ++k) {
             const int w = (i + k) % n_ways;
             t[w] = e.eval(w, 0, 0).ms;
         }
+        checkpoints += static_cast<double>(e.last_checkpoints) / runs;
         for (int w = hooks; w < n_ways; ++w) {
             ratios[w].push_back(t[w] / t[today]);
         }
@@ -686,6 +696,10 @@ void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<d
     for (int w = hooks; w < n_ways; ++w) {
         r.overhead_pct[w].push_back((common::percentile(ratios[w], 0.5) - 1.0) * 100.0);
     }
+    r.hook_checkpoints.push_back(checkpoints);
+    // Each repeat as it ends: a spread between repeats is read against the hook's checkpoints.
+    std::fprintf(stderr, "  repeat %zu: hook %+.2f%% (%.1f checkpoints an evaluation), stateless %+.2f%%\n",
+                 r.hook_checkpoints.size(), r.overhead_pct[hooks].back(), checkpoints, r.overhead_pct[stateless].back());
 }
 
 // Stop latency: the byte stored at the same random 2-98% point of each way's evaluation.
@@ -794,6 +808,7 @@ common::json eval_row_json(const std::string & kind, const std::string & mmproj,
         {"eval_hook_overhead_repeats_pct", common::printed_list(r.overhead_pct[hooks])},
         {"eval_stateless_overhead_pct", printed(oh_name)},
         {"eval_stateless_overhead_repeats_pct", common::printed_list(r.overhead_pct[stateless])},
+        {"eval_hook_checkpoints_repeats", common::printed_list(r.hook_checkpoints)},
         {"longest_node_ms", printed(r.longest_node_ms)},
         {"longest_node_op", r.longest_node_op},
         {"longest_node_pct_of_eval", printed(r.longest_node_ms / r.eval_ms * 100.0)},
