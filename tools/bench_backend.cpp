@@ -43,12 +43,6 @@ struct timed {
     double  process_cpu_ms = 0.0; // of the whole process (llvmpipe's workers included; not a server's)
 };
 
-double cpu_ms(clockid_t clock) {
-    timespec ts{};
-    clock_gettime(clock, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
 // Decodes the prompt from an empty memory through llama_cancel_decode with the byte at `flag`;
 // with `at_frac` > 0 another thread stores the byte at that share of `full_ms` and the result is the
 // store-to-return latency.
@@ -66,12 +60,12 @@ timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const st
         writer = common::store_at(flag, t0 + at_frac * full_ms, &t_store);
     }
     timed r;
-    const double thread0 = cpu_ms(CLOCK_THREAD_CPUTIME_ID), process0 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+    const double thread0 = common::thread_cpu_ms(), process0 = common::process_cpu_ms();
     r.status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr);
     llama_synchronize(ctx); // GPU-API backends compute asynchronously: wait for what the host would
     const double t_ret = common::now_ms();
-    r.thread_cpu_ms  = cpu_ms(CLOCK_THREAD_CPUTIME_ID) - thread0;
-    r.process_cpu_ms = cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - process0;
+    r.thread_cpu_ms  = common::thread_cpu_ms() - thread0;
+    r.process_cpu_ms = common::process_cpu_ms() - process0;
     r.ms       = t_ret - t0;
     r.total_ms = r.ms;
     if (writer.joinable()) {

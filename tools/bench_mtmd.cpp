@@ -459,6 +459,7 @@ struct evaluator {
     bool                    gpu      = false; // projectors on the GPU (the model's layers as it was loaded)
     int32_t                 last_ret = 0;
     uint64_t                last_checkpoints = 0; // both hooks', in the last evaluation the hook way
+    double                  last_cpu_ms      = 0.0; // the evaluating thread's CPU time in the last one
 
     // `batched`: two wide images, their tiles batched; otherwise a `seconds` audio clip.
     // `first`: the way whose contexts are made first.
@@ -631,6 +632,7 @@ struct evaluator {
         bool cut = false;
         const uint64_t cp0 = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
                              llama_cancel_hook_get_stats(dec_hook.get()).checkpoints;
+        const double   cpu0 = common::thread_cpu_ms();
         const landed l = store_then(frac, full, w == stateless ? &probe.byte : &flag, [&] {
             if (w == hooks) {
                 llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
@@ -652,6 +654,7 @@ struct evaluator {
         if (stopped != nullptr) {
             *stopped = cut;
         }
+        last_cpu_ms = common::thread_cpu_ms() - cpu0;
         if (w == hooks) {
             last_checkpoints = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
                                llama_cancel_hook_get_stats(dec_hook.get()).checkpoints - cp0;
@@ -669,6 +672,7 @@ struct eval_results {
     std::string longest_node_op;
     std::vector<double> overhead_pct[n_ways]; // each repeat's median paired ratio, byte at 0
     std::vector<double> hook_checkpoints;     // each repeat's mean checkpoints an evaluation, the hook way
+    std::vector<double> thread_cpu_pct[n_ways]; // each repeat's evaluating thread's CPU, % of the wall (mean)
     common::latencies   lat[n_ways];
 };
 
@@ -680,12 +684,13 @@ double median_pct(const std::vector<double> & v) {
 // today's run of the same triple.
 void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<double> & today_ms) {
     std::vector<double> ratios[n_ways];
-    double checkpoints = 0.0;
+    double checkpoints = 0.0, cpu_pct[n_ways] = {0, 0, 0};
     for (int i = 0; i < runs; ++i) {
         double t[n_ways] = {0, 0, 0};
         for (int k = 0; k < n_ways; ++k) {
             const int w = (i + k) % n_ways;
             t[w] = e.eval(w, 0, 0).ms;
+            cpu_pct[w] += e.last_cpu_ms / t[w] * 100.0 / runs;
         }
         checkpoints += static_cast<double>(e.last_checkpoints) / runs;
         for (int w = hooks; w < n_ways; ++w) {
@@ -697,9 +702,16 @@ void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<d
         r.overhead_pct[w].push_back((common::percentile(ratios[w], 0.5) - 1.0) * 100.0);
     }
     r.hook_checkpoints.push_back(checkpoints);
-    // Each repeat as it ends: a spread between repeats is read against the hook's checkpoints.
-    std::fprintf(stderr, "  repeat %zu: hook %+.2f%% (%.1f checkpoints an evaluation), stateless %+.2f%%\n",
-                 r.hook_checkpoints.size(), r.overhead_pct[hooks].back(), checkpoints, r.overhead_pct[stateless].back());
+    for (int w = 0; w < n_ways; ++w) {
+        r.thread_cpu_pct[w].push_back(cpu_pct[w]);
+    }
+    // Each repeat as it ends: a spread between repeats is read against the hook's checkpoints and
+    // the evaluating thread's CPU (on a device the host sleeps on, what it spun).
+    std::fprintf(stderr,
+                 "  repeat %zu: hook %+.2f%% (%.1f checkpoints an evaluation), stateless %+.2f%%; evaluating "
+                 "thread's CPU %% of the wall: today %.1f, hook %.1f, stateless %.1f\n",
+                 r.hook_checkpoints.size(), r.overhead_pct[hooks].back(), checkpoints, r.overhead_pct[stateless].back(),
+                 cpu_pct[today], cpu_pct[hooks], cpu_pct[stateless]);
 }
 
 // Stop latency: the byte stored at the same random 2-98% point of each way's evaluation.
@@ -809,6 +821,9 @@ common::json eval_row_json(const std::string & kind, const std::string & mmproj,
         {"eval_stateless_overhead_pct", printed(oh_name)},
         {"eval_stateless_overhead_repeats_pct", common::printed_list(r.overhead_pct[stateless])},
         {"eval_hook_checkpoints_repeats", common::printed_list(r.hook_checkpoints)},
+        {"eval_thread_cpu_pct_repeats", {{"today", common::printed_list(r.thread_cpu_pct[today])},
+                                         {"hook", common::printed_list(r.thread_cpu_pct[hooks])},
+                                         {"stateless", common::printed_list(r.thread_cpu_pct[stateless])}}},
         {"longest_node_ms", printed(r.longest_node_ms)},
         {"longest_node_op", r.longest_node_op},
         {"longest_node_pct_of_eval", printed(r.longest_node_ms / r.eval_ms * 100.0)},

@@ -3,12 +3,31 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 
 namespace common {
 
 double now_ms() {
     using clock = std::chrono::steady_clock;
     return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+double cpu_ms(clockid_t clock) {
+    timespec ts{};
+    clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+} // namespace
+
+double thread_cpu_ms() {
+    return cpu_ms(CLOCK_THREAD_CPUTIME_ID);
+}
+
+double process_cpu_ms() {
+    return cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 std::string format_ms(double ms) {

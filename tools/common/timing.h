@@ -11,6 +11,10 @@ namespace common {
 // Steady-clock time in milliseconds (an arbitrary epoch: only differences mean anything).
 double now_ms();
 
+// CPU time, ms: of the calling thread (its waits spun included, its sleeps not), of the process.
+double thread_cpu_ms();
+double process_cpu_ms();
+
 // Milliseconds as text with nine significant digits ("%.9g"): command lines, descriptions.
 std::string format_ms(double ms);
 
