@@ -179,7 +179,10 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         view_nodes_.push_back(work);
         view_fence_.push_back(fence ? 1 : 0);
     }
-    count_graph(node, d, work);
+    count_graph(node, d, work, now);
+    if (run_ != nullptr) {
+        run_->busy_end = now + view_work_ / d.rate; // the view grouped so far computes after its asks
+    }
     progress_   += work * inv_budget();
     if (sleeps) {
         log_node(device, work, fence);
@@ -222,13 +225,13 @@ int checkpoint_policy::planned_cut(const void * device, double work) {
     return -1;
 }
 
-void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
+void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work, double now) {
     const bool full = graph_asks_ >= k_graph_nodes;
     began_ = !full && (graph_pending_ || graph_nodes_.contains(node));
     if (full || began_ || graph_asks_ == 0) {
         // Asked before in this graph, or a call began a graph, or the policy's first ask: a new
         // graph begins here (or no end in sight: its work not known).
-        open_graph(node, !full);
+        open_graph(node, !full, now);
     }
     if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
@@ -239,11 +242,10 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
 
 // The graph in flight ended (`whole`: seen from its first node to its last): its work is
 // remembered, and the one beginning at `head` gets what it did last time. Rates are never 0.
-void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
+void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double now) {
     if (whole && !graph_cut_) {
         keep_plan();
     }
-    call_before_ms_ = graph_pending_ ? pending_before_ms_ : 0.0; // a graph no call told of: its own
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
         if (whole && r.graph_acc > 0.0) {
@@ -253,9 +255,12 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
         r.graph_acc = 0.0;
     }
     head_ = head_of(head);
+    double own_ms = 0.0; // the new graph's time, as it last ran
     for (device_rate & r : devices_) {
         r.graph_work = whole ? recall_graph(r.device) : 0.0;
+        own_ms += r.graph_work / r.rate;
     }
+    call_before_ms_ = graph_pending_ ? pending_before_ms_ : run_before(now, own_ms);
     graph_nodes_.clear();
     graph_asks_     = 0;
     graph_pending_  = false;
@@ -266,6 +271,18 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole) {
     range_log_first_ = 0;
     graph_cut_       = false;
     find_plan();
+}
+
+// What ran before a graph no call told of, beginning at `now`, in its run (run_clock); 0 without a
+// clock. A gap past k_run_gap_ms begins a new run there.
+double checkpoint_policy::run_before(double now, double graph_ms) {
+    if (run_ == nullptr) {
+        return 0.0;
+    }
+    if (run_->busy_end <= 0.0 || now - run_->busy_end > k_run_gap_ms) {
+        run_->began = now;
+    }
+    return std::min(now - run_->began, k_run_graphs * graph_ms);
 }
 
 // The graph that ended (head_) is kept with its nodes' times, and planned again from them.
@@ -391,6 +408,9 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
                 longest_view_ = std::max(longest_view_, ms);
             }
         }
+    }
+    if (run_ != nullptr) {
+        run_->busy_end = now;
     }
     if (unwaited) {
         end_view();

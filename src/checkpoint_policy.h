@@ -74,6 +74,16 @@ namespace llama_cancel {
 // node's buffer, or NULL for host memory (the CPU and BLAS backends, which share the host's cores).
 const void * device_key(const ggml_tensor * node);
 
+// Outside the library's calls no call says where a run of graphs began (upstream's mtmd helper: a
+// prompt's encodes and decodes, one after the other). The policies of one thread share a run clock
+// that tells it from the gaps between graphs: a graph whose first ask comes within
+// checkpoint_policy::k_run_gap_ms of the time the graph before it was due computed goes on with
+// that run.
+struct run_clock {
+    double began    = 0.0; // ms: the run's first ask
+    double busy_end = 0.0; // ms: when the work asked last was due computed; 0: nothing asked yet
+};
+
 class checkpoint_policy {
   public:
     // Budget bounds (FLOPs between checkpoints): at least a few MFLOPs, so that tiny graphs do not
@@ -136,6 +146,13 @@ class checkpoint_policy {
     static constexpr double k_plan_work_slack         = 2.0;
     static constexpr size_t k_plan_nodes              = 1u << 14;
     static constexpr int    k_plans                   = 4;
+    // A graph no call told of (run_clock): it goes on with the run of the graph before it when it
+    // begins within k_run_gap_ms of that one's computed end (a host's work between graphs takes
+    // milliseconds, its user's seconds), and what ran before it in that run counts up to
+    // k_run_graphs times the graph's own time (a host whose graphs follow each other all day is
+    // still stopped within a fifth of a graph).
+    static constexpr double k_run_gap_ms = 100.0;
+    static constexpr double k_run_graphs = 1.0;
 
     // What the policy needs of a node's device: its key (device_key) and whether the host sleeps
     // through its views (sleeps_until_almost_ready).
@@ -178,6 +195,8 @@ class checkpoint_policy {
     // The next ask is a new graph's first (the caller knows it: a call's llama_decode or encode),
     // wherever that graph was built; `before_ms` ran before it in the same call or run (call.h):
     // on a device the host sleeps on, a view may last a tenth of that and the graph together.
+    // The run clock of graphs no call tells of (NULL: each such graph on its own); not owned.
+    void set_run_clock(run_clock * clock) { run_ = clock; }
     void begin_graph(double before_ms = 0.0) {
         graph_pending_     = true;
         pending_before_ms_ = before_ms > 0.0 ? before_ms : 0.0;
@@ -290,9 +309,10 @@ class checkpoint_policy {
     const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
     bool          due(const device_rate & d, bool sleeps) const;
-    void          count_graph(const ggml_tensor * node, device_rate & d, double work);
+    void          count_graph(const ggml_tensor * node, device_rate & d, double work, double now);
     static graph_head head_of(const ggml_tensor * node);
-    void          open_graph(const ggml_tensor * head, bool whole);
+    void          open_graph(const ggml_tensor * head, bool whole, double now);
+    double        run_before(double now, double graph_ms);
     bool          is_graph(const graph_record & g, const void * device) const; // the in-flight head's record there
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
@@ -326,6 +346,7 @@ class checkpoint_policy {
     bool         graph_pending_ = false; // begin_graph() was called: the next ask opens a graph
     double       pending_before_ms_ = 0.0; // its before_ms
     double       call_before_ms_    = 0.0; // what ran before the graph in flight in its call or run
+    run_clock *  run_ = nullptr;        // set_run_clock's
     graph_head   head_;                 // the graph in flight's first node
     graph_record graphs_[k_graph_records];
     uint64_t     graph_uses_ = 0;

@@ -37,6 +37,7 @@ using llama_cancel::now_ms;
 thread_local checkpoint_policy t_policy;
 thread_local checkpoint_policy t_projector_policy;
 thread_local llama_cancel::buffer_policies<checkpoint_policy> t_outside_policies;
+thread_local llama_cancel::run_clock t_outside_run; // their graphs' runs (checkpoint_policy.h)
 
 // Before an ask: the cap a call puts on the interval, its stop-time budget's share or its share of
 // the interval, whichever is shorter (none outside a call).
@@ -116,6 +117,9 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
     };
     checkpoint_policy & policy = c != nullptr ? llama_cancel::stateless_policy_of(c, t_policy, t_projector_policy)
                                               : t_outside_policies.of(t);
+    if (c == nullptr) {
+        policy.set_run_clock(&t_outside_run); // a slot's policy is made anew for a new buffer
+    }
     if (ask) {
         apply_cap(policy, c);
         return stop() || checkpoint_due(policy, t, c);
@@ -140,6 +144,8 @@ struct llama_cancel_hook {
     // graph begins: inside a call at its begin_graph, outside by the policy's graph end.
     bool     stopped     = false;
     uint64_t checkpoints = 0;
+    // The runs of the graphs no call tells of (checkpoint_policy.h): a host's own loop of them.
+    llama_cancel::run_clock run;
     uint64_t asks        = 0;
 
     // The abort callback of the context params the hook was bound into: put back after each call.
@@ -193,6 +199,7 @@ extern "C" llama_cancel_hook * llama_cancel_hook_init(const llama_cancel_hook_pa
         hook->params.interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
     }
     hook->policy.set_interval(hook->params.interval_ms);
+    hook->policy.set_run_clock(&hook->run);
     return hook;
 }
 

@@ -611,9 +611,13 @@ struct timed_graph {
     // `stop_at`: the graph is stopped at that node (abandon_graph), as a host's byte does.
     // `unwaited`: a checkpoint at a node of `early` returns before its view is computed (ggml-vulkan
     // after a view that ends in a KV cache's SET_ROWS); the next view waits for both.
-    timed_pass run(checkpoint_policy & policy, double & now, size_t stop_at = SIZE_MAX, bool unwaited = false) const {
+    // `told`: a call tells the policy where the graph begins; else it sees its first node again.
+    timed_pass run(checkpoint_policy & policy, double & now, size_t stop_at = SIZE_MAX, bool unwaited = false,
+                   bool told = true) const {
         timed_pass r;
-        policy.begin_graph(); // as a call's llama_decode or encode tells it
+        if (told) {
+            policy.begin_graph(); // as a call's llama_decode or encode tells it
+        }
         size_t first = 0;
         double view  = 0.0;
         for (size_t i = 0; i < nodes.size(); ++i) {
@@ -680,6 +684,35 @@ class PlannedPolicy : public Policy {
                         checkpoint_policy::k_sleep_budgets * k_interval);
     }
 };
+
+// Outside the library's calls (no call tells where graphs begin), a run clock makes graphs that
+// follow each other within milliseconds one run: a later one's views may last a tenth of it and of
+// what ran before it, up to k_run_graphs times its own time; a pause of a second begins a new run.
+// Without a clock every such graph is on its own: a tenth of itself.
+TEST_F(PlannedPolicy, OutsideCallsAGraphGoesOnWithItsRun) {
+    const timed_graph g = layers();
+    const double      own_tenth = longest_view(g);
+    const double      run_tenth = checkpoint_policy::k_sleep_graph_share * (1.0 + checkpoint_policy::k_run_graphs) *
+                             g.total_ms();
+    auto longest = [](const timed_pass & p) { return *std::max_element(p.view_ms.begin(), p.view_ms.end()); };
+    llama_cancel::run_clock clock;
+    checkpoint_policy       policy, alone;
+    policy.set_run_clock(&clock);
+    double now = 1000.0, now_alone = 1000.0;
+    double late = 0.0;
+    for (int pass = 0; pass < 6; ++pass) {
+        const timed_pass p = g.run(policy, now, SIZE_MAX, false, false);
+        const timed_pass a = g.run(alone, now_alone, SIZE_MAX, false, false);
+        EXPECT_LE(longest(p), 1.01 * run_tenth) << "pass " << pass << ": at most k_run_graphs graphs before it";
+        EXPECT_LE(longest(a), 1.01 * own_tenth) << "pass " << pass << ": without a clock, a tenth of itself";
+        late = pass >= 2 ? std::max(late, longest(p)) : late;
+    }
+    EXPECT_GT(late, 1.5 * own_tenth) << "graphs late in a run hold longer views";
+    now += 1000.0; // the host's user thinks
+    const timed_pass fresh = g.run(policy, now, SIZE_MAX, false, false);
+    EXPECT_TRUE(fresh.planned);
+    EXPECT_LE(longest(fresh), 1.01 * own_tenth) << "after a pause: a new run, a tenth of the graph";
+}
 
 // Seen whole once, a graph of heavy nodes is cut where no product falls in a busy tail, in views
 // of at most a tenth of it; asked node by node it was not.
