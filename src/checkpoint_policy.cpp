@@ -170,6 +170,13 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         view_nodes_.clear();
         view_fence_.clear();
     }
+    // Another device's node came between: the split before it ended there, its view computed
+    // whole; the device's view begins again here (however short the other split took).
+    const bool split_start = device != last_device_;
+    if (split_start) {
+        view_nodes_.clear();
+        view_fence_.clear();
+    }
     last_ask_    = now;
     last_device_ = device;
     const double work = node_work(node, sizes_);
@@ -185,7 +192,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     }
     progress_   += work * inv_budget();
     if (sleeps) {
-        log_node(device, work, fence);
+        log_node(device, work, fence, split_start);
         // A stop-time budget's cap is a promise the plan does not know of: the rules below keep it.
         if (plan_ >= 0 && cap_ <= 0.0) {
             const int cut = planned_cut(device, work);
@@ -197,7 +204,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     return due(d, sleeps);
 }
 
-void checkpoint_policy::log_node(const void * device, double work, bool fence) {
+void checkpoint_policy::log_node(const void * device, double work, bool fence, bool start) {
     if (graph_log_.empty()) {
         log_device_ = device;
     }
@@ -205,7 +212,8 @@ void checkpoint_policy::log_node(const void * device, double work, bool fence) {
         log_valid_ = false; // two such devices, or too many nodes: not planned
     }
     if (log_valid_) {
-        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f, static_cast<uint8_t>(fence ? 1 : 0)});
+        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f, static_cast<uint8_t>(fence ? 1 : 0),
+                                         static_cast<uint8_t>(start && !graph_log_.empty() ? 1 : 0)});
     }
 }
 
@@ -326,12 +334,14 @@ void checkpoint_policy::plan(view_plan_record & p, double before_ms) const {
         return;
     }
     std::vector<float>   ms(p.nodes.size());
-    std::vector<uint8_t> fence(p.nodes.size());
+    std::vector<uint8_t> fence(p.nodes.size()), starts(p.nodes.size());
     for (size_t i = 0; i < p.nodes.size(); ++i) {
-        ms[i]    = static_cast<float>(ms_of(p.nodes[i]));
-        fence[i] = p.nodes[i].fence;
+        ms[i]     = static_cast<float>(ms_of(p.nodes[i]));
+        fence[i]  = p.nodes[i].fence;
+        starts[i] = p.nodes[i].start;
     }
-    p.cuts       = plan_views(ms.data(), fence.data(), ms.size(), longest, k_plan_view_cost * interval, k_plan_max_nodes);
+    p.cuts = plan_views(ms.data(), fence.data(), starts.data(), ms.size(), longest, k_plan_view_cost * interval,
+                        k_plan_max_nodes);
     p.longest_ms = longest;
 }
 

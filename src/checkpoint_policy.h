@@ -50,7 +50,9 @@
 // policy keeps each node's time there (its view's measured time, shared out by the times its
 // nodes took the graph before, or by work; work at the device's rate where no view was timed),
 // and the next graph with the same first node ends its views where the plan says, while its nodes
-// are the ones planned (the same device, each node's work within a factor k_plan_work_slack of the
+// are the ones planned. Where the graph leaves the device for the host and comes back (attention
+// kept on the host, layers not offloaded), the device's split ends there by itself, computed and
+// waited for whole: a view never spans the host's split, in a plan as at each ask (the same device, each node's work within a factor k_plan_work_slack of the
 // planned one's). A plan's views last at most
 // k_sleep_graph_share of the graph or k_sleep_budgets intervals, whichever is longer, and cost
 // the least busy-waited time. Each time the graph ends whole it is planned again from the times
@@ -290,6 +292,7 @@ class checkpoint_policy {
         float   work  = 0.0f;
         float   ms    = -1.0f; // < 0: its view was not timed
         uint8_t fence = 0;     // the almost-ready fence can go with it
+        uint8_t start = 0;     // the device's split begins here, after one elsewhere
     };
     // A graph's sleeping nodes, their times and where its views end (cuts empty: not planned).
     struct view_plan_record {
@@ -318,7 +321,7 @@ class checkpoint_policy {
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
     void          end_view(); // reset() but for the measured range, which goes on
-    void          log_node(const void * device, double work, bool fence);
+    void          log_node(const void * device, double work, bool fence, bool start);
     int           planned_cut(const void * device, double work);
     void          time_range(double ms, double rate);
     void          keep_plan();
@@ -337,8 +340,9 @@ class checkpoint_policy {
     double       range_work_   = 0.0;
     bool         range_sleeps_ = false; // the range's device is one the host sleeps on
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
-    std::vector<double> view_nodes_;    // that view's work, node by node (for a sleeping device)
-    std::vector<uint8_t> view_fence_;   // and whether each can carry the almost-ready fence
+    std::vector<double> view_nodes_;    // that view's work on its device, node by node (for a
+    std::vector<uint8_t> view_fence_;   // sleeping device), and whether each can carry the
+                                        // almost-ready fence; from the device's split's start
     pointer_set  graph_nodes_;          // the first nodes asked in the graph in flight
     size_t       graph_asks_ = 0;       // asks in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known

@@ -15,16 +15,19 @@
 
 namespace llama_cancel {
 
-// For the `n` nodes of a graph, in order, taking ms[i] ms each, fence[i] != 0 where a node can
-// carry the almost-ready fence (carries_fence): whether a view ends at node i (a checkpoint there;
-// never at the last node, where the graph ends anyway). Of the ways to cut the graph into views of
-// at most `max_view_ms` (a single node may take longer: it is a view of its own) and at most
-// `max_nodes` nodes, the one whose busy-waited tails plus `view_cost_ms` a view cost the least time.
-std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, size_t n, double max_view_ms,
-                                double view_cost_ms, size_t max_nodes);
+// For the `n` nodes of a graph on the device, in order, taking ms[i] ms each, fence[i] != 0 where
+// a node can carry the almost-ready fence (carries_fence), starts[i] != 0 where the device's split
+// begins again after one elsewhere (the host's: the device's view before it ended there by
+// itself; NULL: no such node): whether a view ends at node i (a checkpoint there; also at the last
+// node of each split and of the graph, which end there anyway). Of the ways to cut the graph into
+// views of at most `max_view_ms` (a single node may take longer: it is a view of its own) and at
+// most `max_nodes` nodes, none across a split's start, the one whose busy-waited tails plus
+// `view_cost_ms` a view cost the least time.
+std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, const uint8_t * starts, size_t n,
+                                double max_view_ms, double view_cost_ms, size_t max_nodes);
 
 // What a plan costs: the time of its views' busy-waited tails, ms (the nodes past each view's
-// first_spun_node).
-double spun_ms(const float * ms, const uint8_t * fence, const uint8_t * cuts, size_t n);
+// first_spun_node), its views ending at `cuts` and before each of `starts` (NULL: none).
+double spun_ms(const float * ms, const uint8_t * fence, const uint8_t * starts, const uint8_t * cuts, size_t n);
 
 } // namespace llama_cancel

@@ -599,6 +599,7 @@ struct timed_graph {
     std::vector<double>        ms;
     std::vector<uint8_t>       fence; // the almost-ready fence can go with the node (carries_fence)
     std::vector<uint8_t>       early; // a checkpoint at the node returns before its view is computed
+    std::vector<uint8_t>       host;  // the node is in a split on the host (empty: none is)
 
     double total_ms() const {
         double t = 0.0;
@@ -620,9 +621,21 @@ struct timed_graph {
         }
         size_t first = 0;
         double view  = 0.0;
+        auto on_host = [&](size_t i) { return !host.empty() && host[i] != 0; };
         for (size_t i = 0; i < nodes.size(); ++i) {
+            if (i > first && on_host(i) != on_host(i - 1)) {
+                // a split ends before node i: its view is computed and waited for with no checkpoint
+                for (size_t j = first + (on_host(first) ? i - first : llama_cancel::first_spun_node(fence.data() + first, i - first));
+                     j < i; ++j) {
+                    r.spun_ms += ms[j];
+                }
+                now += view + 0.02;
+                view  = 0.0;
+                first = i;
+            }
             now += 1e-5;
-            const bool checkpoint = policy.place(nodes[i], dev_a, now, true, fence[i] != 0);
+            const bool checkpoint = on_host(i) ? policy.place(nodes[i], nullptr, now, false, false)
+                                               : policy.place(nodes[i], dev_a, now, true, fence[i] != 0);
             view += ms[i];
             if (i == stop_at) {
                 now += view;
@@ -631,7 +644,7 @@ struct timed_graph {
             }
             if (checkpoint || i + 1 == nodes.size()) {
                 const size_t n = i + 1 - first;
-                for (size_t j = first + llama_cancel::first_spun_node(fence.data() + first, n); j <= i; ++j) {
+                for (size_t j = first + (on_host(i) ? n : llama_cancel::first_spun_node(fence.data() + first, n)); j <= i; ++j) {
                     r.spun_ms += ms[j];
                 }
                 first = i + 1;
@@ -731,6 +744,35 @@ TEST_F(PlannedPolicy, AKnownGraphsViewsEndWhereNothingSpins) {
             // the times the plan went by held the synchronizes and the pause between graphs too
             EXPECT_LE(v, 1.01 * longest_view(g)) << "pass " << pass;
         }
+    }
+}
+
+// Where part of each layer runs on the host (attention with offload_kqv off, or a layer not
+// offloaded), the device's split ends by itself before the host's nodes, computed and waited for
+// whole: its nodes are not one view with the ones after the host's split. A plan that took them
+// for one ended views a few nodes after a host split, products in a busy tail (a core spinning
+// through 60-80% of each such view on llvmpipe).
+TEST_F(PlannedPolicy, AHostSplitEndsTheDevicesView) {
+    timed_graph g = layers();
+    g.host.assign(g.nodes.size(), 0);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const size_t j = i % 35;
+        g.host[i] = j >= 12 && j <= 23 ? 1 : 0; // the KV cache's writes and attention
+        g.early[i] = 0;
+    }
+    // The graph's first split (12 nodes, three products among its first five) holds no view that
+    // ggml-vulkan sleeps through: it spins whatever the plan.
+    double first_split = 0.0;
+    for (size_t i = 0; i < 12; ++i) {
+        first_split += g.ms[i];
+    }
+    checkpoint_policy policy;
+    double            now = 1000.0;
+    g.run(policy, now);
+    for (int pass = 0; pass < 3; ++pass) {
+        const timed_pass p = g.run(policy, now);
+        EXPECT_TRUE(p.planned) << "pass " << pass;
+        EXPECT_LT(p.spun_ms, first_split + 8.0) << "pass " << pass << ": past the first split, no product in a busy tail";
     }
 }
 

@@ -47,7 +47,7 @@ bool within_limits(const std::vector<float> & ms, const std::vector<uint8_t> & c
 
 double cost_of(const std::vector<float> & ms, const std::vector<uint8_t> & fence, const std::vector<uint8_t> & cuts,
                double view_cost) {
-    return spun_ms(ms.data(), fence.data(), cuts.data(), ms.size()) +
+    return spun_ms(ms.data(), fence.data(), nullptr, cuts.data(), ms.size()) +
            view_cost * static_cast<double>(views_of(ms, cuts).size());
 }
 
@@ -75,14 +75,14 @@ TEST(ViewPlan, LayersOfHeavyProductsAreCutWhereNothingSpins) {
     for (float t : ms) {
         graph += t;
     }
-    const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), ms.size(), 0.1 * graph, 0.5, 256);
+    const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), nullptr, ms.size(), 0.1 * graph, 0.5, 256);
     EXPECT_TRUE(within_limits(ms, cuts, 0.1 * graph, 256));
-    EXPECT_LT(spun_ms(ms.data(), fence.data(), cuts.data(), ms.size()), 8.0) << "no product in a busy tail";
+    EXPECT_LT(spun_ms(ms.data(), fence.data(), nullptr, cuts.data(), ms.size()), 8.0) << "no product in a busy tail";
     std::vector<uint8_t> every_twenty(ms.size(), 0);
     for (size_t i = 19; i + 1 < ms.size(); i += 20) {
         every_twenty[i] = 1;
     }
-    EXPECT_GT(spun_ms(ms.data(), fence.data(), every_twenty.data(), ms.size()), 8.0 * 5)
+    EXPECT_GT(spun_ms(ms.data(), fence.data(), nullptr, every_twenty.data(), ms.size()), 8.0 * 5)
         << "the layers are a test: views of twenty nodes spin products";
     EXPECT_EQ(cuts.back(), 0) << "the graph's end ends its last view";
 }
@@ -92,30 +92,35 @@ TEST(ViewPlan, LimitsOfAView) {
     std::vector<float>         ms(40, 1.0f);
     const std::vector<uint8_t> fence(100, 1);
     ms[20] = 50.0f;
-    const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), ms.size(), 12.0, 0.1, 256);
+    const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), nullptr, ms.size(), 12.0, 0.1, 256);
     EXPECT_TRUE(within_limits(ms, cuts, 12.0, 256));
     EXPECT_EQ(cuts[19], 1);
     EXPECT_EQ(cuts[20], 1);
     const std::vector<float>   idle(100, 0.0f);
-    const std::vector<uint8_t> short_views = plan_views(idle.data(), fence.data(), idle.size(), 12.0, 0.1, 16);
+    const std::vector<uint8_t> short_views = plan_views(idle.data(), fence.data(), nullptr, idle.size(), 12.0, 0.1, 16);
     EXPECT_TRUE(within_limits(idle, short_views, 12.0, 16));
-    EXPECT_TRUE(plan_views(nullptr, nullptr, 0, 12.0, 0.1, 16).empty());
+    EXPECT_TRUE(plan_views(nullptr, nullptr, nullptr, 0, 12.0, 0.1, 16).empty());
 }
 
-// Against every way to cut small graphs of random node times (some far longer than others) and
-// random nodes that can carry the fence: the plan is within the limits and none within them costs
-// less.
+// Against every way to cut small graphs of random node times (some far longer than others),
+// random nodes that can carry the fence and, in half the graphs, random splits on the host between
+// the device's nodes: the plan is within the limits, ends a view before each split's start, and
+// none within them costs less.
 TEST(ViewPlan, NoCheaperCutOfASmallGraph) {
     std::mt19937                          rng(31);
     std::exponential_distribution<float> time(1.0f);
     std::uniform_real_distribution<double> share(0.05, 0.6);
     std::bernoulli_distribution            carries(0.6);
+    std::bernoulli_distribution            split_here(0.2);
     for (int trial = 0; trial < 200; ++trial) {
         const size_t         n = 13;
         std::vector<float>   ms(n);
-        std::vector<uint8_t> fence(n);
+        std::vector<uint8_t> fence(n), starts(n, 0);
         for (uint8_t & f : fence) {
             f = carries(rng) ? 1 : 0;
+        }
+        for (size_t i = 1; i < n && trial % 2 == 1; ++i) {
+            starts[i] = split_here(rng) ? 1 : 0;
         }
         double             graph = 0.0;
         for (float & t : ms) {
@@ -125,17 +130,26 @@ TEST(ViewPlan, NoCheaperCutOfASmallGraph) {
         const double max_ms    = share(rng) * graph;
         const size_t max_nodes = 6 + trial % 9;
         const double view_cost = 0.01 * (trial % 5);
-        const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), n, max_ms, view_cost, max_nodes);
+        const std::vector<uint8_t> cuts = plan_views(ms.data(), fence.data(), starts.data(), n, max_ms, view_cost, max_nodes);
+        auto splits_kept = [&](const std::vector<uint8_t> & c) {
+            for (size_t i = 1; i < n; ++i) {
+                if (starts[i] != 0 && c[i - 1] == 0) {
+                    return false; // a view across a split's start: not a way the device computes
+                }
+            }
+            return true;
+        };
         double best = 1e300;
         for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
             std::vector<uint8_t> other(n, 0);
             for (size_t i = 0; i + 1 < n; ++i) {
                 other[i] = (mask >> i) & 1u;
             }
-            if (within_limits(ms, other, max_ms, max_nodes)) {
+            if (splits_kept(other) && within_limits(ms, other, max_ms, max_nodes)) {
                 best = std::min(best, cost_of(ms, fence, other, view_cost));
             }
         }
+        EXPECT_TRUE(splits_kept(cuts)) << "trial " << trial;
         EXPECT_TRUE(within_limits(ms, cuts, max_ms, max_nodes)) << "trial " << trial;
         EXPECT_NEAR(cost_of(ms, fence, cuts, view_cost), best, 1e-4) << "trial " << trial;
     }
