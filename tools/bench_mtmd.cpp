@@ -517,9 +517,10 @@ struct evaluator {
         }
         n_encodes = batched ? 0 : n_media; // counted by the first batched evaluation
         common::context_options opt;
-        opt.n_ctx     = 2048;
-        opt.n_batch   = opt.n_ubatch = static_cast<uint32_t>(n_batch);
-        opt.n_threads = threads;
+        opt.n_ctx       = 2048;
+        opt.n_batch     = opt.n_ubatch = static_cast<uint32_t>(n_batch);
+        opt.n_threads   = threads;
+        opt.offload_kqv = gpu; // offloaded: attention and KV cache on the device too, as a GPU host has them
         for (int k = 0; k < n_ways; ++k) {
             const int w = (first + k) % n_ways;
             common::context_options o = opt;
@@ -606,6 +607,7 @@ struct evaluator {
         opt.n_ctx        = 2048;
         opt.n_batch      = opt.n_ubatch = static_cast<uint32_t>(n_batch);
         opt.n_threads    = threads;
+        opt.offload_kqv  = gpu;
         opt.cb_eval      = common::node_timer::callback;
         opt.cb_eval_data = &nt;
         common::context_ptr l = common::make_context(model, opt);
