@@ -25,17 +25,34 @@ inline bool sleeps_until_almost_ready(const ggml_tensor * node) {
     return name != nullptr && std::strncmp(name, "Vulkan", 6) == 0;
 }
 
-// Whether ggml-vulkan surely records a dispatch for `node` of its own, so that the almost-ready
-// fence can go with it. It records none for a node that only describes memory (NONE, RESHAPE,
-// VIEW, PERMUTE, TRANSPOSE) and none for a node it fuses into a node before it and skips (a MUL
-// after an RMS_NORM, a ROPE after those, a SET_ROWS after a ROPE and a VIEW, an ADD after a
-// product or another ADD, the nodes of a mixture-of-experts router after its first...). Which ops
-// fuse changes from one version to the next; no fusion skips the ops below, so they are the ones
-// counted on. Measured on llvmpipe (a Qwen3 prompt, views cut every k nodes): views
-// of 10 to 13 nodes whose last node was a fused or memory-only one kept the core busy for 30-40%
-// of the decode, as this rule predicts, where the rule by node count alone predicted none.
-inline bool carries_fence(const ggml_tensor * node) {
+// What a node may do for the almost-ready fence (fence_role): nothing (it records no dispatch),
+// carry it surely (a dispatch of its own that no fusion skips), or maybe (a dispatch, unless a
+// fusion skips it).
+constexpr uint8_t k_fence_none    = 0;
+constexpr uint8_t k_fence_carries = 1;
+constexpr uint8_t k_fence_maybe   = 2;
+
+// Whether ggml-vulkan records a dispatch of its own for `node`, where the almost-ready fence can go.
+// None for a node that only describes memory (NONE, RESHAPE, VIEW, PERMUTE, TRANSPOSE). Surely for
+// the ops below, which no fusion skips. Maybe for the rest: a node fused into a node before it is
+// skipped (a MUL after an RMS_NORM, a ROPE after those, a SET_ROWS after a ROPE and a VIEW, an ADD
+// after a product or another ADD, the nodes of a mixture-of-experts router after its first...),
+// and which ops fuse changes from one version to the next. Measured on llvmpipe (a Qwen3 prompt,
+// views cut every k nodes): views of 10 to 13 nodes whose last node was a fused or memory-only one
+// kept the core busy for 30-40% of the decode, where the rule by node count alone predicted none;
+// and views of 25 nodes ending in ADD, RMS_NORM, MUL and a product spun through the product (38%
+// of each view, qwen3a's decoder): the fence went with the RMS_NORM.
+inline uint8_t fence_role(const ggml_tensor * node) {
+    if (ggml_nelements(node) == 0) {
+        return k_fence_none;
+    }
     switch (node->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            return k_fence_none;
         case GGML_OP_MUL_MAT:
         case GGML_OP_MUL_MAT_ID:
         case GGML_OP_FLASH_ATTN_EXT:
@@ -46,9 +63,9 @@ inline bool carries_fence(const ggml_tensor * node) {
         case GGML_OP_CONV_TRANSPOSE_2D:
         case GGML_OP_CONT:
         case GGML_OP_DUP:
-            return ggml_nelements(node) > 0;
+            return k_fence_carries;
         default:
-            return false;
+            return k_fence_maybe;
     }
 }
 
@@ -59,20 +76,21 @@ inline size_t fence_window(size_t n) {
     return fifth >= 2 ? n - fifth + 1 : n;
 }
 
-// Index of the first node of an n-node view that ggml-vulkan waits for busy: the one after the
-// node the almost-ready fence goes with, the first node of fence_window that can carry it
-// (fence[i] != 0, carries_fence); 0 (all of them) where none can.
+// Index of the first node of an n-node view (fence: each node's fence_role) that ggml-vulkan may
+// wait for busy: 0 (all of them) where no node of fence_window surely carries the fence; else the
+// one after the first node there that may carry it (the fence goes with it or a later one).
 inline size_t first_spun_node(const uint8_t * fence, size_t n) {
+    size_t first = n;
+    bool   sure  = false;
     for (size_t i = fence_window(n); i < n; ++i) {
-        if (fence[i] != 0) {
-            return i + 1;
-        }
+        first = fence[i] != k_fence_none && first == n ? i : first;
+        sure  = sure || fence[i] == k_fence_carries;
     }
-    return 0;
+    return sure ? first + 1 : 0;
 }
 
-// Share of a view's work (one entry per node, in order, and whether each can carry the fence)
-// that is waited for busy.
+// Share of a view's work (one entry per node, in order, and each one's fence_role) that may be
+// waited for busy.
 inline double spun_share(const double * work, const uint8_t * fence, size_t n) {
     double all = 0.0, spun = 0.0;
     const size_t first = first_spun_node(fence, n);

@@ -155,7 +155,7 @@ bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
            spun_share(view_nodes_.data(), view_fence_.data(), view_nodes_.size()) <= k_spun_share;
 }
 
-bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps, bool fence) {
+bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps, uint8_t fence) {
     device_rate & d = asked(device);
     if (!range_open_ || device != range_device_ || !pause_was_compute(d, now)) {
         range_open_   = true;
@@ -184,7 +184,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     view_work_  += work;
     if (sleeps) {
         view_nodes_.push_back(work);
-        view_fence_.push_back(fence ? 1 : 0);
+        view_fence_.push_back(fence);
     }
     count_graph(node, d, work, now);
     if (run_ != nullptr) {
@@ -204,7 +204,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     return due(d, sleeps);
 }
 
-void checkpoint_policy::log_node(const void * device, double work, bool fence, bool start) {
+void checkpoint_policy::log_node(const void * device, double work, uint8_t fence, bool start) {
     if (graph_log_.empty()) {
         log_device_ = device;
     }
@@ -212,7 +212,7 @@ void checkpoint_policy::log_node(const void * device, double work, bool fence, b
         log_valid_ = false; // two such devices, or too many nodes: not planned
     }
     if (log_valid_) {
-        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f, static_cast<uint8_t>(fence ? 1 : 0),
+        graph_log_.push_back(logged_node{static_cast<float>(work), -1.0f, fence,
                                          static_cast<uint8_t>(start && !graph_log_.empty() ? 1 : 0)});
     }
 }
@@ -409,7 +409,7 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
         // both: taken alone it would price its nodes at nothing, and a plan would gather them.
         // Only there: where views end at any node (a cap's budget), fast views taken for unwaited
         // left the rate to the slow ones (ten times the checkpoints on a code predictor).
-        const bool fenced = !view_fence_.empty() && view_fence_.back() != 0;
+        const bool fenced = !view_fence_.empty() && view_fence_.back() == k_fence_carries;
         unwaited = range_sleeps_ && !fenced && cap_ <= 0.0 && r.measured && ms < k_unwaited_share * range_work_ / r.rate;
         if (!unwaited) {
             time_range(ms, r.rate);

@@ -61,6 +61,7 @@
 #pragma once
 
 #include "llama-cancel.h"
+#include "backend_wait.h"
 #include "pointer_set.h"
 #include "work.h"
 
@@ -128,7 +129,7 @@ class checkpoint_policy {
     // Graphs (first node and device) whose work is remembered; the least recently used is
     // forgotten beyond that.
     static constexpr int k_graph_records = 8;
-    // A view on a device the host sleeps on that ends at a node that cannot carry the fence and
+    // A view on a device the host sleeps on that ends at a node not sure to carry the fence and
     // took less than this share of what its work takes at the measured rate was not waited for
     // (passed): it is timed with the next one. Not under a cap.
     static constexpr double k_unwaited_share = 0.25;
@@ -184,9 +185,10 @@ class checkpoint_policy {
     }
     // At ask time, `now` in ms (now_ms, clock.h, or ask_time): counts `node`'s work against the budget of `device`.
     // `sleeps`: the host sleeps through that device's views up to an almost-ready fence
-    // (sleeps_until_almost_ready); `fence`: that fence can go with this node (carries_fence).
+    // (sleeps_until_almost_ready); `fence`: whether that fence can go with this node (fence_role).
     // True when the node should be a checkpoint.
-    bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false, bool fence = true);
+    bool place(const ggml_tensor * node, const void * device, double now, bool sleeps = false,
+               uint8_t fence = k_fence_carries);
     // True when the checkpoint at hand should time its round trip (passed's `round_trip_ms`): the
     // device of the node asked last has none measured yet, or its turn came.
     bool wants_round_trip() const;
@@ -291,7 +293,7 @@ class checkpoint_policy {
     struct logged_node {
         float   work  = 0.0f;
         float   ms    = -1.0f; // < 0: its view was not timed
-        uint8_t fence = 0;     // the almost-ready fence can go with it
+        uint8_t fence = 0;     // its fence_role
         uint8_t start = 0;     // the device's split begins here, after one elsewhere
     };
     // A graph's sleeping nodes, their times and where its views end (cuts empty: not planned).
@@ -321,7 +323,7 @@ class checkpoint_policy {
     double        recall_graph(const void * device) const;
     void          learn(device_rate & d, double work, double ms);
     void          end_view(); // reset() but for the measured range, which goes on
-    void          log_node(const void * device, double work, bool fence, bool start);
+    void          log_node(const void * device, double work, uint8_t fence, bool start);
     int           planned_cut(const void * device, double work);
     void          time_range(double ms, double rate);
     void          keep_plan();
@@ -341,8 +343,8 @@ class checkpoint_policy {
     bool         range_sleeps_ = false; // the range's device is one the host sleeps on
     double       view_work_    = 0.0;   // work asked since the last pause: the view being grouped
     std::vector<double> view_nodes_;    // that view's work on its device, node by node (for a
-    std::vector<uint8_t> view_fence_;   // sleeping device), and whether each can carry the
-                                        // almost-ready fence; from the device's split's start
+    std::vector<uint8_t> view_fence_;   // sleeping device), and each one's fence_role; from the
+                                        // device's split's start
     pointer_set  graph_nodes_;          // the first nodes asked in the graph in flight
     size_t       graph_asks_ = 0;       // asks in the graph in flight
     double       graph_ms_ = 0.0;       // the last whole graph's compute, all devices; 0: not known

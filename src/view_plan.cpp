@@ -12,17 +12,19 @@ std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, const u
     if (n == 0) {
         return cuts;
     }
-    // prefix[i]: time of nodes [0, i). next_fence[i]: the first node from i on that can carry the
-    // fence (n: none). split[i]: where the split holding node i begins. best[b]: least cost of
-    // views covering nodes [0, b); start[b]: where the last of them begins.
+    // prefix[i]: time of nodes [0, i). next_sure[i], next_maybe[i]: the first node from i on that
+    // surely carries the fence, that may carry it (n: none). split[i]: where the split holding node
+    // i begins. best[b]: least cost of views covering nodes [0, b); start[b]: where the last of
+    // them begins.
     std::vector<double> prefix(n + 1, 0.0), best(n + 1, std::numeric_limits<double>::infinity());
-    std::vector<size_t> start(n + 1, 0), next_fence(n + 1, n), split(n, 0);
+    std::vector<size_t> start(n + 1, 0), next_sure(n + 1, n), next_maybe(n + 1, n), split(n, 0);
     for (size_t i = 0; i < n; ++i) {
         prefix[i + 1] = prefix[i] + (ms[i] > 0.0f ? ms[i] : 0.0f);
         split[i]      = starts != nullptr && starts[i] != 0 ? i : (i > 0 ? split[i - 1] : 0);
     }
     for (size_t i = n; i-- > 0;) {
-        next_fence[i] = fence[i] != 0 ? i : next_fence[i + 1];
+        next_sure[i]  = fence[i] == k_fence_carries ? i : next_sure[i + 1];
+        next_maybe[i] = fence[i] != k_fence_none ? i : next_maybe[i + 1];
     }
     best[0] = 0.0;
     for (size_t b = 1; b <= n; ++b) {
@@ -33,9 +35,11 @@ std::vector<uint8_t> plan_views(const float * ms, const uint8_t * fence, const u
             if (len > 1 && time > max_view_ms) {
                 break;
             }
-            // first_spun_node of the view, from next_fence: the node the fence goes with, if any
-            const size_t fenced = next_fence[a + fence_window(len)];
-            const double spun   = prefix[b] - prefix[fenced < b ? fenced + 1 : a];
+            // first_spun_node of the view: after the first node of its window that may carry the
+            // fence, where one there surely can; else all of it
+            const size_t window = a + fence_window(len);
+            const bool   sure   = next_sure[window] < b;
+            const double spun   = prefix[b] - prefix[sure ? next_maybe[window] + 1 : a];
             const double cost   = best[a] + spun + view_cost_ms;
             if (cost < best[b]) {
                 best[b]  = cost;

@@ -15,8 +15,8 @@
 
 namespace llama_cancel {
 
-// For the `n` nodes of a graph on the device, in order, taking ms[i] ms each, fence[i] != 0 where
-// a node can carry the almost-ready fence (carries_fence), starts[i] != 0 where the device's split
+// For the `n` nodes of a graph on the device, in order, taking ms[i] ms each, fence[i] each one's
+// fence_role (backend_wait.h), starts[i] != 0 where the device's split
 // begins again after one elsewhere (the host's: the device's view before it ended there by
 // itself; NULL: no such node): whether a view ends at node i (a checkpoint there; also at the last
 // node of each split and of the graph, which end there anyway). Of the ways to cut the graph into

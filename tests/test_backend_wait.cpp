@@ -44,10 +44,35 @@ TEST(BackendWait, VulkanAlmostReadyFenceRule) {
     EXPECT_EQ(spun_share(work, fence.data(), 15), 1.0) << "no node to carry the fence: all of it";
 }
 
-// The nodes counted on to carry the fence: products, attention, convolutions, copies; not the
-// nodes that only describe memory, nor those a fusion may skip (a MUL after an RMS_NORM, an ADD
-// after a product), nor the ops that begin fusions of their own only in some versions.
+// A node that may carry the fence (a dispatch, unless a fusion skips it) in a view's window before
+// the one that surely does: the fence may go with it, and the nodes after it may spin (a product
+// after an RMS_NORM and its MUL, at the end of a 25-node view). Alone, it is not counted on.
+TEST(BackendWait, AFenceThatMayGoEarlierSpinsWhatFollows) {
+    using llama_cancel::k_fence_carries;
+    using llama_cancel::k_fence_maybe;
+    using llama_cancel::k_fence_none;
+    std::vector<uint8_t> fence(25, k_fence_carries); // window: nodes 21 to 24
+    fence[21] = k_fence_maybe;                        // ADD
+    fence[22] = k_fence_maybe;                        // RMS_NORM
+    fence[23] = k_fence_maybe;                        // MUL
+    EXPECT_EQ(first_spun_node(fence.data(), 25), 22u) << "the fence may go with the ADD";
+    fence[21] = k_fence_none;
+    EXPECT_EQ(first_spun_node(fence.data(), 25), 23u) << "the window's first node records nothing";
+    fence[24] = k_fence_maybe;
+    EXPECT_EQ(first_spun_node(fence.data(), 25), 0u) << "no node surely carries it: all of it may spin";
+    fence[24] = k_fence_none;
+    fence[22] = fence[23] = k_fence_none;
+    EXPECT_EQ(first_spun_node(fence.data(), 25), 0u);
+}
+
+// The nodes counted on to carry the fence: products, attention, convolutions, copies; none that
+// only describe memory; maybe the rest (a fusion may skip a MUL after an RMS_NORM, an ADD after a
+// product, or begin with an op only in some versions).
 TEST(BackendWait, NodesThatCarryTheFence) {
+    using llama_cancel::fence_role;
+    using llama_cancel::k_fence_carries;
+    using llama_cancel::k_fence_maybe;
+    using llama_cancel::k_fence_none;
     ggml_init_params ip{};
     ip.mem_size   = 1 << 20;
     ip.no_alloc   = true;
@@ -56,17 +81,17 @@ TEST(BackendWait, NodesThatCarryTheFence) {
     ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 32);
     ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
-    EXPECT_TRUE(llama_cancel::carries_fence(y));
-    EXPECT_TRUE(llama_cancel::carries_fence(ggml_cont(ctx, ggml_transpose(ctx, x))));
+    EXPECT_EQ(fence_role(y), k_fence_carries);
+    EXPECT_EQ(fence_role(ggml_cont(ctx, ggml_transpose(ctx, x))), k_fence_carries);
     ggml_tensor * k = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 3, 8, 8);
     ggml_tensor * s = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 32, 8, 1);
-    EXPECT_TRUE(llama_cancel::carries_fence(ggml_im2col(ctx, k, s, 1, 0, 1, 0, 1, 0, false, GGML_TYPE_F32)));
-    EXPECT_FALSE(llama_cancel::carries_fence(ggml_reshape_2d(ctx, y, 32 * 8, 1)));
-    EXPECT_FALSE(llama_cancel::carries_fence(ggml_view_1d(ctx, y, 16, 0)));
-    EXPECT_FALSE(llama_cancel::carries_fence(ggml_permute(ctx, y, 1, 0, 2, 3)));
+    EXPECT_EQ(fence_role(ggml_im2col(ctx, k, s, 1, 0, 1, 0, 1, 0, false, GGML_TYPE_F32)), k_fence_carries);
+    EXPECT_EQ(fence_role(ggml_reshape_2d(ctx, y, 32 * 8, 1)), k_fence_none);
+    EXPECT_EQ(fence_role(ggml_view_1d(ctx, y, 16, 0)), k_fence_none);
+    EXPECT_EQ(fence_role(ggml_permute(ctx, y, 1, 0, 2, 3)), k_fence_none);
     ggml_tensor * norm = ggml_rms_norm(ctx, x, 1e-6f);
-    EXPECT_FALSE(llama_cancel::carries_fence(ggml_mul(ctx, norm, x))) << "fused into the RMS_NORM";
-    EXPECT_FALSE(llama_cancel::carries_fence(ggml_add(ctx, y, y))) << "fused into the product";
-    EXPECT_FALSE(llama_cancel::carries_fence(norm)) << "not counted on";
+    EXPECT_EQ(fence_role(ggml_mul(ctx, norm, x)), k_fence_maybe) << "fused into the RMS_NORM, or not";
+    EXPECT_EQ(fence_role(ggml_add(ctx, y, y)), k_fence_maybe) << "fused into the product, or not";
+    EXPECT_EQ(fence_role(norm), k_fence_maybe);
     ggml_free(ctx);
 }

@@ -597,7 +597,7 @@ struct timed_pass {
 struct timed_graph {
     std::vector<ggml_tensor *> nodes;
     std::vector<double>        ms;
-    std::vector<uint8_t>       fence; // the almost-ready fence can go with the node (carries_fence)
+    std::vector<uint8_t>       fence; // each node's fence_role (backend_wait.h)
     std::vector<uint8_t>       early; // a checkpoint at the node returns before its view is computed
     std::vector<uint8_t>       host;  // the node is in a split on the host (empty: none is)
 

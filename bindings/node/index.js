@@ -16,7 +16,7 @@
 const koffi = require('koffi');
 const nodePath = require('node:path');
 
-const VERSION = [1, 4, 0]; // the header version these declarations follow
+const VERSION = [1, 4, 1]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
 const MTMD_BATCH_ENCODE = 1; // an option of llama_cancel_mtmd_eval_chunks_ext

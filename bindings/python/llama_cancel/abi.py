@@ -5,7 +5,7 @@ AbiMismatch rather than as corrupted memory."""
 import ctypes as C
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 4, 0
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 4, 1
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
