@@ -151,6 +151,10 @@ endforeach()
 add_test(NAME cli_media_mrope COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
     ${MROPE_QWEN2VL_MODEL} ${QWEN2VL_MMPROJ} ${QWEN2A_MMPROJ})
 set_tests_properties(cli_media_mrope PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models")
+# bench-mtmd --trace and scripts/trace_views.py on the small Qwen3-ASR pair (CPU): every way traced.
+add_test(NAME bench_trace COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_trace.py
+    $<TARGET_FILE:llama-cancel-cli> ${MROPE_QWEN3ASR_MODEL} ${QWEN3A_MMPROJ} ${CMAKE_CURRENT_BINARY_DIR}/bench_trace)
+set_tests_properties(bench_trace PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models" RUN_SERIAL TRUE TIMEOUT 600)
 # The Python module's multimodal test on the same M-RoPE pair.
 add_test(NAME python_module_mtmd_mrope
     COMMAND ${Python3_EXECUTABLE} -m unittest discover -v -s ${PROJECT_SOURCE_DIR}/bindings/python/tests -p "test_mtmd.py")

@@ -6,6 +6,7 @@
 // for internvl-batch one of two images whose tiles are batched encodes. CPU.
 #include "bench_mtmd.h"
 #include "common/args.h"
+#include "common/ask_trace.h"
 #include "common/json.h"
 #include "common/stats.h"
 #include "commands.h"
@@ -92,14 +93,34 @@ template <typename F> landed store_then(double frac, double full, int8_t * flag,
 
 // The stateless callback by name as mtmd's cb_eval, through a probe that forwards every call and
 // counts checkpoints and stops; everything else as llama_cancel_mtmd_init_from_file makes it.
+// With a trace, the trace goes in front of the probe.
 mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, int threads, common::stateless_probe * probe,
-                        bool gpu = false) {
+                        bool gpu = false, common::ask_trace * trace = nullptr) {
     mtmd_context_params mp = mtmd_context_params_default();
     mp.use_gpu           = gpu;
     mp.print_timings     = false;
     mp.n_threads         = threads;
     mp.cb_eval           = common::stateless_probe::eval_cb;
     mp.cb_eval_user_data = probe;
+    if (trace != nullptr) {
+        trace->mtmd_target      = mp.cb_eval;
+        trace->mtmd_target_data = probe;
+        mp.cb_eval              = common::ask_trace::forward_mtmd;
+        mp.cb_eval_user_data    = trace;
+    }
+    return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
+}
+
+// Today's projector context as llama_cancel_mtmd_init_from_file makes it without a hook, but with
+// the trace as its cb_eval (which never checkpoints).
+mtmd_ptr init_traced(const std::string & mmproj, const llama_model * model, int threads, bool gpu,
+                     common::ask_trace * trace) {
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.use_gpu           = gpu;
+    mp.print_timings     = false;
+    mp.n_threads         = threads;
+    mp.cb_eval           = common::ask_trace::observe;
+    mp.cb_eval_user_data = trace;
     return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
 }
 
@@ -334,7 +355,7 @@ common::json row_json(const std::string & kind, const std::string & mmproj, int 
 }
 
 struct mtmd_options {
-    std::string kind, model, mmproj, json;
+    std::string kind, model, mmproj, json, trace;
     std::string backend = "cpu"; // the evaluation kinds: cpu or vulkan
     int         runs = 10, threads = 2;
     int         seconds = bench_mtmd::k_eval_seconds; // the evaluation kinds: clip length, overhead repeats
@@ -347,7 +368,8 @@ struct mtmd_options {
 using bench_mtmd::is_eval_kind;
 
 const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch --model TEXT.gguf --mmproj MMPROJ.gguf "
-                          "[--runs N] [--threads N] [--seconds N] [--repeats N] [--repeat-for S] [--backend cpu|vulkan] [--no-header] [--json PATH]\n";
+                          "[--runs N] [--threads N] [--seconds N] [--repeats N] [--repeat-for S] [--backend cpu|vulkan] [--no-header] [--json PATH]\n"
+                          "                          [--trace PATH]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, mtmd_options & o) {
@@ -358,6 +380,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
         .option("--model", &o.model, "TEXT.gguf", "the text model (required)")
         .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "the projector (required)")
         .option("--json", &o.json, "PATH", "where the row's JSON goes")
+        .option("--trace", &o.trace, "PATH", "the evaluation kinds: each ask of the overhead's evaluations, wall and thread CPU time, every way (scripts/trace_views.py reads it)")
         .option("--runs", &o.runs, "N", "runs (>= 1)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--seed", &o.seed, "N", "random seed")
@@ -374,6 +397,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
     return p.check({{!bench_mtmd::is_kind(o.kind), std::string("KIND must be one of ") + bench_mtmd::k_kinds},
                     {o.backend != "cpu" && !common::is_vulkan_setup(o.backend), "--backend must be cpu, vulkan or vulkan-1t"},
                     {o.backend != "cpu" && !is_eval_kind(o.kind), "--backend vulkan(-1t) applies to the evaluation kinds"},
+                    {!o.trace.empty() && !is_eval_kind(o.kind), "--trace applies to the evaluation kinds"},
                     {o.seconds < 1, "--seconds must be at least 1"},
                     {o.repeats < 1, "--repeats must be at least 1"},
                     {o.repeat_for_s < 0, "--repeat-for must be at least 0"},
@@ -460,6 +484,8 @@ struct evaluator {
     int32_t                 last_ret = 0;
     uint64_t                last_checkpoints = 0; // both hooks', in the last evaluation the hook way
     double                  last_cpu_ms      = 0.0; // the evaluating thread's CPU time in the last one
+    common::ask_trace *     trace   = nullptr; // --trace: bound into every way's contexts (set before make)
+    bool                    tracing = false;   // the evaluations now are traced (the overhead's)
 
     // `batched`: two wide images, their tiles batched; otherwise a `seconds` audio clip.
     // `first`: the way whose contexts are made first.
@@ -467,13 +493,24 @@ struct evaluator {
               int first) {
         batched = batched_;
         gpu     = gpu_;
-        enc_hook.reset(llama_cancel_hook_init(nullptr));
-        dec_hook.reset(llama_cancel_hook_init(nullptr));
+        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+        if (trace != nullptr) {
+            hp.chain      = common::ask_trace::observe;
+            hp.chain_data = trace;
+        }
+        enc_hook.reset(llama_cancel_hook_init(&hp));
+        dec_hook.reset(llama_cancel_hook_init(&hp));
+        if (trace != nullptr) {
+            trace->hooks[0] = enc_hook.get();
+            trace->hooks[1] = dec_hook.get();
+        }
         llama_cancel_load_result lr;
         for (int k = 0; k < n_ways; ++k) { // in rotating order: where a context lands is part of its speed
             const int w = (first + k) % n_ways;
             if (w == stateless) {
-                mctx[w] = init_stateless(mmproj, model, threads, &probe, gpu);
+                mctx[w] = init_stateless(mmproj, model, threads, &probe, gpu, trace);
+            } else if (w == today && trace != nullptr) {
+                mctx[w] = init_traced(mmproj, model, threads, gpu, trace);
             } else {
                 mctx[w].reset(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model, w == hooks ? enc_hook.get() : nullptr,
                                                                threads, gpu, nullptr, &lr));
@@ -529,6 +566,15 @@ struct evaluator {
                 o.cb_eval_data        = &probe.byte;
                 o.abort_callback      = llama_cancel_abort_callback;
                 o.abort_callback_data = &probe.byte;
+                if (trace != nullptr) {
+                    trace->text_target      = o.cb_eval;
+                    trace->text_target_data = o.cb_eval_data;
+                    o.cb_eval               = common::ask_trace::forward_text;
+                    o.cb_eval_data          = trace;
+                }
+            } else if (w == today && trace != nullptr) {
+                o.cb_eval      = common::ask_trace::observe;
+                o.cb_eval_data = trace;
             } else if (w == hooks) { // the decode hook bound as llama_cancel_hook_bind sets it
                 llama_context_params cp = llama_context_default_params();
                 llama_cancel_hook_bind(dec_hook.get(), &cp);
@@ -635,6 +681,9 @@ struct evaluator {
         const uint64_t cp0 = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
                              llama_cancel_hook_get_stats(dec_hook.get()).checkpoints;
         const double   cpu0 = common::thread_cpu_ms();
+        if (trace != nullptr && tracing) {
+            trace->begin(w);
+        }
         const landed l = store_then(frac, full, w == stateless ? &probe.byte : &flag, [&] {
             if (w == hooks) {
                 llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
@@ -657,6 +706,9 @@ struct evaluator {
             *stopped = cut;
         }
         last_cpu_ms = common::thread_cpu_ms() - cpu0;
+        if (trace != nullptr) {
+            trace->end();
+        }
         if (w == hooks) {
             last_checkpoints = llama_cancel_hook_get_stats(enc_hook.get()).checkpoints +
                                llama_cancel_hook_get_stats(dec_hook.get()).checkpoints - cp0;
@@ -687,6 +739,7 @@ double median_pct(const std::vector<double> & v) {
 void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<double> & today_ms) {
     std::vector<double> ratios[n_ways];
     double checkpoints = 0.0, cpu_pct[n_ways] = {0, 0, 0};
+    e.tracing = true;
     for (int i = 0; i < runs; ++i) {
         double t[n_ways] = {0, 0, 0};
         for (int k = 0; k < n_ways; ++k) {
@@ -700,6 +753,7 @@ void measure_eval_round(evaluator & e, int runs, eval_results & r, std::vector<d
         }
         today_ms.push_back(t[today]);
     }
+    e.tracing = false;
     for (int w = hooks; w < n_ways; ++w) {
         r.overhead_pct[w].push_back((common::percentile(ratios[w], 0.5) - 1.0) * 100.0);
     }
@@ -856,8 +910,10 @@ void print_eval_targets(const std::string & kind, const eval_results & r) {
 }
 
 // An evaluator on fresh contexts, warmed up (the hooks learn the CPU's rate); null after an error.
-std::unique_ptr<evaluator> make_warm_evaluator(const mtmd_options & o, llama_model * model, int first) {
-    auto e = std::make_unique<evaluator>();
+std::unique_ptr<evaluator> make_warm_evaluator(const mtmd_options & o, llama_model * model, int first,
+                                               common::ask_trace * trace) {
+    auto e   = std::make_unique<evaluator>();
+    e->trace = trace;
     if (!e->make(o.mmproj, model, o.threads, o.seconds, o.kind == "internvl-batch", o.backend != "cpu", first)) {
         return nullptr;
     }
@@ -879,6 +935,11 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
     // order, a repeat each way first.
     eval_results r;
     std::vector<double> today_ms;
+    common::ask_trace trace;
+    if (!o.trace.empty() && !trace.open(o.trace.c_str())) {
+        std::fprintf(stderr, "error: cannot write %s\n", o.trace.c_str());
+        return 1;
+    }
     std::unique_ptr<evaluator> e;
     std::fprintf(stderr, "[mtmd %s] evaluation overhead (%d repeats of %d, more up to %d s)\n", o.kind.c_str(), o.repeats,
                  o.runs, o.repeat_for_s);
@@ -886,7 +947,7 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
     for (int rep = 0; rep < o.repeats || (rep < 3 * o.repeats && common::now_ms() - t_start < 1000.0 * o.repeat_for_s);
          ++rep) {
         e.reset();
-        e = make_warm_evaluator(o, model, rep % n_ways);
+        e = make_warm_evaluator(o, model, rep % n_ways, o.trace.empty() ? nullptr : &trace);
         if (!e) {
             return 1;
         }

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""`llama-cancel bench-mtmd --trace` on a small Qwen3-ASR pair: the trace holds every way's
+evaluations of the overhead (runs x repeats each), each with its asks in time order, the hook's and
+the stateless callback's checkpoint counts never falling, today's always 0 (its cb_eval never
+checkpoints); and scripts/trace_views.py reads it, a line for each way.
+usage: bench_trace.py LLAMA_CANCEL TEXT_MODEL MMPROJ OUT_DIR"""
+import os
+import subprocess
+import sys
+
+exe, model, mmproj, out_dir = sys.argv[1:5]
+os.makedirs(out_dir, exist_ok=True)
+trace = os.path.join(out_dir, "trace.txt")
+RUNS, REPEATS = 2, 1
+subprocess.run([exe, "bench-mtmd", "qwen3a", "--model", model, "--mmproj", mmproj, "--runs", str(RUNS), "--repeats",
+                str(REPEATS), "--repeat-for", "0", "--seconds", "9", "--trace", trace, "--json",
+                os.path.join(out_dir, "row.json")], check=True, timeout=600, stdout=subprocess.DEVNULL)
+
+evals = []
+with open(trace) as f:
+    for line in f:
+        p = line.split()
+        if not p or p[0].startswith("#"):
+            continue
+        if p[0] == "E":
+            evals.append({"way": int(p[2]), "asks": []})
+        else:
+            assert p[0] == "A" and evals, line
+            evals[-1]["asks"].append((float(p[1]), float(p[2]), int(p[3])))
+ways = sorted(e["way"] for e in evals)
+assert ways == sorted([0, 1, 2] * RUNS * REPEATS), ways
+for e in evals:
+    asks = e["asks"]
+    assert len(asks) > 100, (e["way"], len(asks))  # an encode and decodes of a 9 s clip
+    assert all(b[0] >= a[0] and b[1] >= a[1] and b[2] >= a[2] for a, b in zip(asks, asks[1:])), e["way"]
+    if e["way"] == 0:
+        assert asks[-1][2] == 0, "today's loop never checkpoints"
+# On the CPU the hook leaves stops to the abort callback inside its calls (no checkpoint there); the
+# stateless name, bound outside calls, checkpoints the 9 s clip's encodes and decodes.
+checkpoints = {w: max(e["asks"][-1][2] for e in evals if e["way"] == w) for w in (1, 2)}
+assert checkpoints[1] == 0 and checkpoints[2] > 0, checkpoints
+
+script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "trace_views.py")
+report = subprocess.run([sys.executable, script, trace], check=True, capture_output=True, text=True).stdout
+for name in ("today", "hook", "stateless"):
+    assert any(line.startswith(name + ": %d evaluations" % (RUNS * REPEATS)) for line in report.splitlines()), report
+print(report)
