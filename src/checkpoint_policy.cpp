@@ -290,7 +290,7 @@ double checkpoint_policy::run_before(double now, double graph_ms) {
     if (run_->busy_end <= 0.0 || now - run_->busy_end > k_run_gap_ms) {
         run_->began = now;
     }
-    return std::min(now - run_->began, k_run_graphs * graph_ms);
+    return std::clamp(now - run_->began, 0.0, k_run_graphs * graph_ms);
 }
 
 // The graph that ended (head_) is kept with its nodes' times, and planned again from them.

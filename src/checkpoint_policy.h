@@ -170,14 +170,20 @@ class checkpoint_policy {
     // type: a graph's nodes share a few buffers, and asking ggml twice an ask was a seventh of
     // an ask's cost.
     node_device device_of(const ggml_tensor * node);
-    // The time of the ask at hand on `device`, ms: `now()` (a clock, ms) at the first ask after a
-    // checkpoint or reset, on a change of device and every k_clock_every asks; the time read last
-    // in between. A clock read was half an ask's cost (over 30 ns on a VM), and the asks of one view
-    // follow each other within microseconds: a pause between views is seen at most
-    // k_clock_every - 1 asks late, their work counted with the view before it (which ends the view
-    // being grouped late, by a few nodes' work, and a measured rate only lower).
-    template <typename Clock> double ask_time(const void * device, Clock now) {
-        if (!range_open_ || device != range_device_ || ++stale_asks_ >= k_clock_every) {
+    // The time of the ask at hand of `node` on `device`, ms: `now()` (a clock, ms) at the first ask
+    // after a checkpoint or reset, on a change of device, at a graph's first node (a call told of
+    // the graph, or the first node of the graph before comes again) and every k_clock_every asks;
+    // the time read last in between. A clock read was half an ask's cost (over 30 ns on a VM), and
+    // the asks of one view follow each other within microseconds: a pause between views is seen at
+    // most k_clock_every - 1 asks late, their work counted with the view before it (which ends the
+    // view being grouped late, by a few nodes' work, and a measured rate only lower). A pause
+    // between graphs may be seconds, and a graph's start is when its run is told (run_clock):
+    // read late, a graph outside calls seconds after the one before took the time of that one's
+    // last ask, began before its run did and held single-node views (the stateless name on
+    // glma:vulkan, +30% with the byte at 0).
+    template <typename Clock> double ask_time(const ggml_tensor * node, const void * device, Clock now) {
+        if (!range_open_ || device != range_device_ || ++stale_asks_ >= k_clock_every || graph_pending_ ||
+            node == head_.node) {
             stale_asks_ = 0;
             return now();
         }

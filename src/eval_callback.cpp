@@ -85,7 +85,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (!device.sleeps && llama_cancel::is_view(t)) {
             return false;
         }
-        return policy.place(t, device.key, policy.ask_time(device.key, now_ms), device.sleeps,
+        return policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.sleeps,
                             device.sleeps ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
     } catch (...) {
         return true;

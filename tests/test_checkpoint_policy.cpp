@@ -79,8 +79,9 @@ struct scheduler_sim {
             now += ask_ms;
             view_work += static_cast<double>(work);
             // the time as the eval callbacks take it: the clock read every few asks
-            const double asked = policy.ask_time(device, [&] { return now; });
-            const bool checkpoint = policy.place(node_at(work, i), device, asked);
+            const ggml_tensor * t = node_at(work, i);
+            const double asked = policy.ask_time(t, device, [&] { return now; });
+            const bool checkpoint = policy.place(t, device, asked);
             if (checkpoint || i == n - 1) {
                 now += view_work / rate + sync_ms;
                 view_work = 0.0;
@@ -322,19 +323,49 @@ TEST_F(Policy, ClockIsReadEveryFewAsksAndAfterEachCheckpoint) {
         reads++;
         return now;
     };
-    ggml_tensor * t = node(10);
-    for (uint32_t i = 0; i < 4 * every; ++i) {
+    ggml_tensor * t = nullptr;
+    for (uint32_t i = 0; i < 4 * every; ++i) { // the nodes of one graph, each asked once
         now += 0.001;
-        EXPECT_FALSE(policy.place(t, dev_a, policy.ask_time(dev_a, clock)));
+        t = node(10);
+        EXPECT_FALSE(policy.place(t, dev_a, policy.ask_time(t, dev_a, clock)));
     }
     EXPECT_EQ(reads, 4);
-    EXPECT_EQ(policy.ask_time(dev_b, clock), now) << "another device: read at once";
+    EXPECT_EQ(policy.ask_time(t, dev_b, clock), now) << "another device: read at once";
     EXPECT_EQ(reads, 5);
     policy.place(t, dev_b, now);
     policy.passed(now);
     now += 1.0;
-    EXPECT_EQ(policy.ask_time(dev_b, clock), now) << "first ask after a checkpoint";
+    EXPECT_EQ(policy.ask_time(t, dev_b, clock), now) << "first ask after a checkpoint";
     EXPECT_EQ(reads, 6);
+}
+
+// A graph's first ask reads the clock, however few asks came since the last read: the pause
+// before it may be seconds, and the run clock reads from it when the graph's run began.
+TEST_F(Policy, AGraphsFirstAskReadsTheClock) {
+    checkpoint_policy policy;
+    int    reads = 0;
+    double now   = 1000.0;
+    auto   clock = [&] {
+        reads++;
+        return now;
+    };
+    std::vector<ggml_tensor *> graph;
+    for (int i = 0; i < 3; ++i) {
+        graph.push_back(node(10 + i));
+    }
+    for (ggml_tensor * t : graph) { // one view, no checkpoint: the range stays open
+        now += 0.001;
+        EXPECT_FALSE(policy.place(t, dev_a, policy.ask_time(t, dev_a, clock)));
+    }
+    EXPECT_EQ(reads, 1);
+    now += 5000.0; // the host's user thinks
+    EXPECT_EQ(policy.ask_time(graph[0], dev_a, clock), now) << "the graph's first node again: read at once";
+    EXPECT_EQ(reads, 2);
+    policy.place(graph[0], dev_a, now);
+    now += 0.001;
+    EXPECT_LT(policy.ask_time(graph[1], dev_a, clock), now) << "its next node takes the time read";
+    policy.begin_graph(); // a call tells of a graph built elsewhere
+    EXPECT_EQ(policy.ask_time(graph[2], dev_a, clock), now) << "a graph told of: read at once";
 }
 
 TEST_F(Policy, LongestDeviceViewIsWhatAStopWaitsFor) {
