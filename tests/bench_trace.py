@@ -16,17 +16,11 @@ subprocess.run([exe, "bench-mtmd", "qwen3a", "--model", model, "--mmproj", mmpro
                 str(REPEATS), "--repeat-for", "0", "--seconds", "9", "--trace", trace, "--json",
                 os.path.join(out_dir, "row.json")], check=True, timeout=600, stdout=subprocess.DEVNULL)
 
-evals = []
-with open(trace) as f:
-    for line in f:
-        p = line.split()
-        if not p or p[0].startswith("#"):
-            continue
-        if p[0] == "E":
-            evals.append({"way": int(p[2]), "asks": []})
-        else:
-            assert p[0] == "A" and evals, line
-            evals[-1]["asks"].append((float(p[1]), float(p[2]), int(p[3])))
+scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts")
+sys.path.insert(0, scripts)
+import trace_views  # noqa: E402 (the reader the report uses)
+
+evals = trace_views.read(trace)
 ways = sorted(e["way"] for e in evals)
 assert ways == sorted([0, 1, 2] * RUNS * REPEATS), ways
 for e in evals:
@@ -40,8 +34,8 @@ for e in evals:
 checkpoints = {w: max(e["asks"][-1][2] for e in evals if e["way"] == w) for w in (1, 2)}
 assert checkpoints[1] == 0 and checkpoints[2] > 0, checkpoints
 
-script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "trace_views.py")
-report = subprocess.run([sys.executable, script, trace], check=True, capture_output=True, text=True).stdout
+report = subprocess.run([sys.executable, os.path.join(scripts, "trace_views.py"), trace], check=True,
+                        capture_output=True, text=True).stdout
 for name in ("today", "hook", "stateless"):
     assert any(line.startswith(name + ": %d evaluations" % (RUNS * REPEATS)) for line in report.splitlines()), report
 print(report)

@@ -91,37 +91,28 @@ template <typename F> landed store_then(double frac, double full, int8_t * flag,
     return {t_ret - t0, false};
 }
 
-// The stateless callback by name as mtmd's cb_eval, through a probe that forwards every call and
-// counts checkpoints and stops; everything else as llama_cancel_mtmd_init_from_file makes it.
-// With a trace, the trace goes in front of the probe.
-mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, int threads, common::stateless_probe * probe,
-                        bool gpu = false, common::ask_trace * trace = nullptr) {
+// A projector context as llama_cancel_mtmd_init_from_file makes it, with `cb` as its cb_eval.
+mtmd_ptr init_with_eval_cb(const std::string & mmproj, const llama_model * model, int threads, bool gpu,
+                           ggml_backend_sched_eval_callback cb, void * cb_data) {
     mtmd_context_params mp = mtmd_context_params_default();
     mp.use_gpu           = gpu;
     mp.print_timings     = false;
     mp.n_threads         = threads;
-    mp.cb_eval           = common::stateless_probe::eval_cb;
-    mp.cb_eval_user_data = probe;
-    if (trace != nullptr) {
-        trace->mtmd_target      = mp.cb_eval;
-        trace->mtmd_target_data = probe;
-        mp.cb_eval              = common::ask_trace::forward_mtmd;
-        mp.cb_eval_user_data    = trace;
-    }
+    mp.cb_eval           = cb;
+    mp.cb_eval_user_data = cb_data;
     return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
 }
 
-// Today's projector context as llama_cancel_mtmd_init_from_file makes it without a hook, but with
-// the trace as its cb_eval (which never checkpoints).
-mtmd_ptr init_traced(const std::string & mmproj, const llama_model * model, int threads, bool gpu,
-                     common::ask_trace * trace) {
-    mtmd_context_params mp = mtmd_context_params_default();
-    mp.use_gpu           = gpu;
-    mp.print_timings     = false;
-    mp.n_threads         = threads;
-    mp.cb_eval           = common::ask_trace::observe;
-    mp.cb_eval_user_data = trace;
-    return mtmd_ptr(mtmd_init_from_file(mmproj.c_str(), model, mp));
+// The stateless callback by name as mtmd's cb_eval, through a probe that forwards every call and
+// counts checkpoints and stops. With a trace, the trace goes in front of the probe.
+mtmd_ptr init_stateless(const std::string & mmproj, const llama_model * model, int threads, common::stateless_probe * probe,
+                        bool gpu = false, common::ask_trace * trace = nullptr) {
+    if (trace == nullptr) {
+        return init_with_eval_cb(mmproj, model, threads, gpu, common::stateless_probe::eval_cb, probe);
+    }
+    trace->mtmd_target      = common::stateless_probe::eval_cb;
+    trace->mtmd_target_data = probe;
+    return init_with_eval_cb(mmproj, model, threads, gpu, common::ask_trace::forward_mtmd, trace);
 }
 
 // The three ways a clip encode runs: plain (a host polling its byte between native calls), through
@@ -510,7 +501,8 @@ struct evaluator {
             if (w == stateless) {
                 mctx[w] = init_stateless(mmproj, model, threads, &probe, gpu, trace);
             } else if (w == today && trace != nullptr) {
-                mctx[w] = init_traced(mmproj, model, threads, gpu, trace);
+                // today's loop, with the trace as its cb_eval (which never checkpoints)
+                mctx[w] = init_with_eval_cb(mmproj, model, threads, gpu, common::ask_trace::observe, trace);
             } else {
                 mctx[w].reset(llama_cancel_mtmd_init_from_file(mmproj.c_str(), model, w == hooks ? enc_hook.get() : nullptr,
                                                                threads, gpu, nullptr, &lr));
