@@ -165,15 +165,14 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         range_log_first_ = graph_log_.size();
         range_sleeps_ = sleeps;
     }
-    if (now - last_ask_ > k_ask_gap_ms) {
+    const bool paused = now - last_ask_ > k_ask_gap_ms;
+    if (paused) {
         view_work_ = 0.0; // the view before the pause is computed
-        view_nodes_.clear();
-        view_fence_.clear();
     }
     // Another device's node came between: the split before it ended there, its view computed
     // whole; the device's view begins again here (however short the other split took).
     const bool split_start = device != last_device_;
-    if (split_start) {
+    if (paused || split_start) {
         view_nodes_.clear();
         view_fence_.clear();
     }

@@ -50,10 +50,10 @@
 // policy keeps each node's time there (its view's measured time, shared out by the times its
 // nodes took the graph before, or by work; work at the device's rate where no view was timed),
 // and the next graph with the same first node ends its views where the plan says, while its nodes
-// are the ones planned. Where the graph leaves the device for the host and comes back (attention
-// kept on the host, layers not offloaded), the device's split ends there by itself, computed and
-// waited for whole: a view never spans the host's split, in a plan as at each ask (the same device, each node's work within a factor k_plan_work_slack of the
-// planned one's). A plan's views last at most
+// are the ones planned (the same device, each node's work within a factor k_plan_work_slack of the
+// planned one's). Where the graph leaves the device for the host and comes back (attention kept on
+// the host, layers not offloaded), the device's split ends there by itself, computed and waited
+// for whole: a view never spans the host's split, in a plan as at each ask. A plan's views last at most
 // k_sleep_graph_share of the graph or k_sleep_budgets intervals, whichever is longer, and cost
 // the least busy-waited time. Each time the graph ends whole it is planned again from the times
 // just measured, so a node slower than its work says (im2col and a conv's product on llvmpipe
