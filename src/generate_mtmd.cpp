@@ -73,11 +73,3 @@ extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context * mctx, llama_can
     });
 }
 
-extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                              llama_context * lctx, const mtmd_input_chunks * chunks,
-                                              int32_t first_chunk, llama_pos n_past,
-                                              const llama_cancel_generate_params * params, llama_token * out,
-                                              int32_t n_out_max, llama_cancel_generate_result * result) {
-    return llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, out,
-                                          n_out_max, result);
-}

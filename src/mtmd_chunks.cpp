@@ -449,16 +449,6 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
 
 } // namespace
 
-extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
-    llama_cancel_mtmd_params p{};
-    p.flag        = nullptr;
-    p.decode_hook = nullptr;
-    p.seq_id      = 0;
-    p.n_batch     = 0;
-    return p;
-}
-
-
 extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_cancel_hook * encode_hook,
                                                      llama_context * lctx, const mtmd_input_chunks * chunks,
                                                      int32_t first_chunk, llama_pos n_past,
@@ -476,10 +466,3 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_
     });
 }
 
-extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                                 llama_context * lctx, const mtmd_input_chunks * chunks,
-                                                 int32_t first_chunk, llama_pos n_past,
-                                                 const llama_cancel_mtmd_params * params,
-                                                 llama_cancel_mtmd_result * result) {
-    return llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, result);
-}

@@ -12,11 +12,6 @@ const char * const no_mtmd = "built without libmtmd";
 
 } // namespace
 
-// The same defaults as the libmtmd build (src/mtmd_chunks.cpp): a host reads them either way.
-extern "C" llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void) {
-    return llama_cancel_mtmd_params{};
-}
-
 extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context *, llama_cancel_hook *, llama_context *,
                                                      const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
                                                      const llama_cancel_mtmd_params *, uint32_t,
@@ -29,14 +24,6 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context *, llama_cance
     }
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return LLAMA_CANCEL_ERROR;
-}
-
-extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                                 llama_context * lctx, const mtmd_input_chunks * chunks,
-                                                 int32_t first_chunk, llama_pos n_past,
-                                                 const llama_cancel_mtmd_params * params,
-                                                 llama_cancel_mtmd_result * result) {
-    return llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, result);
 }
 
 extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const llama_model *, llama_cancel_hook *,
@@ -58,26 +45,6 @@ extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context *, llama_cancel_h
     }
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return LLAMA_CANCEL_ERROR;
-}
-
-extern "C" int32_t llama_cancel_generate_mtmd(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                              llama_context * lctx, const mtmd_input_chunks * chunks,
-                                              int32_t first_chunk, llama_pos n_past,
-                                              const llama_cancel_generate_params * params, llama_token * out,
-                                              int32_t n_out_max, llama_cancel_generate_result * result) {
-    return llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past, params, 0, out,
-                                          n_out_max, result);
-}
-
-// Text-to-speech: the same defaults as src/tts.cpp; every call an ERROR.
-extern "C" llama_cancel_tts_params llama_cancel_tts_default_params(void) {
-    llama_cancel_tts_params p{};
-    p.seed = 1;
-    return p;
-}
-
-extern "C" llama_cancel_tts_run_params llama_cancel_tts_run_default_params(void) {
-    return llama_cancel_tts_run_params{};
 }
 
 namespace {

@@ -586,16 +586,6 @@ bool setup(tts & t, llama_context * lctx, mtmd_context * mctx, const llama_cance
 
 } // namespace
 
-extern "C" llama_cancel_tts_params llama_cancel_tts_default_params(void) {
-    llama_cancel_tts_params p{};
-    p.seed = 1;
-    return p;
-}
-
-extern "C" llama_cancel_tts_run_params llama_cancel_tts_run_default_params(void) {
-    return llama_cancel_tts_run_params{};
-}
-
 extern "C" llama_cancel_tts * llama_cancel_tts_init(llama_context * lctx, mtmd_context * mctx,
                                                     const llama_cancel_tts_params * params,
                                                     llama_cancel_tts_result * result) {
