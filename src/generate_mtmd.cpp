@@ -72,4 +72,3 @@ extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context * mctx, llama_can
                              result);
     });
 }
-

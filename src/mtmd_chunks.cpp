@@ -465,4 +465,3 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_
         return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, options, result);
     });
 }
-
