@@ -33,6 +33,12 @@ for pipeline, model, mmproj in (("qwen3tts", q_model, q_mmproj), ("pockettts", p
     for name, step in row["steps"].items():
         assert step["call_ms"] > 0 and step["stop_limit_ms"] > 0, (name, step)
         assert step["hook_checkpoints_per_call"] >= 0 and step["hook_asks_per_call"] > 0, (name, step)
+        # The node profile: GEN_CODE's and GEN_WAV's longest node, not the frame decode's.
+        profiled = name != "frame_decode"
+        assert ("longest_node_ms" in step) == profiled, (name, step)
+        if profiled:
+            assert 0 < step["longest_node_ms"] <= step["call_ms"] * 2 and step["longest_node_op"], (name, step)
+            assert step["longest_node_pct_of_call"] > 0, (name, step)
         for way in ("today", "hook", "stateless"):
             lat = step[way]
             # Attempts go on until RUNS stores landed, at most 5x RUNS in all.
@@ -48,6 +54,8 @@ for pipeline, model, mmproj in (("qwen3tts", q_model, q_mmproj), ("pockettts", p
             else:
                 assert lat["cancelled"] + lat["late"] == len(lat["all"]), (name, way, lat)
                 assert len(lat["overhead_repeats_pct"]) == REPEATS, (name, way, lat)
+                if profiled and lat["all"]:
+                    assert isinstance(lat["worst_stop_le_interval_plus_longest_node"], bool), (name, way, lat)
     for way in ("hook", "stateless"):
         assert isinstance(row[f"frame_{way}_overhead_pct"], (int, float)), row
         assert len(row[f"frame_{way}_overhead_repeats_pct"]) == REPEATS, row

@@ -833,11 +833,8 @@ bool worst_met(const eval_results & r, int w) {
     return !r.lat[w].ms.empty() && common::max_of(r.lat[w].ms) / r.eval_ms * 100.0 <= worst_target_pct(r);
 }
 
-// The bound checkpoints can keep (issue 31): a stop waits at most the interval, then the longest
-// node in flight, then the call's return (k_return_ms).
-constexpr double k_return_ms = 2.0;
 double node_bound_ms(const eval_results & r) {
-    return LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS + r.longest_node_ms + k_return_ms;
+    return common::node_timer::bound_ms(r.longest_node_ms);
 }
 bool node_bound_met(const eval_results & r, int w) {
     return !r.lat[w].ms.empty() && r.longest_node_ms > 0.0 && common::max_of(r.lat[w].ms) <= node_bound_ms(r);
@@ -895,7 +892,7 @@ void print_eval_targets(const std::string & kind, const eval_results & r) {
                     "worst stop %.1f ms <= interval + longest node (%s, %.1f ms, %.1f%% of the evaluation) + %.0f ms: %s\n",
                     kind.c_str(), k_eval_way_names[w], mx, worst_target_pct(r), worst_met(r, w) ? "met" : "MISSED", oh,
                     k_eval_overhead_pct, oh <= k_eval_overhead_pct ? "met" : "MISSED", mx_ms, r.longest_node_op.c_str(),
-                    r.longest_node_ms, r.longest_node_ms / r.eval_ms * 100.0, k_return_ms,
+                    r.longest_node_ms, r.longest_node_ms / r.eval_ms * 100.0, common::node_timer::k_return_ms,
                     node_bound_met(r, w) ? "met" : "MISSED");
     }
     std::fflush(stdout);

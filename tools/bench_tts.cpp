@@ -247,6 +247,35 @@ struct tts_bench {
         return true;
     }
 
+    // The longest single node of today's GEN_CODE and GEN_WAV calls, on a projector context of its
+    // own whose eval callback asks for every node, each timed on the second of two calls (the first
+    // builds what a backend builds once). GEN_CODE first: libmtmd 0.7.0's deferred warmup asserts
+    // when a context's first call is Pocket-TTS's GEN_WAV. What no checkpoint can split.
+    bool profile_nodes(const tts_options & o, common::node_timer (&nt)[n_steps]) {
+        common::node_timer  timer;
+        mtmd_context_params mp = mtmd_context_params_default();
+        mp.use_gpu             = !cpu;
+        mp.print_timings       = false;
+        mp.n_threads           = o.threads;
+        mp.cb_eval             = common::node_timer::callback;
+        mp.cb_eval_user_data   = &timer;
+        mtmd_ptr m(mtmd_init_from_file(o.mmproj.c_str(), model.get(), mp));
+        if (!m) {
+            return fail("cannot load " + o.mmproj);
+        }
+        std::swap(mctx[today], m);
+        bool ok = true;
+        for (int s : {gen_code, gen_wav}) {
+            for (int i = 0; i < 2; ++i) {
+                timer = common::node_timer{};
+                run(s, today, 0, 0, o.seed + static_cast<uint32_t>(i), &ok);
+            }
+            nt[s] = timer;
+        }
+        std::swap(mctx[today], m);
+        return ok || fail("a step failed under the node timer");
+    }
+
     // One call of step `s` the way `w`; the byte stored at `frac` of `full` ms after it begins when
     // frac > 0. False in *ok when the call failed.
     landed run(int s, int w, double frac, double full, uint32_t seed, bool * ok) {
@@ -314,6 +343,8 @@ struct results {
     double                  frame_ms = 0.0;                  // today's, per frame
     double                  checkpoints[n_steps] = {0, 0, 0}; // the hook's per call, byte at 0
     double                  asks[n_steps]        = {0, 0, 0}; // nodes it was asked about per call
+    double                  longest_ms[n_steps]  = {0, 0, 0}; // the call's longest node (0: not timed)
+    std::string             longest_op[n_steps];
 };
 
 double median(std::vector<double> v) {
@@ -466,6 +497,23 @@ bool within(const common::latencies & l, double call_ms) {
     return !l.ms.empty() && common::max_of(l.ms) <= stop_limit_ms(call_ms);
 }
 
+// The GEN_CODE and GEN_WAV calls' longest nodes (profile_nodes).
+bool measure_nodes(tts_bench & b, const tts_options & o, results & r) {
+    common::node_timer nt[n_steps];
+    if (!b.profile_nodes(o, nt)) {
+        return false;
+    }
+    for (int s : {gen_code, gen_wav}) {
+        r.longest_ms[s] = nt[s].longest;
+        r.longest_op[s] = nt[s].longest_op;
+    }
+    return true;
+}
+bool node_bound_met(const results & r, int s, int w) {
+    const common::latencies & l = r.lat[s][w];
+    return !l.ms.empty() && r.longest_ms[s] > 0.0 && common::max_of(l.ms) <= common::node_timer::bound_ms(r.longest_ms[s]);
+}
+
 struct way_targets {
     bool stopped = true, stop = true, overhead = true;
 };
@@ -532,6 +580,16 @@ void print_targets(const std::string & row, const results & r) {
                     "byte at 0 %s a frame (%.2f ms a frame today) <= 2%%: %s\n",
                     row.c_str(), k_way_names[w], t.stopped ? "met" : "MISSED", t.stop ? "met" : "MISSED",
                     pct_list(r.frame_overhead[w]).c_str(), r.frame_ms, t.overhead ? "met" : "MISSED");
+        for (int s : {gen_code, gen_wav}) {
+            const common::latencies & l = r.lat[s][w];
+            if (l.ms.empty() || r.longest_ms[s] <= 0.0) {
+                continue;
+            }
+            std::printf("  %s, %s, %s: worst stop %.1f ms <= interval + longest node (%s, %.2f ms, %.1f%% of the call) + %.0f ms: %s\n",
+                        row.c_str(), k_way_names[w], k_step_names[s], common::max_of(l.ms), r.longest_op[s].c_str(),
+                        r.longest_ms[s], r.longest_ms[s] / r.call_ms[s] * 100.0, common::node_timer::k_return_ms,
+                        node_bound_met(r, s, w) ? "met" : "MISSED");
+        }
     }
     std::fflush(stdout);
 }
@@ -544,6 +602,11 @@ common::json row_json(const tts_options & o, const std::string & row, const tts_
                            {"stop_limit_ms", printed(stop_limit_ms(r.call_ms[s]))},
                            {"hook_checkpoints_per_call", printed(r.checkpoints[s])},
                            {"hook_asks_per_call", printed(r.asks[s])}};
+        if (r.longest_ms[s] > 0.0) {
+            st["longest_node_ms"]          = printed(r.longest_ms[s]);
+            st["longest_node_op"]          = r.longest_op[s];
+            st["longest_node_pct_of_call"] = printed(r.longest_ms[s] / r.call_ms[s] * 100.0);
+        }
         for (int w = 0; w < n_ways; ++w) {
             const common::latencies & l = r.lat[s][w];
             common::json j = common::to_json(l);
@@ -553,6 +616,9 @@ common::json row_json(const tts_options & o, const std::string & row, const tts_
             if (w != today) {
                 j["late"]                 = r.late[s][w];
                 j["overhead_repeats_pct"] = common::printed_list(r.step_overhead[s][w]);
+                if (r.longest_ms[s] > 0.0) {
+                    j["worst_stop_le_interval_plus_longest_node"] = node_bound_met(r, s, w);
+                }
             }
             st[k_way_keys[w]] = j;
         }
@@ -666,6 +732,8 @@ int bench_tts_main(int argc, char ** argv) {
     ok = ok && measure_overhead(b, o, r);
     std::fprintf(stderr, "[tts %s] stop latency (%d runs a step and way)\n", row.c_str(), o.runs);
     ok = ok && measure_latency(b, o, r);
+    std::fprintf(stderr, "[tts %s] node profile\n", row.c_str());
+    ok = ok && measure_nodes(b, o, r);
     if (!ok) {
         std::fprintf(stderr, "error: a step failed (neither done nor CANCELLED)\n");
         return 1;

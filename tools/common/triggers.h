@@ -38,6 +38,13 @@ struct node_timer {
     int         n_nodes = 0;
     std::string longest_op;
     static bool callback(ggml_tensor * t, bool ask, void * data);
+
+    // The bound checkpoints can keep (issue 31): a stop waits at most the hook's interval, then the
+    // longest node in flight, then the call's return (k_return_ms).
+    static constexpr double k_return_ms = 2.0;
+    static double bound_ms(double longest_ms) {
+        return LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS + longest_ms + k_return_ms;
+    }
 };
 
 // The stateless callback as a host binds it (cb_eval = llama_cancel_eval_callback, user data = the
