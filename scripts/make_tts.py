@@ -3,7 +3,7 @@
 benchmarks, for Debian's llama-tts and libmtmd's mtmd_gen_audio_process.
 
     make_tts.py --pipeline qwen3tts|pockettts --model OUT.gguf --mmproj OUT_MMPROJ.gguf
-                [--preset tiny|bench] [--seed N]
+                [--preset tiny|bench|mimi512 (pockettts)] [--seed N]
 
 Each pipeline is a module exposing PRESETS (preset name -> dict of sizes) and
 write_pair(model_path, mmproj_path, preset_cfg, seed); PIPELINES maps --pipeline to it. The files

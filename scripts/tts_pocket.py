@@ -70,6 +70,13 @@ PRESETS = {
                   flow_ch=512, flow_blocks=6, flow_hidden=1024, flow_freqs=128,
                   tfm_embd=128, tfm_layer=2, tfm_ff=256, tfm_head=4,
                   seanet_ch=192, seanet_kernel=7),
+    # mimi512: bench with the mimi decoder at Mimi's widths (SEANet dimension 512 from 64 filters,
+    # transformer 512 wide, ff 2048, 8 heads; 2 layers), to see its nodes' proportions: GEN_WAV of
+    # 8 frames ~275 ms on the CPU (1 thread), its longest node (a product) ~13% of it.
+    "mimi512": dict(n_embd=256, n_layer=4, n_ff=768, n_head=4, n_text=1024,
+                    flow_ch=512, flow_blocks=6, flow_hidden=1024, flow_freqs=128,
+                    tfm_embd=512, tfm_layer=2, tfm_ff=2048, tfm_head=8,
+                    seanet_ch=512, seanet_kernel=7),
 }
 
 
