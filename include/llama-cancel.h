@@ -394,7 +394,11 @@ extern "C" {
     // last committed step (talker memory, streaming state, frames, PCM); llama_cancel_tts_generate
     // again resumes from there, and the PCM is the uninterrupted run's bit for bit (CPU). A frame's
     // GEN_CODE (tens of ms) checkpoints half the hook's interval apart (5 ms by default), so that a
-    // stop there lands within the interval; every other graph at the whole interval.
+    // stop there lands within the interval; every other graph at the whole interval. A GEN_CODE call
+    // (here or in llama_cancel_mtmd_gen_audio_process) whose last one of the same graph on the same
+    // hook (the stateless callback: thread) finished within that half interval runs without
+    // checkpoints (its asks cost a third), and the byte is read as it returns: set, the call is
+    // CANCELLED as at a checkpoint.
     //
     // Randomness: libmtmd reseeds GEN_CODE's sampler only when the seed differs from the previous
     // call's, and a stopped call still draws. So the object gives GEN_CODE call g the seed

@@ -16,6 +16,7 @@
 namespace llama_cancel {
 
 class slice_budget;
+class checkpoint_policy;
 
 struct call {
     // Set by the caller, read by the callbacks.
@@ -36,6 +37,13 @@ struct call {
     // The graph in flight runs to its end whatever the bytes say (no checkpoint, no stop): a step
     // cheaper to finish than to snapshot. The call looks at the bytes once it returns.
     bool                        hold = false;
+    // The call runs held (hold, set at its first node that computes, which clears this) where the
+    // policy that runs it saw a call that began with the same graph finish within its interval
+    // (checkpoint_policy::graph_is_short): a call shorter than its interval is stopped as soon by
+    // its own return. The call then reads the bytes as it returns, and tells `policy` how long it
+    // took when it finished (note_graph_ms).
+    bool                        hold_if_short = false;
+    checkpoint_policy *         policy        = nullptr;
     // The hook the caller named (decode params' hook, an encode hook), or NULL until the hook bound
     // to the context names itself at its first ask (claim_hook): a host binds a hook once.
     llama_cancel_hook *         hook = nullptr;

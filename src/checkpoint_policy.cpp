@@ -250,17 +250,19 @@ void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, d
 // The graph in flight ended (`whole`: seen from its first node to its last): its work is
 // remembered, and the one beginning at `head` gets what it did last time. Rates are never 0.
 void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double now) {
-    if (whole && !graph_cut_) {
+    const bool seen = whole && !graph_held_; // a held graph's asks were not counted
+    if (seen && !graph_cut_) {
         keep_plan();
     }
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
-        if (whole && r.graph_acc > 0.0) {
+        if (seen && r.graph_acc > 0.0) {
             remember_graph(r.device, r.graph_acc);
         }
-        graph_ms_ += whole ? r.graph_acc / r.rate : 0.0;
+        graph_ms_ += seen ? r.graph_acc / r.rate : 0.0;
         r.graph_acc = 0.0;
     }
+    graph_held_ = false;
     head_ = head_of(head);
     double own_ms = 0.0; // the new graph's time, as it last ran
     for (device_rate & r : devices_) {
@@ -454,6 +456,30 @@ void checkpoint_policy::time_range(double ms, double rate) {
         const double share = weight > 0.0 ? before(i) / weight : (work > 0.0 ? graph_log_[i].work / work : 0.0);
         graph_log_[i].ms   = static_cast<float>(mine * share);
     }
+}
+
+void checkpoint_policy::note_graph_ms(double ms) {
+    timed_graph & slot = slot_for(
+        timed_, [&](const timed_graph & g) { return g.last_use != 0 && g.head == call_head_; },
+        [](const timed_graph & g) { return g.last_use == 0; });
+    slot.head     = call_head_;
+    slot.ms       = ms;
+    slot.last_use = ++timed_uses_;
+}
+
+bool checkpoint_policy::graph_is_short() {
+    call_head_ = head_;
+    for (const timed_graph & g : timed_) {
+        if (g.last_use != 0 && g.head == head_) {
+            return g.ms > 0.0 && g.ms < interval_ms(last_device_);
+        }
+    }
+    return false;
+}
+
+void checkpoint_policy::hold_graph() {
+    graph_held_ = true;
+    range_open_ = false;
 }
 
 void checkpoint_policy::abandon_graph() {

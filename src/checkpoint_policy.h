@@ -217,6 +217,15 @@ class checkpoint_policy {
     // The graph in flight was stopped: reset(), and it is not planned from (its nodes were not all
     // computed, its last view not timed).
     void abandon_graph();
+    // Calls a policy may run held (call::hold_if_short), known by their first graph (a call may run
+    // several). `graph_is_short`: at a call's first ask, remembers the graph in flight as the
+    // call's, and answers whether a call that began with it finished within the interval in force
+    // (cap included) when last noted. `note_graph_ms`: that call took `ms` (build and return
+    // included). `hold_graph`: the graph in flight runs on with no asks priced; nothing of it is
+    // learnt or remembered, and the next ask opens a new range.
+    bool graph_is_short();
+    void note_graph_ms(double ms);
+    void hold_graph();
     // True while the graph in flight follows a plan.
     bool planned() const { return plan_ >= 0; }
     // The time that plan gives its node i, ms (what the node took when the graph last ran whole);
@@ -288,6 +297,11 @@ class checkpoint_policy {
         int32_t      op   = 0;
         int64_t      ne[GGML_MAX_DIMS] = {};
         bool operator==(const graph_head & o) const;
+    };
+    struct timed_graph {
+        graph_head head;
+        double     ms       = 0.0;
+        uint64_t   last_use = 0; // 0: the slot is free
     };
     struct graph_record {
         graph_head   head;
@@ -372,6 +386,10 @@ class checkpoint_policy {
     uint64_t     plan_uses_ = 0;
     int          plan_      = -1; // the graph in flight's plan in plans_; -1: none followed
     bool         graph_cut_ = false; // the graph in flight was stopped (abandon_graph)
+    bool         graph_held_ = false; // the graph in flight runs held (hold_graph)
+    timed_graph  timed_[k_graph_records]; // note_graph_ms's
+    graph_head   call_head_;                // graph_is_short's
+    uint64_t     timed_uses_ = 0;
     // The device of the last ask and its budget's reciprocal (0: to compute), kept while nothing
     // they depend on changes: finding the device and its budget at every ask was a third of the
     // policy's cost.

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "call.h"
+#include "checkpoint_policy.h"
+#include "clock.h"
 #include "llama-cancel.h"
 
 #include <cstdint>
@@ -16,17 +18,29 @@ enum class clip_outcome {
     wrong_hook, // a hook other than the named one ran it (and stopped it): nothing usable
 };
 
+// How a clip graph runs besides its bytes.
+struct clip_call_options {
+    // call::interval_share.
+    double interval_share = 1.0;
+    // call::hold_if_short: the graph runs with no checkpoint where it finished within its interval
+    // before, and the bytes are read as it returns: set then, it counts as stopped (its outputs
+    // are discarded as at a checkpoint).
+    bool hold_if_short = false;
+};
+
 // Runs `fn` (returning libmtmd's int32_t) under a call holding `flag`, `seq_flag` (either may be
-// NULL) and `hook` (NULL: the bound hook names itself); `interval_share`: call::interval_share.
+// NULL) and `hook` (NULL: the bound hook names itself).
 template <typename Fn>
 clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_cancel_hook * hook, Fn && fn,
-                           int32_t * ret, double interval_share = 1.0) {
+                           int32_t * ret, clip_call_options * options = nullptr) {
     call c;
     c.flag           = flag;
     c.seq_flags      = {seq_flag};
     c.hook           = hook;
     c.projector      = true;
-    c.interval_share = interval_share;
+    c.interval_share = options != nullptr ? options->interval_share : 1.0;
+    c.hold_if_short  = options != nullptr && options->hold_if_short;
+    const double began = now_ms();
     {
         call_scope scope(c);
         c.begin_graph();
@@ -35,7 +49,19 @@ clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_c
     if (c.wrong_hook) {
         return clip_outcome::wrong_hook;
     }
-    return c.eval_stopped ? clip_outcome::stopped : clip_outcome::finished;
+    if (c.hold) {
+        c.hold = false;
+        if (c.held_stop || c.stop_requested()) {
+            return clip_outcome::stopped;
+        }
+    }
+    if (c.eval_stopped) {
+        return clip_outcome::stopped;
+    }
+    if (c.policy != nullptr) {
+        c.policy->note_graph_ms(now_ms() - began);
+    }
+    return clip_outcome::finished;
 }
 
 } // namespace llama_cancel

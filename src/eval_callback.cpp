@@ -85,8 +85,18 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (!device.sleeps && llama_cancel::is_view(t)) {
             return false;
         }
-        return policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.sleeps,
-                            device.sleeps ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
+        const bool due = policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.sleeps,
+                                      device.sleeps ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
+        if (c != nullptr && c->hold_if_short) { // the call's first node that computes
+            c->hold_if_short = false;
+            c->policy        = &policy; // the call tells it how long its graphs took (run_clip_call)
+            if (policy.graph_is_short()) {
+                c->hold = true; // the rest of the graph asks a third as much; the call reads the bytes
+                policy.hold_graph();
+                return false;
+            }
+        }
+        return due;
     } catch (...) {
         return true;
     }

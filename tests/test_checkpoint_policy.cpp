@@ -312,6 +312,38 @@ TEST_F(Policy, AGraphBeginsWhereItsFirstNodesComeAgain) {
     EXPECT_FALSE(ask(4));
 }
 
+// A call that may run held (call::hold_if_short) is known by its first graph: short where the last
+// call that began with it finished within the interval in force (a cap included), never where no
+// such call finished yet, nor for another graph.
+TEST_F(Policy, ACallIsShortWhereOneBeginningWithItsGraphFinishedWithinTheInterval) {
+    checkpoint_policy policy;
+    std::vector<ggml_tensor *> a, b;
+    for (int i = 0; i < 20; ++i) {
+        a.push_back(node(10));
+        b.push_back(node(20));
+    }
+    double now  = 1000.0;
+    auto   call = [&](const std::vector<ggml_tensor *> & g, double took_ms) {
+        policy.begin_graph();
+        bool short_call = false;
+        for (size_t i = 0; i < g.size(); ++i) {
+            now += 1e-5;
+            policy.place(g[i], dev_a, now);
+            short_call = i == 0 ? policy.graph_is_short() : short_call;
+        }
+        now += took_ms;
+        policy.note_graph_ms(took_ms);
+        return short_call;
+    };
+    EXPECT_FALSE(call(a, 3.0)) << "no call of graph a finished yet";
+    EXPECT_TRUE(call(a, 12.0)) << "the last took 3 ms of a 10 ms interval";
+    EXPECT_FALSE(call(a, 3.0)) << "the last took 12 ms";
+    EXPECT_FALSE(call(b, 3.0)) << "graph b is another call's";
+    EXPECT_TRUE(call(a, 3.0));
+    policy.set_cap(2.0);
+    EXPECT_FALSE(call(a, 3.0)) << "3 ms is past a 2 ms cap";
+}
+
 // The eval callbacks read the clock at the first ask of a range (after a checkpoint, a reset, on
 // another device) and every k_clock_every asks; in between an ask takes the time read last.
 TEST_F(Policy, ClockIsReadEveryFewAsksAndAfterEachCheckpoint) {

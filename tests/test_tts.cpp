@@ -75,11 +75,16 @@ struct setup {
     common::context_ptr    lctx;
     tts_ptr                tts;
 
+    // `gen_interval_ms` > 0: gen_hook's interval (the default otherwise).
     explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames,
-                   const mtmd_bitmap * voice = nullptr) {
+                   const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0) {
         gen_trig.flag = &flag;
         dec_trig.flag = &flag;
-        gen_hook      = fixtures::make_hook(&gen_trig);
+        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
+        hp.chain       = fixtures::node_trigger::eval_cb;
+        hp.chain_data  = &gen_trig;
+        hp.interval_ms = gen_interval_ms > 0.0 ? gen_interval_ms : hp.interval_ms;
+        gen_hook.reset(llama_cancel_hook_init(&hp));
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(llama_cancel_hook_eval_callback, gen_hook.get());
         lctx          = make_lctx(dec_hook.get());
@@ -232,6 +237,31 @@ TEST_F(Tts, StopInsideGenCodeLeavesTheFramesBefore) {
     stop_in_frame(s, 1, true, LLAMA_CANCEL_TTS_STEP_GEN_CODE, 2);
     EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), clean_state(1)) << "memory is not a clean run's of 1 frame";
     resume_and_check(s);
+}
+
+// A GEN_CODE call whose last one finished within its checkpoint interval (half the hook's) runs
+// held: nothing stops it inside, every node of it is asked, and a byte set there is read as it
+// returns: CANCELLED at GEN_CODE, its codes discarded, memory a clean run's of the frames before,
+// the resume exact. Past that interval (a hook of 1 us), the same byte stops it at that node.
+TEST_F(Tts, GenCodeWithinItsIntervalRunsHeldAndStopsAsItReturns) {
+    for (const bool held : {true, false}) {
+        SCOPED_TRACE(held ? "held" : "with checkpoints");
+        setup s("Hello world, this is a test.", k_frames, nullptr, held ? 1e6 : 1e-3);
+        llama_cancel_tts_result r{};
+        ASSERT_EQ(s.generate(&r, 1), LLAMA_CANCEL_OK) << r.message; // the first GEN_CODE, timed
+        int before = s.gen_trig.calls;
+        ASSERT_EQ(s.generate(&r, 1), LLAMA_CANCEL_OK) << r.message; // frame 2: one GEN_CODE, no GEN_WAV
+        const int whole = s.gen_trig.calls - before;
+        ASSERT_GT(whole, 8) << "frame 2's GEN_CODE asked too few nodes to tell a held graph";
+        before          = s.gen_trig.calls;
+        s.gen_trig.at   = before + 3;
+        ASSERT_EQ(s.generate(&r, 1), LLAMA_CANCEL_CANCELLED) << r.message;
+        EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_GEN_CODE);
+        EXPECT_EQ(r.n_frames, 2);
+        EXPECT_EQ(s.gen_trig.calls - before, held ? whole : 3);
+        EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), clean_state(2)) << "memory is not a clean run's of 2 frames";
+        resume_and_check(s);
+    }
 }
 
 TEST_F(Tts, StopInsideBackboneDecodeLeavesTheFramesBefore) {
@@ -402,6 +432,29 @@ TEST_F(Tts, GenAudioProcessReportsAStoppedGraphAndLeavesTheStateToTheCaller) {
     // Bad input: a clear error, nothing run.
     EXPECT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), nullptr, &out, &rp, &r), LLAMA_CANCEL_ERROR);
     EXPECT_STRNE(r.message, "");
+}
+
+// The same held GEN_CODE through llama_cancel_mtmd_gen_audio_process: the hook keeps what the last
+// call of that graph took, so a host's own frame loop gets it too; a stopped held call returns
+// CANCELLED with its outputs cleared.
+TEST_F(Tts, GenAudioProcessHoldsAGenCodeThatFinishedWithinItsInterval) {
+    setup s("Hello world, this is a test.", k_frames, nullptr, 1e6);
+    gen_inputs   in;
+    mtmd_gen_inp code = in.code(s.mctx.get());
+    const llama_cancel_tts_run_params rp = s.run();
+    llama_cancel_tts_result r{};
+    mtmd_gen_out out{};
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
+    int before = s.gen_trig.calls;
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
+    const int whole = s.gen_trig.calls - before;
+    ASSERT_GT(whole, 8);
+    before        = s.gen_trig.calls;
+    s.gen_trig.at = before + 3;
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_CANCELLED);
+    EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_GEN_CODE);
+    EXPECT_EQ(s.gen_trig.calls - before, whole) << "the held graph did not run whole";
+    EXPECT_EQ(out.embd, nullptr);
 }
 
 // A frame's GEN_CODE is a call of tens of ms that a host expects to stop within the interval: its
