@@ -80,11 +80,7 @@ struct setup {
                    const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0) {
         gen_trig.flag = &flag;
         dec_trig.flag = &flag;
-        llama_cancel_hook_params hp = llama_cancel_hook_default_params();
-        hp.chain       = fixtures::node_trigger::eval_cb;
-        hp.chain_data  = &gen_trig;
-        hp.interval_ms = gen_interval_ms > 0.0 ? gen_interval_ms : hp.interval_ms;
-        gen_hook.reset(llama_cancel_hook_init(&hp));
+        gen_hook      = common::make_hook(fixtures::node_trigger::eval_cb, &gen_trig, gen_interval_ms);
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(llama_cancel_hook_eval_callback, gen_hook.get());
         lctx          = make_lctx(dec_hook.get());

@@ -11,10 +11,13 @@
 
 namespace common {
 
-hook_ptr make_hook(ggml_backend_sched_eval_callback chain, void * chain_data) {
+hook_ptr make_hook(ggml_backend_sched_eval_callback chain, void * chain_data, double interval_ms) {
     llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.chain      = chain;
     hp.chain_data = chain_data;
+    if (interval_ms > 0.0) {
+        hp.interval_ms = interval_ms;
+    }
     return hook_ptr(llama_cancel_hook_init(&hp));
 }
 

@@ -16,8 +16,10 @@ namespace common {
 struct hook_deleter { void operator()(llama_cancel_hook * h) const { llama_cancel_hook_free(h); } };
 using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
 
-// A hook with the default interval and `chain` (may be NULL) as its chained eval callback.
-hook_ptr make_hook(ggml_backend_sched_eval_callback chain = nullptr, void * chain_data = nullptr);
+// A hook with `chain` (may be NULL) as its chained eval callback and an interval of `interval_ms`
+// (<= 0: the default).
+hook_ptr make_hook(ggml_backend_sched_eval_callback chain = nullptr, void * chain_data = nullptr,
+                   double interval_ms = 0.0);
 
 // Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to:
 // as an eval callback (a hook's chain) it asks for node number `at` and stores the byte once that
