@@ -404,6 +404,10 @@ extern "C" {
     // call's, and a stopped call still draws. So the object gives GEN_CODE call g the seed
     // mix(seed, g), reseeding first when the previous call had that seed: a frame's draws depend on
     // the seed and its index alone. (llama-tts passes one seed to every call: other codes, same model.)
+    //
+    // Codebook 0 (Qwen3-TTS) is sampled from the codec's 2048 codes and end of speech only, less the
+    // tokens the model suppresses (tokenizer.ggml.suppress_tokens); a pick outside them (a chain
+    // that took a -inf candidate) is an ERROR at GEN_CODE before anything of that frame is kept.
 
     struct mtmd_bitmap;
     struct mtmd_gen_inp;
@@ -414,7 +418,9 @@ extern "C" {
         const char *               text;       // the utterance, UTF-8, copied at init; required
         const char *               lang;       // Qwen3-TTS language ("en" or "english", ...); NULL: english
         const struct mtmd_bitmap * voice;      // voice reference audio for the mmproj's speaker encoder; NULL: none
-        struct llama_sampler *     sampler;    // Qwen3-TTS codebook 0: the caller's chain (NULL: greedy), used until free
+        struct llama_sampler *     sampler;    // Qwen3-TTS codebook 0: the caller's chain (NULL: greedy), used until free;
+                                               // it gets every token but the codec's codes and end of speech at -inf
+                                               // (so what the model suppresses too), as llama.cpp's sampling does
         float                      top_p;      // GEN_CODE sampling; <= 0: the pipeline's default
         float                      temp;       // GEN_CODE temperature or noise scale; <= 0: the pipeline's default
         int32_t                    top_k;      // GEN_CODE sampling; <= 0: the pipeline's default

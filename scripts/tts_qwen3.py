@@ -11,7 +11,8 @@ byte-identical for the same arguments, all weights f32 seeded numpy default_rng 
           codec_eos_token 2150, codec_think 2154, codec_nothink 2155, codec_think_bos 2156,
           codec_think_eos 2157, codec_language_english 2050 (and a few more languages).
           tokenizer.ggml.eos_token_id is <|codec_eos_token|>; tokenizer.ggml.suppress_tokens lists
-          the last 1024 codec rows except EOS, as the real converter writes it.
+          the last 1024 codec rows except EOS, as the real converter writes it: codebook 0 has
+          2048 codes (code2wav's first codebook), the rows past them are the codec's specials.
   mmproj  clip.has_gen_audio_encoder, projector qwen3tts_gen: the code predictor (a small Qwen3
           transformer: proj_in, 15 codebook tables and heads, out_embd for codebook 0) and
           code2wav (RVQ decode, pre_conv, the 8-layer sliding-window transformer libmtmd hard-codes,
@@ -24,10 +25,14 @@ every embedding that reaches the talker (its token rows, out_embd and the 15 cod
 feedback sum is what the talker decodes each frame) has a constant BIAS_C in hidden dimension 0,
 much larger than the rest, and the layers write little into it. After the final RMS norm,
 dimension 0 is then about +sqrt(n_embd) at every position, so column 0 of the output matrix acts
-as a per-token logit bias: 0 for the n_code0 sampleable codec rows <|codec_0|>..<|codec_{n_code0-1}|>
-(their other columns give logits of std `code_logit_std`), `eos_bias` for <|codec_eos_token|>,
--40 for every other token (text, the other codec rows and specials), so sampling picks a codec code
-or, rarely, EOS. llama-tts samples code0 with common_sampler's defaults (min_p 0.05 among them), so
+as a per-token logit bias: 0 for the n_code0 codec rows <|codec_0|>..<|codec_{n_code0-1}|> it
+speaks in (their other columns give logits of std `code_logit_std`), `eos_bias` for
+<|codec_eos_token|>, -40 for the codebook's other codes (valid, never used), and `suppressed_bias`
+for the codec specials the file suppresses. Like the real talker's, those rows carry logits of
+their own that nothing in the weights holds down: only tokenizer.ggml.suppress_tokens keeps them
+from being sampled, as in llama.cpp's sampling (the presets' +2 makes a suppressed special the
+unsuppressed argmax at every frame, so a sampler that ignores the list fails at once). With the list
+applied, sampling picks a codec code or, rarely, EOS. llama-tts samples code0 with common_sampler's defaults (min_p 0.05 among them), so
 EOS is only drawn when its logit comes near the best code's: measured with llama-tts -t 1 on tiny,
 eos_bias 0.8 ended seed 1 after 23 frames; -0.5 (the presets') ran seeds 1-3 to llama-tts's
 512-frame cap, so -n sets the length.
@@ -62,7 +67,8 @@ TEXT_SPECIALS = ["<|im_start|>", "<|im_end|>", "<tts_pad>", "<tts_text_bos>", "<
 N_ACOUSTIC = 15            # codebooks 1..15 (the code predictor's); 16 codes a frame
 DAC_STRIDES = (8, 5, 4, 3)  # x 4 (two 2x upsamplers) = 1920 samples a frame
 BIAS_C = 24.0              # the constant in hidden dimension 0 (see the docstring)
-NEG = -40.0                # logit bias of the tokens that must never be sampled
+NEG = -40.0                # logit bias of the codebook's codes the talker never speaks in
+N_CODEBOOK = 2048          # codebook 0's codes (code2wav's first codebook); the codec rows after them are specials
 
 PRESETS = {
     # talker n_embd/n_layer/n_ff/heads; code predictor width/layers/ff/heads; codebook-0 codes
@@ -74,14 +80,14 @@ PRESETS = {
                  n_acoustic_vocab=64,
                  rvq_dim=32, wav_hidden=32, wav_tfm=32, wav_tfm_ff=64, wav_up=32, wav_up_ff=64,
                  dac_entry=16, dac_ch=(8, 4, 4, 4), dac_kernel=3,
-                 code_logit_std=1.5, eos_bias=-0.5),
+                 code_logit_std=1.5, eos_bias=-0.5, suppressed_bias=2.0),
     "bench": dict(n_embd=256, n_layer=4, n_ff=768, n_head=4, n_head_kv=2, n_text=1024,
                   n_codec_vocab=3072, n_code0=64,
                   pred_embd=128, pred_layer=3, pred_ff=384, pred_head=4, pred_head_kv=2,
                   n_acoustic_vocab=256,
                   rvq_dim=64, wav_hidden=128, wav_tfm=128, wav_tfm_ff=256, wav_up=128, wav_up_ff=256,
                   dac_entry=64, dac_ch=(32, 16, 16, 8), dac_kernel=7,
-                  code_logit_std=1.5, eos_bias=-0.5),
+                  code_logit_std=1.5, eos_bias=-0.5, suppressed_bias=2.0),
 }
 
 
@@ -183,13 +189,14 @@ def build_model(path, cfg, seed):
     out = r.normal((n_codec, n_embd), cfg["code_logit_std"] / (h_rest * np.sqrt(n_embd - 1)))
     bias = np.full(n_codec, NEG, dtype=np.float32)
     bias[:cfg["n_code0"]] = 0.0
+    bias[N_CODEBOOK:] = cfg["suppressed_bias"]
     bias[CODEC_EOS] = cfg["eos_bias"]
     out[:, 0] = bias / h0
     out[CODEC_EOS, 1:] = 0.0
     r.add(tn(T.OUTPUT), out)
 
     make_model.add_spm_vocab(w, tokens, scores, types, eos=codec_0 + CODEC_EOS, add_bos=False, space_prefix=False)
-    w.add_suppress_tokens([i for i in range(n_vocab - 1024, n_vocab) if i != codec_0 + CODEC_EOS])
+    w.add_suppress_tokens([codec_0 + i for i in range(N_CODEBOOK, n_codec) if i != CODEC_EOS])
 
     gguf_files.write_and_close(w)
 
@@ -228,7 +235,7 @@ class AudioKeys:
 
 def build_mmproj(path, cfg, seed):
     E, P = cfg["n_embd"], cfg["pred_embd"]
-    n_code0, n_ac = cfg["n_codec_vocab"] - 1024, cfg["n_acoustic_vocab"]
+    n_codec, n_ac = cfg["n_codec_vocab"], cfg["n_acoustic_vocab"]
     w = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.MMPROJ])
     w.add_type(gguf.GGUFType.MMPROJ)
     w.add_name("llama-cancel synthetic qwen3tts_gen seed %d" % seed)
@@ -258,7 +265,9 @@ def build_mmproj(path, cfg, seed):
     # the 16 rows fed back to the talker sum to BIAS_C in dimension 0
     r.add(tn(T.A_GEN_CODE_EMBD), biased_rows(r, (N_ACOUSTIC, n_ac, E), 0.25, BIAS_C / 16))
     r.add(tn(T.A_GEN_CODE_HEAD), r.normal((N_ACOUSTIC, n_ac, P), 2.0 / np.sqrt(P)))
-    r.add(tn(T.A_GEN_CODE_OUT_EMBD), biased_rows(r, (n_code0, E), 0.25, BIAS_C / 16))
+    # codebook 0's feedback row is the talker's codec embedding, every codec row (as the converter
+    # writes it): GEN_CODE takes a special as code0, only code2wav's codebook refuses it
+    r.add(tn(T.A_GEN_CODE_OUT_EMBD), biased_rows(r, (n_codec, E), 0.25, BIAS_C / 16))
     for b in range(cfg["pred_layer"]):
         r.const(tn(T.A_GEN_CODE_ATTN_NORM, b), P)
         r.mat(tn(T.A_GEN_CODE_ATTN_Q, b), cfg["pred_head"] * hd, P)
@@ -278,7 +287,7 @@ def build_mmproj(path, cfg, seed):
     Hp = cfg["wav_up"]                           # pre_conv output, upsampler width (1024 in the real one)
     r.mat(tn(T.A_GEN_WAV_QUANT_FIRST_IN), D, H)
     r.mat(tn(T.A_GEN_WAV_QUANT_FIRST_OUT), H, D)
-    r.add(tn(T.A_GEN_WAV_QUANT_FIRST_CB), r.normal((n_code0, D), 1.0))
+    r.add(tn(T.A_GEN_WAV_QUANT_FIRST_CB), r.normal((N_CODEBOOK, D), 1.0))
     r.mat(tn(T.A_GEN_WAV_QUANT_REST_IN), D, H)
     r.mat(tn(T.A_GEN_WAV_QUANT_REST_OUT), H, D)
     r.add(tn(T.A_GEN_WAV_QUANT_REST_CB), r.normal((N_ACOUSTIC, n_ac, D), 1.0 / np.sqrt(N_ACOUSTIC)))

@@ -27,6 +27,7 @@
 #include "flag.h"
 #include "seq_batch.h"
 #include "status.h"
+#include "tts_code0.h"
 #include "tts_prompt.h"
 
 #include "mtmd.h"
@@ -72,6 +73,7 @@ struct llama_cancel_tts {
     mtmd_context *           mctx  = nullptr;
     llama_cancel_tts_params  p{};
     llama_cancel::tts_prompt prompt;
+    std::unique_ptr<llama_cancel::code0_sampler> code0; // Qwen3-TTS
     int32_t                  n_batch = 0;
     int32_t                  window  = 0;
     int32_t                  n_vocab = 0;
@@ -353,20 +355,23 @@ int32_t gen_code(tts & t, const llama_cancel_tts_run_params & rp, bool * eos) {
     return LLAMA_CANCEL_OK;
 }
 
-// Codebook 0 from the kept logits through the caller's sampler (greedy without one).
-llama_token sample_code0(tts & t) {
-    if (t.p.sampler == nullptr) {
-        return static_cast<llama_token>(std::max_element(t.logits.begin(), t.logits.end()) - t.logits.begin());
+// Qwen3-TTS: codebook 0 of the pending frame from the kept logits (code0_sampler: the caller's
+// chain, or greedy, over the tokens a frame may start with). A token code2wav would refuse (a chain
+// that picked a -inf candidate) is an ERROR here, before the frame's GEN_CODE: nothing of the frame
+// is kept, and the next call samples again.
+int32_t sample_code0(tts & t) {
+    if (t.logits.empty()) {
+        return failed(t, LLAMA_CANCEL_TTS_STEP_BACKBONE, "the talker gives no logits to sample codebook 0 from");
     }
-    std::vector<llama_token_data> cand(t.logits.size());
-    for (size_t i = 0; i < cand.size(); ++i) {
-        cand[i] = llama_token_data{static_cast<llama_token>(i), t.logits[i], 0.0f};
+    const llama_token code0 = t.code0->sample(t.logits, t.p.sampler);
+    std::string       why;
+    if (!t.code0->allows(code0, why)) {
+        return failed(t, LLAMA_CANCEL_TTS_STEP_GEN_CODE, "frame %d: codebook 0's sampler chose %s; frame not committed",
+                      t.n_frames, why.c_str());
     }
-    llama_token_data_array arr{cand.data(), cand.size(), -1, false};
-    llama_sampler_apply(t.p.sampler, &arr);
-    const llama_token token = arr.selected >= 0 ? arr.data[arr.selected].id : arr.data[0].id;
-    llama_sampler_accept(t.p.sampler, token);
-    return token;
+    t.pending.code0     = code0;
+    t.pending.has_code0 = true;
+    return LLAMA_CANCEL_OK;
 }
 
 // The generation's end: every frame into the PCM, then finished with `reason`.
@@ -454,11 +459,10 @@ int32_t step_frame(tts & t, const llama_cancel_tts_run_params & rp, bool * done)
         return finish(t, rp, LLAMA_CANCEL_STOP_LENGTH);
     }
     if (qwen && !t.pending.has_code0) {
-        if (t.logits.empty()) {
-            return failed(t, LLAMA_CANCEL_TTS_STEP_BACKBONE, "the talker gives no logits to sample codebook 0 from");
+        const int32_t st = sample_code0(t);
+        if (st != LLAMA_CANCEL_OK) {
+            return st;
         }
-        t.pending.code0     = sample_code0(t);
-        t.pending.has_code0 = true;
     }
     if (qwen && (t.pending.code0 == t.prompt.codec_eos ||
                  llama_vocab_is_eog(llama_model_get_vocab(llama_get_model(t.lctx)), t.pending.code0))) {
@@ -578,6 +582,9 @@ bool setup(tts & t, llama_context * lctx, mtmd_context * mctx, const llama_cance
     t.window  = p.window > 0 ? p.window : kind == tts_pipeline::qwen3tts ? 72 : 8;
     if (t.p.seed == UINT32_MAX) {
         t.p.seed = static_cast<uint32_t>(std::random_device{}()) & 0x7FFFFFFFu;
+    }
+    if (kind == tts_pipeline::qwen3tts) {
+        t.code0.reset(new llama_cancel::code0_sampler(llama_model_get_vocab(model), t.prompt.codec_0, t.prompt.codec_eos));
     }
     t.defaults = mtmd_gen_inp_default(mctx);
     if (p.top_k > 0) t.defaults.top_k = p.top_k;

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -76,8 +77,9 @@ struct setup {
     tts_ptr                tts;
 
     // `gen_interval_ms` > 0: gen_hook's interval (the default otherwise).
+    // `sampler`: Qwen3-TTS codebook 0's chain (NULL: the default, greedy).
     explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames,
-                   const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0) {
+                   const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0, llama_sampler * sampler = nullptr) {
         gen_trig.flag = &flag;
         dec_trig.flag = &flag;
         gen_hook      = common::make_hook(fixtures::node_trigger::eval_cb, &gen_trig, gen_interval_ms);
@@ -90,6 +92,7 @@ struct setup {
         p.window     = k_window;
         p.max_frames = max_frames;
         p.voice      = voice;
+        p.sampler    = sampler;
         llama_cancel_tts_result r{};
         tts.reset(llama_cancel_tts_init(lctx.get(), mctx.get(), &p, &r));
         EXPECT_NE(tts, nullptr) << r.message;
@@ -513,6 +516,123 @@ TEST_F(Tts, StopInsideTheVoiceEncodeResumesExactly) {
     ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), with_voice);
     EXPECT_TRUE(same(s.pcm(), ref.pcm()));
+}
+
+// Qwen3-TTS's codebook 0 as a caller's chain sees it: a sampler that records whether every token
+// the model suppresses came with a -inf logit and, at its apply number `rogue_at`, picks `rogue`
+// whatever its logit (as a chain that ignores the candidates might); otherwise the greedy pick,
+// unless `select` is false (it only looks, and the chain's next sampler picks).
+struct code0_probe {
+    std::vector<llama_token> suppressed;
+    bool                     select   = true;
+    int32_t                  applied  = 0;
+    int32_t                  rogue_at = -1;
+    llama_token              rogue    = LLAMA_TOKEN_NULL;
+    bool                     masked   = true;
+    llama_sampler_i          iface{};
+    llama_sampler *          smpl = nullptr;
+
+    explicit code0_probe(const llama_model * model, bool pick = true) : select(pick) {
+        int32_t             n = 0;
+        const llama_token * t = llama_vocab_get_suppress_tokens(llama_model_get_vocab(model), &n);
+        suppressed.assign(t, t + (t != nullptr ? n : 0));
+        iface.apply = [](llama_sampler * s, llama_token_data_array * a) { static_cast<code0_probe *>(s->ctx)->apply(a); };
+        iface.free  = [](llama_sampler *) {}; // the test owns it
+        smpl        = llama_sampler_init(&iface, this);
+    }
+    ~code0_probe() { llama_sampler_free(smpl); }
+
+    void apply(llama_token_data_array * a) {
+        for (size_t i = 0; i < a->size; ++i) {
+            const bool is_suppressed =
+                std::find(suppressed.begin(), suppressed.end(), a->data[i].id) != suppressed.end();
+            masked = masked && (!is_suppressed || std::isinf(a->data[i].logit));
+        }
+        if (select) {
+            size_t best = 0;
+            for (size_t i = 0; i < a->size; ++i) {
+                const bool pick = applied == rogue_at ? a->data[i].id == rogue : a->data[i].logit > a->data[best].logit;
+                best = pick ? i : best;
+            }
+            a->selected = static_cast<int64_t>(best);
+        }
+        ++applied;
+    }
+};
+
+llama_token raw_argmax(llama_context * lctx) {
+    const float * l = llama_get_logits_ith(lctx, -1);
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(lctx)));
+    return l == nullptr ? LLAMA_TOKEN_NULL : static_cast<llama_token>(std::max_element(l, l + n) - l);
+}
+
+// Qwen3-TTS only (tests/tts.cmake filters it out elsewhere): the tiny talker, written as the
+// converter writes it, prefers a token it suppresses at every frame; the default, a greedy chain and
+// a top-k chain still generate to the end, each chain seeing those tokens at -inf, and the greedy
+// chain gives the default's PCM.
+TEST_F(Tts, Codebook0KeepsToTheCodesTheModelAllows) {
+    setup first;
+    ASSERT_FALSE(is_pocket(first.mctx.get())) << "a Qwen3-TTS test";
+    llama_cancel_tts_result r{};
+    ASSERT_EQ(first.generate(&r, 1), LLAMA_CANCEL_OK) << r.message;
+    code0_probe look(test_backend().model.get(), false);
+    ASSERT_FALSE(look.suppressed.empty()) << "the talker has no tokenizer.ggml.suppress_tokens";
+    const llama_token argmax = raw_argmax(first.lctx.get());
+    EXPECT_NE(std::find(look.suppressed.begin(), look.suppressed.end(), argmax), look.suppressed.end())
+        << "the talker's own argmax " << argmax << " is not suppressed: the test model hides what it tests";
+
+    for (const bool greedy : {true, false}) {
+        SCOPED_TRACE(greedy ? "greedy chain" : "top-k chain");
+        code0_probe     seen(test_backend().model.get(), false);
+        llama_sampler * chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+        llama_sampler_chain_add(chain, seen.smpl);
+        if (greedy) {
+            llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+        } else {
+            llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
+            llama_sampler_chain_add(chain, llama_sampler_init_dist(7));
+        }
+        {
+            setup s("Hello world, this is a test.", k_frames, nullptr, 0.0, chain);
+            ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_OK) << r.message;
+            EXPECT_EQ(r.finished, 1);
+            EXPECT_EQ(r.n_frames, k_frames);
+            EXPECT_EQ(seen.applied, k_frames);
+            EXPECT_TRUE(seen.masked) << "a suppressed token reached the caller's chain with a finite logit";
+            if (greedy) {
+                EXPECT_TRUE(same(s.pcm(), *want_)) << "a greedy chain gave other audio than the default";
+            }
+        }
+        llama_sampler_chain_remove(chain, 0); // the probe is the test's
+        llama_sampler_free(chain);
+    }
+}
+
+// A code0 code2wav would refuse (a chain that picked a -inf candidate: a suppressed special, or a
+// text token) is an ERROR at that frame, before its GEN_CODE: the frames before it are kept (memory
+// a clean run's of them, their finished window's PCM), and the next call samples again and
+// generates the uninterrupted run.
+TEST_F(Tts, ACodeCode2WavWouldRefuseIsAnErrorThatKeepsTheFramesBefore) {
+    code0_probe probe(test_backend().model.get());
+    ASSERT_FALSE(probe.suppressed.empty()) << "the talker has no tokenizer.ggml.suppress_tokens";
+    struct rogue_case { llama_token token; const char * says; };
+    for (const rogue_case c : {rogue_case{probe.suppressed.back(), "suppress"}, rogue_case{5, "no codec code"}}) {
+        SCOPED_TRACE(c.says);
+        probe.applied  = 0;
+        probe.rogue_at = k_window; // frame k_window + 1
+        probe.rogue    = c.token;
+        setup s("Hello world, this is a test.", k_frames, nullptr, 0.0, probe.smpl);
+        ASSERT_FALSE(is_pocket(s.mctx.get())) << "a Qwen3-TTS test";
+        llama_cancel_tts_result r{};
+        ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_ERROR) << "codebook 0 took token " << c.token;
+        EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_GEN_CODE);
+        EXPECT_NE(std::string(r.message).find(c.says), std::string::npos) << r.message;
+        EXPECT_EQ(r.n_frames, k_window);
+        EXPECT_EQ(r.n_samples, static_cast<int64_t>(k_window) * 1920);
+        EXPECT_TRUE(same(s.pcm(), std::vector<float>(want_->begin(), want_->begin() + k_window * 1920)));
+        EXPECT_EQ(fixtures::seq_state(s.lctx.get(), 0), clean_state(k_window)) << "memory is not a clean run's";
+        resume_and_check(s);
+    }
 }
 
 // Pocket-TTS only: a long text's chunks, and a stop inside a later chunk's prompt (the backbone
