@@ -88,6 +88,15 @@ PRESETS = {
                   rvq_dim=64, wav_hidden=128, wav_tfm=128, wav_tfm_ff=256, wav_up=128, wav_up_ff=256,
                   dac_entry=64, dac_ch=(32, 16, 16, 8), dac_kernel=7,
                   code_logit_std=1.5, eos_bias=-0.5, suppressed_bias=2.0),
+    # the bench pair with a code predictor of the real one's depth at a quarter of its width:
+    # GEN_CODE of 15-20 ms on one core (issue 46's stop row)
+    "pred": dict(n_embd=256, n_layer=4, n_ff=768, n_head=4, n_head_kv=2, n_text=1024,
+                 n_codec_vocab=3072, n_code0=64,
+                 pred_embd=256, pred_layer=5, pred_ff=768, pred_head=4, pred_head_kv=2,
+                 n_acoustic_vocab=256,
+                 rvq_dim=64, wav_hidden=128, wav_tfm=128, wav_tfm_ff=256, wav_up=128, wav_up_ff=256,
+                 dac_entry=64, dac_ch=(32, 16, 16, 8), dac_kernel=7,
+                 code_logit_std=1.5, eos_bias=-0.5, suppressed_bias=2.0),
 }
 
 

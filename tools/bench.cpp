@@ -35,7 +35,7 @@ const char k_synopsis[] =
     "                          [--threads 1,2] [--runs N] [--seed N]\n"
     "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
     "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,qwen3a:vulkan,...|none] [--no-mtmd]\n"
-    "                          [--tts qwen3tts,pockettts,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
+    "                          [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
     "\n"
@@ -95,7 +95,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
                 "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; an evaluation as KIND:vulkan on Vulkan), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
-        .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PIPELINE (qwen3tts, pockettts) or PIPELINE:vulkan, "
+        .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PAIR (qwen3tts, pockettts; qwen3tts-pred: a 15-20 ms GEN_CODE) or PAIR:vulkan, "
                 "each step's stop latency and the byte at 0's cost a frame, or none")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")

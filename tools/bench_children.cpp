@@ -180,7 +180,7 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
     const std::string dir     = model.substr(0, model.find_last_of('/') + 1);
     const std::string mmproj  = dir + "mmproj-" + kind + (whisper ? "-small-l12-" : "-small-") +
                                 std::to_string(n_embd) + ".gguf";
-    if (rc == 0 && access(mmproj.c_str(), R_OK) != 0) {
+    if (rc == 0 && !common::in_cache_and_current(mmproj, common::script_path("make_mmproj.py"))) {
         const bool image = kind == "vision" || kind == "internvl-batch";
         std::vector<std::string> cmd = {"python3", common::script_path("make_mmproj.py"), mmproj, "--kind",
                                         image ? "vision" : "audio", "--preset", "small", "--n-embd-text",
@@ -373,17 +373,20 @@ section mtmd_rows(const options & opt, const llama_model * model) {
 #ifdef LLAMA_CANCEL_HAVE_MTMD
 namespace {
 
-// One text-to-speech row in its own process (bench-tts PIPELINE --backend B), on the pipeline's
-// bench pair, generated once into the model cache (scripts/make_tts.py --preset bench).
-int run_tts_row(const options & opt, const std::string & pipeline, const std::string & backend, const std::string & tmp) {
-    const std::string dir    = common::models_cache_dir();
-    const std::string model  = dir + "tts-" + pipeline + "-bench.gguf";
-    const std::string mmproj = dir + "mmproj-" + pipeline + "-bench.gguf";
+// One text-to-speech row in its own process (bench-tts PIPELINE --backend B), on the pair PAIR names
+// (bench_tts::pair_preset), generated into the model cache (scripts/make_tts.py --preset P).
+int run_tts_row(const options & opt, const std::string & pair, const std::string & backend, const std::string & tmp) {
+    const std::string pipeline = bench_tts::pair_pipeline(pair);
+    const std::string preset   = bench_tts::pair_preset(pair);
+    const std::string dir      = common::models_cache_dir();
+    const std::string model    = dir + "tts-" + pipeline + "-" + preset + ".gguf";
+    const std::string mmproj   = dir + "mmproj-" + pipeline + "-" + preset + ".gguf";
     int rc = 0;
-    if (access(model.c_str(), R_OK) != 0 || access(mmproj.c_str(), R_OK) != 0) {
-        std::fprintf(stderr, "generating the %s bench pair in %s\n", pipeline.c_str(), dir.c_str());
-        rc = common::run_command({"python3", common::script_path("make_tts.py"), "--pipeline", pipeline, "--model", model,
-                                  "--mmproj", mmproj, "--preset", "bench"});
+    const std::string script = common::script_path("make_tts.py");
+    if (!common::in_cache_and_current(model, script) || !common::in_cache_and_current(mmproj, script)) {
+        std::fprintf(stderr, "generating the %s %s pair in %s\n", pipeline.c_str(), preset.c_str(), dir.c_str());
+        rc = common::run_command({"python3", script, "--pipeline", pipeline, "--model", model,
+                                  "--mmproj", mmproj, "--preset", preset});
     }
     if (rc == 0) {
         rc = run_self({"bench-tts", pipeline, "--backend", backend, "--model", model, "--mmproj", mmproj, "--runs",
@@ -435,10 +438,10 @@ section tts_rows(const options & opt) {
     bench_tts::print_header(bench_tts::k_repeats);
     for (const std::string & name : opt.tts) {
         const size_t colon = name.find(':');
-        const std::string pipeline = name.substr(0, colon);
-        const std::string backend  = colon == std::string::npos ? "cpu" : name.substr(colon + 1);
-        const std::string tmp      = child_json_path(opt, "tts-" + pipeline + "-" + backend);
-        const int rc = run_tts_row(opt, pipeline, backend, tmp);
+        const std::string pair    = name.substr(0, colon);
+        const std::string backend = colon == std::string::npos ? "cpu" : name.substr(colon + 1);
+        const std::string tmp     = child_json_path(opt, "tts-" + pair + "-" + backend);
+        const int rc = run_tts_row(opt, pair, backend, tmp);
         const common::child_json j = add_child_row(out, tmp, rc, {"row", name, 16});
         for (const char * pre : {"", "stateless_"}) {
             const std::string p  = pre;

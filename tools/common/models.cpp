@@ -1,12 +1,14 @@
 // Models, contexts, prompts and batches (see models.h).
 #include "models.h"
 
+#include "paths.h"
 #include "processes.h"
 #include "threads.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <dirent.h>
 #include <sys/stat.h>
 
 namespace common {
@@ -104,10 +106,36 @@ std::vector<float> last_logits(llama_context * ctx) {
     return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
 }
 
+bool in_cache_and_current(const std::string & path, const std::string & generator) {
+    struct stat st{};
+    if (stat(path.c_str(), &st) != 0) {
+        return false;
+    }
+    const std::string cache = models_cache_dir();
+    if (path.compare(0, cache.size(), cache) != 0) {
+        return true; // the caller's file: never made again
+    }
+    const std::string dir = generator.substr(0, generator.find_last_of('/') + 1);
+    DIR *             d   = opendir(dir.empty() ? "." : dir.c_str());
+    bool              current = true;
+    for (const dirent * e = d != nullptr ? readdir(d) : nullptr; e != nullptr && current; e = readdir(d)) {
+        const std::string name = e->d_name;
+        struct stat       script{};
+        const bool        py = name.size() > 3 && name.compare(name.size() - 3, 3, ".py") == 0;
+        current = !(py && stat((dir + name).c_str(), &script) == 0 && script.st_mtime > st.st_mtime);
+    }
+    if (d != nullptr) {
+        closedir(d);
+    }
+    if (!current) {
+        std::fprintf(stderr, "%s is older than the scripts that generate it: generating it again\n", path.c_str());
+    }
+    return current;
+}
+
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
                   const std::string & arch, const std::vector<std::string> & extra) {
-    struct stat st{};
-    if (stat(path.c_str(), &st) == 0) {
+    if (in_cache_and_current(path, generator)) {
         return true;
     }
     std::fprintf(stderr, "generating the synthetic %s '%s' model at %s ...\n", arch.c_str(), preset.c_str(),

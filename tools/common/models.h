@@ -81,8 +81,12 @@ class multi_seq_batch : public owned_batch {
 // Logits of the last output of the last decode, copied.
 std::vector<float> last_logits(llama_context * ctx);
 
-// Generates a synthetic model with scripts/make_model.py unless `path` exists. Returns false and
-// prints why on failure.
+// True where `path` exists and, when it lies in the model cache, is newer than every script beside
+// `generator` (a cached model a changed generator would write otherwise is made again).
+bool in_cache_and_current(const std::string & path, const std::string & generator);
+
+// Generates a synthetic model with scripts/make_model.py unless `path` is there and current
+// (in_cache_and_current). Returns false and prints why on failure.
 bool ensure_model(const std::string & generator, const std::string & path, const std::string & preset,
                   const std::string & arch = "llama", const std::vector<std::string> & extra = {});
 
