@@ -1,6 +1,7 @@
 #include "checkpoint_policy.h"
 
 #include "backend_wait.h"
+#include "slots.h"
 #include "view_plan.h"
 #include "work.h"
 
@@ -10,28 +11,6 @@
 #include <cmath>
 
 namespace llama_cancel {
-
-namespace {
-
-// Of `slots` (each with a last_use), the one `same` picks, else one `is_free` picks, else the least
-// recently used: where a record goes.
-template <typename Slot, size_t N, typename Same, typename Free> Slot & slot_for(Slot (&slots)[N], Same same, Free is_free) {
-    Slot * slot = &slots[0];
-    for (Slot & s : slots) {
-        if (same(s)) {
-            return s;
-        }
-    }
-    for (Slot & s : slots) {
-        if (is_free(s)) {
-            return s;
-        }
-        slot = s.last_use < slot->last_use ? &s : slot;
-    }
-    return *slot;
-}
-
-} // namespace
 
 const void * device_key(const ggml_tensor * node) {
     const ggml_backend_buffer_t buf = node->buffer;
@@ -157,12 +136,16 @@ bool checkpoint_policy::due(const device_rate & d, bool sleeps) const {
 
 bool checkpoint_policy::place(const ggml_tensor * node, const void * device, double now, bool sleeps, uint8_t fence) {
     device_rate & d = asked(device);
-    if (!range_open_ || device != range_device_ || !pause_was_compute(d, now)) {
+    const bool opened = open_graph_at(node, now);
+    // A planned graph's views are its own, timed from its first ask: the view that ended the graph
+    // before was timed as this one opened (time_tail), and read as that graph returned.
+    if (!range_open_ || device != range_device_ || !pause_was_compute(d, now) || (opened && stable_.following())) {
         range_open_   = true;
         range_device_ = device;
         range_start_  = now;
         range_work_   = 0.0;
         range_log_first_ = graph_log_.size();
+        range_stable_first_ = stable_.asked();
         range_sleeps_ = sleeps;
     }
     const bool paused = now - last_ask_ > k_ask_gap_ms;
@@ -185,14 +168,24 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         view_nodes_.push_back(work);
         view_fence_.push_back(fence);
     }
-    count_graph(node, d, work, now);
+    count_graph(node, d, work);
     if (run_ != nullptr) {
         run_->busy_end = now + view_work_ / d.rate; // the view grouped so far computes after its asks
     }
     progress_   += work * inv_budget();
+    // A stop-time budget's cap is a promise no plan knows of: the rules at each ask keep it. A
+    // sleeping device's view plan goes first.
+    const int stable = stable_.ask(device, sleeps, work, !cap_strict_ && plan_ < 0);
+    if (stable == 0 && graph_asks_ == 1 && stable_.uncut() && !cap_strict_) {
+        // The graph fits in the interval: the rest of its asks only look for the next graph.
+        uncut_       = true;
+        uncut_start_ = now;
+        graph_held_  = true;
+        range_open_  = false;
+        return false;
+    }
     if (sleeps) {
         log_node(device, work, fence, split_start);
-        // A stop-time budget's cap is a promise the plan does not know of: the rules below keep it.
         if (plan_ >= 0 && cap_ <= 0.0) {
             const int cut = planned_cut(device, work);
             if (cut >= 0) {
@@ -200,7 +193,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
             }
         }
     }
-    return due(d, sleeps);
+    return stable >= 0 ? stable != 0 : due(d, sleeps);
 }
 
 void checkpoint_policy::log_node(const void * device, double work, uint8_t fence, bool start) {
@@ -232,14 +225,19 @@ int checkpoint_policy::planned_cut(const void * device, double work) {
     return -1;
 }
 
-void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work, double now) {
+bool checkpoint_policy::open_graph_at(const ggml_tensor * node, double now) {
     const bool full = graph_asks_ >= k_graph_nodes;
     began_ = !full && (graph_pending_ || graph_nodes_.contains(node));
     if (full || began_ || graph_asks_ == 0) {
         // Asked before in this graph, or a call began a graph, or the policy's first ask: a new
         // graph begins here (or no end in sight: its work not known).
         open_graph(node, !full, now);
+        return true;
     }
+    return false;
+}
+
+void checkpoint_policy::count_graph(const ggml_tensor * node, device_rate & d, double work) {
     if (graph_nodes_.size() < k_graph_first_nodes) {
         graph_nodes_.insert(node);
     }
@@ -254,6 +252,12 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     if (seen && !graph_cut_) {
         keep_plan();
     }
+    const device_rate * on = find(stable_.device());
+    if (uncut_) {
+        finish_uncut(now);
+    } else {
+        time_tail(now);
+    }
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
         if (seen && r.graph_acc > 0.0) {
@@ -262,8 +266,15 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
         graph_ms_ += seen ? r.graph_acc / r.rate : 0.0;
         r.graph_acc = 0.0;
     }
+    const double interval = interval_of(on != nullptr ? *on : device_rate{});
+    const stable_plans::device_rates rates{this, [](const void * self, const void * device) {
+        const device_rate * r = static_cast<const checkpoint_policy *>(self)->find(device);
+        return r != nullptr && r->measured ? r->rate : 0.0;
+    }};
+    stable_.end(seen && !graph_cut_ && !cap_strict_, rates, interval,
+                std::max(k_sleep_budgets * interval, k_sleep_graph_share * (graph_ms_ + call_before_ms_)));
     graph_held_ = false;
-    head_ = head_of(head);
+    head_ = graph_head::of(head);
     double own_ms = 0.0; // the new graph's time, as it last ran
     for (device_rate & r : devices_) {
         r.graph_work = whole ? recall_graph(r.device) : 0.0;
@@ -278,8 +289,34 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     log_device_      = nullptr;
     log_valid_       = true;
     range_log_first_ = 0;
+    range_stable_first_ = 0;
     graph_cut_       = false;
+    stable_.begin(head_);
     find_plan();
+}
+
+// A graph's last view ends with its split, at no checkpoint: it is timed at the next graph's first
+// ask where the pause since its asks is one it could take (k_pause_factor of what it took before),
+// not a host's idle time. A graph within the interval has no other view, and this is how it is
+// seen to grow past it.
+void checkpoint_policy::time_tail(double now) {
+    const device_rate * d = find(range_device_);
+    if (!range_open_ || range_stable_first_ >= stable_.asked()) {
+        return;
+    }
+    const double took     = now - range_start_;
+    const double expected = stable_.expected_ms(range_stable_first_, d != nullptr && d->measured ? d->rate : 0.0);
+    if (took <= k_ask_gap_ms || took <= k_pause_factor * expected) {
+        stable_.timed(range_stable_first_, took, range_work_);
+    }
+}
+
+// The uncut graph in flight ended at `now`, the next graph's first ask. A held graph's: nothing of
+// it is remembered but its plan's fit (its asks after the first went uncounted).
+void checkpoint_policy::finish_uncut(double now) {
+    const device_rate * d = find(stable_.device());
+    stable_.end_uncut(now - uncut_start_, k_pause_factor, interval_of(d != nullptr ? *d : device_rate{}));
+    uncut_ = false;
 }
 
 // What ran before a graph no call told of, beginning at `now`, in its run (run_clock); 0 without a
@@ -302,16 +339,29 @@ void checkpoint_policy::keep_plan() {
     view_plan_record & slot = slot_for(
         plans_, [&](const view_plan_record & p) { return p.last_use != 0 && p.head == head_ && p.device == log_device_; },
         [](const view_plan_record & p) { return p.last_use == 0; });
+    // The same graph again keeps its cuts while its views stay within the band (plan); another is
+    // planned when a graph with its first node begins (find_plan).
+    const bool same = slot.last_use != 0 && slot.head == head_ && slot.device == log_device_ &&
+                      slot.nodes.size() == graph_log_.size();
+    if (same) {
+        // Each node's time averaged with what it took before: a graph's noise (a tenth on llvmpipe)
+        // halved, its drift followed within a few graphs.
+        for (size_t i = 0; i < graph_log_.size(); ++i) {
+            const float before = slot.nodes[i].ms, now = graph_log_[i].ms;
+            graph_log_[i].ms   = before >= 0.0f && now >= 0.0f ? 0.5f * (before + now) : now;
+        }
+    }
     slot.head     = head_;
     slot.device   = log_device_;
     slot.last_use = ++plan_uses_;
     slot.nodes.swap(graph_log_); // graph_log_ keeps the old nodes' memory for the next graph
-    slot.cuts.clear();           // planned when a graph with its first node begins (find_plan)
+    if (!same) {
+        slot.cuts.clear();
+    }
 }
 
 // The cuts of `p` for a graph that begins `before_ms` into its run: planned again where the
-// longest view allowed moved by more than a twentieth; none where its nodes are fast enough for
-// the rules at each ask.
+// longest view allowed left the band; none where its nodes are fast enough for the rules at each ask.
 void checkpoint_policy::plan(view_plan_record & p, double before_ms) const {
     const device_rate * d = find(p.device);
     if (d == nullptr || !d->measured) {
@@ -331,7 +381,11 @@ void checkpoint_policy::plan(view_plan_record & p, double before_ms) const {
         return;
     }
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms), k_sleep_budgets * interval);
-    if (!p.cuts.empty() && std::abs(longest - p.longest_ms) <= 0.05 * p.longest_ms) {
+    // Noise never moves a view: the cuts stay while the longest view allowed stays within the
+    // stable plans' band of the one they were planned for, and their views as last timed within
+    // k_plan_view_over of it.
+    if (!p.cuts.empty() && longest <= stable_plans::k_slower * p.longest_ms &&
+        longest * stable_plans::k_faster >= p.longest_ms && longest_cut_view(p, ms_of) <= k_plan_view_over * longest) {
         return;
     }
     std::vector<float>   ms(p.nodes.size());
@@ -341,9 +395,35 @@ void checkpoint_policy::plan(view_plan_record & p, double before_ms) const {
         fence[i]  = p.nodes[i].fence;
         starts[i] = p.nodes[i].start;
     }
-    p.cuts = plan_views(ms.data(), fence.data(), starts.data(), ms.size(), longest, k_plan_view_cost * interval,
-                        k_plan_max_nodes);
+    // Planned below the longest allowed (stable_plans::k_target), so that noise leaves the cuts
+    // be, unless that spins more than a view's cost longer than views up to the longest.
+    auto cuts_for = [&](double max_view_ms) {
+        return plan_views(ms.data(), fence.data(), starts.data(), ms.size(), max_view_ms, k_plan_view_cost * interval,
+                          k_plan_max_nodes);
+    };
+    auto spin = [&](const std::vector<uint8_t> & cuts) {
+        return spun_ms(ms.data(), fence.data(), starts.data(), cuts.data(), ms.size());
+    };
+    p.cuts = cuts_for(stable_plans::k_target * longest);
+    std::vector<uint8_t> loose = cuts_for(longest);
+    if (spin(p.cuts) > spin(loose) + k_plan_view_cost * interval) {
+        p.cuts.swap(loose);
+    }
     p.longest_ms = longest;
+}
+
+// The longest view `p`'s cuts make of its nodes' times (`ms_of`), ms; a split's start ends one too.
+template <typename MsOf> double checkpoint_policy::longest_cut_view(const view_plan_record & p, MsOf ms_of) {
+    double longest = 0.0, view = 0.0;
+    for (size_t i = 0; i < p.nodes.size() && i < p.cuts.size(); ++i) {
+        if (p.nodes[i].start != 0) {
+            view = 0.0;
+        }
+        view += ms_of(p.nodes[i]);
+        longest = std::max(longest, view);
+        view    = p.cuts[i] != 0 ? 0.0 : view;
+    }
+    return longest;
 }
 
 void checkpoint_policy::find_plan() {
@@ -357,14 +437,6 @@ void checkpoint_policy::find_plan() {
             return;
         }
     }
-}
-
-checkpoint_policy::graph_head checkpoint_policy::head_of(const ggml_tensor * node) {
-    return graph_head{node, node->op, {node->ne[0], node->ne[1], node->ne[2], node->ne[3]}};
-}
-
-bool checkpoint_policy::graph_head::operator==(const graph_head & o) const {
-    return node == o.node && op == o.op && std::equal(ne, ne + GGML_MAX_DIMS, o.ne);
 }
 
 bool checkpoint_policy::is_graph(const graph_record & g, const void * device) const {
@@ -414,12 +486,14 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
         unwaited = range_sleeps_ && !fenced && cap_ <= 0.0 && r.measured && ms < k_unwaited_share * range_work_ / r.rate;
         if (!unwaited) {
             time_range(ms, r.rate);
+            stable_.timed(range_stable_first_, ms, range_work_); // a range's nodes are one device's
             learn(r, range_work_, ms);
             if (range_device_ != nullptr) {
                 longest_view_ = std::max(longest_view_, ms);
             }
         }
     }
+    stable_.passed();
     if (run_ != nullptr) {
         run_->busy_end = now;
     }

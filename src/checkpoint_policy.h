@@ -62,7 +62,9 @@
 
 #include "llama-cancel.h"
 #include "backend_wait.h"
+#include "graph_head.h"
 #include "pointer_set.h"
+#include "stable_plan.h"
 #include "work.h"
 
 #include "ggml.h"
@@ -149,6 +151,9 @@ class checkpoint_policy {
     static constexpr double k_plan_work_slack         = 2.0;
     static constexpr size_t k_plan_nodes              = 1u << 14;
     static constexpr int    k_plans                   = 4;
+    // A plan's cuts are kept while its views, as last timed, stay within this factor of the
+    // longest allowed (past it, planned again from the times just measured).
+    static constexpr double k_plan_view_over          = 1.05;
     // A graph no call told of (run_clock): it goes on with the run of the graph before it when it
     // begins within k_run_gap_ms of that one's computed end (a host's work between graphs takes
     // milliseconds, its user's seconds), and what ran before it in that run counts up to
@@ -226,8 +231,25 @@ class checkpoint_policy {
     bool graph_is_short();
     void note_graph_ms(double ms);
     void hold_graph();
-    // True while the graph in flight follows a plan.
+    // While the graph in flight follows a stable plan with no cut (it fits in the interval), its
+    // asks after the first need only see where the next graph begins: true where `node` is such an
+    // ask (answer false, nothing priced); false where the ask goes to place() (ask_time first).
+    bool uncut_ask(const ggml_tensor * node) {
+        if (!uncut_ || graph_pending_ || graph_asks_ >= k_graph_nodes) {
+            return false;
+        }
+        if (graph_nodes_.size() < k_graph_first_nodes ? !graph_nodes_.insert(node) : graph_nodes_.contains(node)) {
+            return false; // asked before: a new graph begins here
+        }
+        graph_asks_++;
+        return true;
+    }
+    // True while the graph in flight follows a plan (a sleeping device's).
     bool planned() const { return plan_ >= 0; }
+    // True while the graph in flight follows a stable plan (stable_plan.h); how many times a kept
+    // graph's checkpoints moved.
+    bool     stable() const { return stable_.following(); }
+    uint64_t stable_replans() const { return stable_.replans(); }
     // The time that plan gives its node i, ms (what the node took when the graph last ran whole);
     // < 0 where there is none.
     float planned_ms(size_t i) const {
@@ -237,14 +259,16 @@ class checkpoint_policy {
     // Learnt budgets scale with it.
     void   set_interval(double interval_ms);
     double interval_ms() const { return interval_; }
-    // A hard upper bound on the interval, round-trip cost or not (a stop-time budget's share);
-    // <= 0: none.
-    void   set_cap(double cap_ms) {
+    // A hard upper bound on the interval, round-trip cost or not (a stop-time budget's share, or a
+    // call's share of the interval); <= 0: none. `strict`: a promise (a stop-time budget's), kept
+    // by the rules at each ask, no plan followed.
+    void   set_cap(double cap_ms, bool strict = true) {
         const double cap = cap_ms > 0.0 ? cap_ms : 0.0;
         if (cap != cap_) {
             cap_        = cap;
             inv_budget_ = 0.0;
         }
+        cap_strict_ = cap > 0.0 && strict;
     }
     double cap_ms() const { return cap_; }
     // The interval in force on `device`: the target, lengthened for the checkpoint's round trip,
@@ -290,14 +314,6 @@ class checkpoint_policy {
         double       graph_work  = 0.0; // the graph in flight's whole work there, as last seen; 0: not known
         double       graph_acc   = 0.0; // the graph in flight's work there so far
     };
-    // A graph's first node, as it was asked: llama.cpp and clip build a graph of one shape in the
-    // same memory.
-    struct graph_head {
-        const void * node = nullptr;
-        int32_t      op   = 0;
-        int64_t      ne[GGML_MAX_DIMS] = {};
-        bool operator==(const graph_head & o) const;
-    };
     struct timed_graph {
         graph_head head;
         double     ms       = 0.0;
@@ -334,10 +350,12 @@ class checkpoint_policy {
     const device_rate * find(const void * device) const;
     bool          pause_was_compute(const device_rate & d, double now) const;
     bool          due(const device_rate & d, bool sleeps) const;
-    void          count_graph(const ggml_tensor * node, device_rate & d, double work, double now);
-    static graph_head head_of(const ggml_tensor * node);
+    bool          open_graph_at(const ggml_tensor * node, double now); // true where a graph begins at node
+    void          count_graph(const ggml_tensor * node, device_rate & d, double work);
     void          open_graph(const ggml_tensor * head, bool whole, double now);
     double        run_before(double now, double graph_ms);
+    void          time_tail(double now);
+    void          finish_uncut(double now);
     bool          is_graph(const graph_record & g, const void * device) const; // the in-flight head's record there
     void          remember_graph(const void * device, double work);
     double        recall_graph(const void * device) const;
@@ -349,9 +367,11 @@ class checkpoint_policy {
     void          keep_plan();
     void          find_plan();
     void          plan(view_plan_record & p, double before_ms) const;
+    template <typename MsOf> static double longest_cut_view(const view_plan_record & p, MsOf ms_of);
 
     double      interval_;
     double      cap_ = 0.0;
+    bool        cap_strict_ = false;
     device_rate devices_[k_devices];
     uint64_t    uses_ = 0;
 
@@ -403,6 +423,11 @@ class checkpoint_policy {
     const void * cached_buft_   = nullptr;
     node_device  cached_device_;
     double       longest_view_ = 0.0;
+    // Graphs seen before, cut on the same nodes call after call.
+    stable_plans stable_;
+    size_t       range_stable_first_ = 0; // the measured range's first node there
+    bool         uncut_       = false;    // the graph in flight runs uncut (uncut_ask)
+    double       uncut_start_ = 0.0;      // ms: its first ask
 };
 
 } // namespace llama_cancel

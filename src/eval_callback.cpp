@@ -47,7 +47,7 @@ void apply_cap(checkpoint_policy & policy, const call * c) {
         const double share = c->interval_share * policy.interval_ms();
         cap                = cap > 0.0 ? std::min(cap, share) : share;
     }
-    policy.set_cap(cap);
+    policy.set_cap(cap, c != nullptr && c->cap_ms > 0.0);
 }
 
 // A checkpoint passed: the view's rate, now and then the checkpoint's own round trip, and the
@@ -70,11 +70,14 @@ void pass_checkpoint(checkpoint_policy & policy, const ggml_tensor * t, call * c
 // fail, a checkpoint at every node is the safe answer (no exception may reach ggml).
 bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c) noexcept {
     try {
+        llama_cancel::tell_graph_begin(c, policy);
+        if (policy.uncut_ask(t)) {
+            return false; // a graph within the interval, as upstream runs it (never under a budget)
+        }
         const checkpoint_policy::node_device device = policy.device_of(t);
         if (c != nullptr && device.key != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
         }
-        llama_cancel::tell_graph_begin(c, policy);
         // A held graph stops nowhere. The call's abort callback stops this node's backend by
         // itself: a checkpoint would only cost a synchronize.
         if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {

@@ -2,7 +2,7 @@
 """Runs `llama-cancel bench` briefly and checks its JSON: every configured row is there, the thread
 probe saw reader calls and none off-thread, every rollback was measured at the first ubatch's end
 (read from the memory, checked here against the batch), every latency row stopped at least one
-decode, and each figure is a number. Timing figures are not asserted.
+decode, the plan stability rows decoded every call, and each figure is a number. Timing figures are not asserted.
 usage: bench_smoke.py LLAMA_CANCEL MODEL OUT_JSON [BACKENDS]
 MODEL: the bench-preset model (a decode of 32-512 tokens lasts 70-600 ms, so that a store at 20-66%
 of it lands inside the decode on a loaded machine; on the tiny model a 1 ms decode can finish
@@ -118,6 +118,19 @@ for q in seq:
     assert q["single"]["logits_compared"] >= 3 * q["single"]["cancelled_count"], q
     assert isinstance(q["extra_le_ubatch_plus_5pct"], bool) and isinstance(q["stop_within_single"], bool), q
 assert isinstance(data["seq_targets_met"], bool)
+# Plan stability on the CPU (the default row): every call decoded, the moved calls counted; inside
+# the library's calls the CPU takes the abort callback, so the hook places no checkpoint there.
+plans = data["plans"]
+assert [p["setup"] for p in plans] == ["cpu"], plans
+rows = {(r["way"], r["workload"]): r for r in plans[0]["rows"]}
+assert sorted(rows) == [("hook", "prefill"), ("hook", "token steps"), ("stateless", "prefill"),
+                        ("stateless", "token steps")], rows
+for (way, workload), r in rows.items():
+    assert r["failed"] == 0 and r["calls"] == (200 if workload == "token steps" else 20), r
+    assert 0 <= r["changes_after_two"] <= r["calls"] - 3, r
+assert rows[("hook", "prefill")]["checkpoints_per_call"] == 0, rows
+assert rows[("stateless", "prefill")]["checkpoints_per_call"] > 0, rows
+assert isinstance(data["plans_targets_met"], bool)
 png = out[:-len(".json")] + ".png"
 assert os.path.getsize(png) > 10000, "no plot next to the JSON"
 print("bench smoke: ok")

@@ -37,12 +37,12 @@ const char k_synopsis[] =
     "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,qwen3a:vulkan,...|none] [--no-mtmd]\n"
     "                          [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
-    "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128]\n"
+    "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128] [--plans cpu,vulkan|none]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
     "By default, the headline rows (a few minutes): CPU at batches 64 and 512 on 2 threads, vulkan, the\n"
     "vision encode, the Qwen3-ASR audio evaluation, Qwen3-TTS's steps on the CPU, mamba2's memory row, per-sequence cancel on the CPU\n"
-    "at n_ubatch 128. --all runs every row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
+    "at n_ubatch 128, plan stability on the CPU. --all runs every row of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
 
 // --all anywhere on the command line: every section's full lists, before the other options apply.
 bool asks_for_all(int argc, char ** argv) {
@@ -101,7 +101,8 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--arch-preset", &opt.arch_preset, "NAME", "make_model.py preset of the memory-kind models")
         .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
         .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none")
-        .option("--seq-ubatches", &opt.seq_ubatches, "LIST", "n_ubatch of each per-sequence row, 1..512");
+        .option("--seq-ubatches", &opt.seq_ubatches, "LIST", "n_ubatch of each per-sequence row, 1..512")
+        .option("--plans", &opt.plans, "LIST", "plan stability rows (cpu, vulkan, vulkan-1t, rpc, blas), or none");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -136,7 +137,7 @@ struct bench_report {
     int32_t              n_layer = 0, n_embd = 0;
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
-    section              backends, mtmd, tts, memory, budgets, seq;
+    section              backends, mtmd, tts, memory, budgets, seq, plans;
     double               wall_s = 0.0; // the model's load to the last row, seconds
 };
 
@@ -225,6 +226,8 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["budget_targets_met"]             = target(rep.budgets, rep.budgets.ok);
     js["seq"]                            = rep.seq.json;
     js["seq_targets_met"]                = target(rep.seq, rep.seq.ok);
+    js["plans"]                          = rep.plans.json;
+    js["plans_targets_met"]              = target(rep.plans, rep.plans.ok);
     return js;
 }
 
@@ -271,6 +274,7 @@ int bench_main(int argc, char ** argv) {
     rep.memory   = memory_rows(opt);
     rep.budgets  = budget_rows(opt, builtin_model);
     rep.seq      = seq_rows(opt);
+    rep.plans    = plans_rows(opt);
     rep.wall_s   = (common::now_ms() - t0) / 1000.0;
     std::printf("\nbench: %.0f s (%s)\n", rep.wall_s, opt.all ? "--all" : "headline rows; --all for every row");
 

@@ -33,6 +33,8 @@ struct options {
     std::vector<float>       budgets;
     // Per-sequence cancel rows (4 sequences x 128 tokens): backends, and n_ubatch of each.
     std::vector<std::string> seq_backends = {"cpu"};
+    // Plan stability rows (bench-plans): where each call's checkpoints fell, call after call.
+    std::vector<std::string> plans = {"cpu"};
     std::vector<int>         seq_ubatches = {128};
     int              runs = 10;
     uint32_t         seed = 42;
@@ -50,6 +52,7 @@ struct options {
         o.budgets      = {5, 20, 100};
         o.seq_backends = {"cpu", "rpc1"};
         o.seq_ubatches = {512, 128};
+        o.plans        = {"cpu", "vulkan"};
         o.all          = true;
         return o;
     }

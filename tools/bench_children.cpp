@@ -547,4 +547,33 @@ section seq_rows(const options & opt) {
     return out;
 }
 
+section plans_rows(const options & opt) {
+    section out;
+    if (opt.plans.empty()) {
+        return out;
+    }
+    out.ran = true;
+    std::printf("\nplan stability (issue 47): a token loop (200 single tokens after 32) and 20 prefills of one shape "
+                "from an empty memory, each way on its own context: the hook through llama_cancel_decode, the "
+                "stateless name alone through llama_decode (no abort callback); checkpoints per call, and the calls "
+                "whose checkpoints fell on other nodes than the call before's, after the first two (ggml-cuda "
+                "captures a view's CUDA graph after two unchanged calls); on Vulkan prefills of 128 tokens\n\n");
+    std::printf("| setup     | way       | workload    | calls | call ms  | cp/call | moved     |\n");
+    std::printf("|:----------|:----------|:------------|------:|---------:|--------:|:----------|\n");
+    std::fflush(stdout);
+    for (const std::string & name : opt.plans) {
+        const std::string tmp = child_json_path(opt, "plans-" + name);
+        std::vector<std::string> args = {"bench-plans", name, "--model", opt.model, "--threads",
+                                         std::to_string(k_row_threads), "--seed", std::to_string(opt.seed), "--json", tmp};
+        if (common::is_vulkan_setup(name)) {
+            args.insert(args.end(), {"--prompt", "128"}); // llvmpipe: a 256-token prefill takes 5 s
+        }
+        const int rc = run_self(args, name);
+        const common::child_json j = add_child_row(out, tmp, rc, {"setup", name, 9});
+        out.ok = out.ok && rc == 0 && j.is_true({"targets", "no_changes_after_two"});
+    }
+    std::printf("\ntargets (plans): no call's checkpoints moved after the first two: %s\n", out.ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
 } // namespace bench

@@ -26,4 +26,7 @@ section memory_rows(const options & opt);
 // Per-sequence cancel rows (bench-seq), one per backend.
 section seq_rows(const options & opt);
 
+// Plan stability rows (bench-plans), one per setup; ok: no call's checkpoints moved after the first two.
+section plans_rows(const options & opt);
+
 } // namespace bench

@@ -7,6 +7,10 @@ int bench_main(int argc, char ** argv);
 // `llama-cancel bench-backend NAME`: one backend row (vulkan, rpc, blas), in its own process.
 int bench_backend_main(int argc, char ** argv);
 
+// `llama-cancel bench-plans SETUP --model PATH`: where each call's checkpoints fell, for a token loop
+// and repeated prefills, hook and stateless name; the calls whose checkpoints moved.
+int bench_plans_main(int argc, char ** argv);
+
 // `llama-cancel bench-memory --model PATH`: one memory-kind row (rollback cost), in its own process.
 int bench_memory_main(int argc, char ** argv);
 

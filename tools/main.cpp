@@ -24,6 +24,7 @@ const command k_commands[] = {
     {"bench-memory", bench_memory_main},
     {"bench-seq", bench_seq_main},
     {"bench-backend", bench_backend_main},
+    {"bench-plans", bench_plans_main},
 };
 
 // The commands and how to get a command's options; on stdout for --help, else on stderr after an error.
@@ -38,6 +39,7 @@ void usage(std::FILE * out) {
 #ifdef LLAMA_CANCEL_HAVE_MTMD
                  "  bench-tts       one text-to-speech row of the benchmark (qwen3tts, pockettts); bench runs it\n"
 #endif
+                 "  bench-plans     whether checkpoints fall on the same nodes call after call; bench runs it\n"
                  "  bench-memory    one memory-kind row of the benchmark (rollback cost); bench runs it\n"
                  "  bench-seq       per-sequence cancel inside a shared batch: the other sequences' cost\n"
                  "  generate        generate from a prompt; Ctrl-C stops the decode in flight at once\n"

@@ -1,0 +1,240 @@
+// `llama-cancel bench-plans SETUP`: whether checkpoints fall on the same nodes call after call
+// (issue 47). With cb_eval set, ggml's scheduler computes each view as a graph of its own, and
+// ggml-cuda captures a CUDA graph per first node of each graph after two unchanged calls: a view
+// that moves between calls is never captured. For a token loop and for prefills of one shape, each
+// way records the nodes where each call's checkpoints fell (a probe in front of the callback sees
+// ask = false only at checkpoints) and counts the calls whose checkpoints differ from the call
+// before, after the first two. Run in its own process per setup, as the other backend rows.
+#include "commands.h"
+#include "common/args.h"
+#include "common/json.h"
+#include "common/stats.h"
+#include "support.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct plans_options {
+    std::string name;
+    std::string model;
+    std::string json;
+    std::string rpc_server = LLAMA_CANCEL_RPC_SERVER;
+    int         steps    = 200;
+    int         prefills = 20;
+    int         prompt   = 256;
+    int         threads  = 2;
+    uint32_t    seed     = 42;
+};
+
+// In front of the callback a context was given: forwards every call, and notes the index of the
+// ask each checkpoint ended (the scheduler calls ask = false only for a node answered true).
+struct probe {
+    ggml_backend_sched_eval_callback inner = nullptr;
+    void *                           data  = nullptr;
+    int                              asks  = 0;
+    std::vector<int>                 checkpoints;
+
+    static bool cb(ggml_tensor * t, bool ask, void * self) {
+        auto * p = static_cast<probe *>(self);
+        if (ask) {
+            p->asks++;
+        } else {
+            p->checkpoints.push_back(p->asks - 1);
+        }
+        return p->inner(t, ask, p->data);
+    }
+    void rearm() {
+        asks = 0;
+        checkpoints.clear();
+    }
+};
+
+enum way { with_hook = 0, by_name = 1, n_ways = 2 };
+const char * const k_way_names[n_ways] = {"hook", "stateless"};
+
+// One workload's calls on one way: the checkpoints of each call, and its time.
+struct series {
+    std::vector<std::vector<int>> checkpoints;
+    std::vector<double>           ms;
+    int                           failed = 0; // calls that did not return OK
+
+    // Calls whose checkpoints differ from the call before, after the first two.
+    int changes() const {
+        int n = 0;
+        for (size_t i = 3; i < checkpoints.size(); ++i) {
+            n += checkpoints[i] != checkpoints[i - 1] ? 1 : 0;
+        }
+        return n;
+    }
+    double per_call() const {
+        double n = 0.0;
+        for (const auto & c : checkpoints) {
+            n += static_cast<double>(c.size());
+        }
+        return checkpoints.empty() ? 0.0 : n / static_cast<double>(checkpoints.size());
+    }
+};
+
+struct way_context {
+    common::context_ptr ctx;
+    common::hook_ptr    hook; // the hook way's
+    probe               p;
+    int8_t              byte = 0;
+
+    // One call of `n` tokens of `tokens` from `first` at position `pos`.
+    bool decode(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos pos, series * s) {
+        common::seq_batch b(tokens, first, n, pos);
+        p.rearm();
+        const double t0 = common::now_ms();
+        bool ok;
+        if (hook) {
+            llama_cancel_decode_params dp = llama_cancel_decode_default_params();
+            dp.flag = &byte;
+            dp.hook = hook.get();
+            ok = llama_cancel_decode(ctx.get(), b.get(), &dp, nullptr, nullptr) == LLAMA_CANCEL_OK;
+        } else {
+            ok = llama_decode(ctx.get(), b.get()) == 0; // a host that binds the name alone
+        }
+        llama_synchronize(ctx.get());
+        if (s != nullptr) {
+            s->ms.push_back(common::now_ms() - t0);
+            s->checkpoints.push_back(p.checkpoints);
+            s->failed += ok ? 0 : 1;
+        }
+        return ok;
+    }
+};
+
+bool make_way(llama_model * model, const plans_options & o, bool offloaded, int w, way_context & out) {
+    common::context_options opt;
+    opt.n_ctx       = static_cast<uint32_t>(std::max(o.prompt, 32 + o.steps) + 64);
+    opt.n_batch     = static_cast<uint32_t>(o.prompt);
+    opt.n_ubatch    = static_cast<uint32_t>(o.prompt);
+    opt.n_threads   = o.threads;
+    opt.offload_kqv = offloaded;
+    if (w == with_hook) {
+        out.hook.reset(llama_cancel_hook_init(nullptr));
+        llama_context_params cp = llama_context_default_params();
+        if (!out.hook || !llama_cancel_hook_bind(out.hook.get(), &cp)) {
+            return false;
+        }
+        out.p.inner = cp.cb_eval;
+        out.p.data  = cp.cb_eval_user_data;
+    } else {
+        out.p.inner = llama_cancel_eval_callback;
+        out.p.data  = &out.byte;
+    }
+    opt.cb_eval      = probe::cb;
+    opt.cb_eval_data = &out.p;
+    out.ctx          = common::make_context(model, opt);
+    return out.ctx != nullptr;
+}
+
+// A 32-token prompt, then `steps` single tokens; then `prefills` prompts of one shape from an
+// empty memory.
+void measure(way_context & c, const plans_options & o, const std::vector<llama_token> & tokens, series & steps,
+             series & prefill) {
+    llama_memory_clear(llama_get_memory(c.ctx.get()), true);
+    c.decode(tokens, 0, 32, 0, nullptr);
+    for (int i = 0; i < o.steps; ++i) {
+        c.decode(tokens, 32 + i, 1, 32 + i, &steps);
+    }
+    for (int i = 0; i < o.prefills; ++i) {
+        llama_memory_clear(llama_get_memory(c.ctx.get()), true);
+        c.decode(tokens, 0, o.prompt, 0, &prefill);
+    }
+}
+
+common::json series_json(const char * way, const char * workload, const series & s) {
+    return {{"way", way},
+            {"workload", workload},
+            {"calls", s.checkpoints.size()},
+            {"failed", s.failed},
+            {"checkpoints_per_call", common::printed(s.per_call())},
+            {"changes_after_two", s.changes()},
+            {"call_ms_p50", common::printed(common::percentile(s.ms, 0.5))}};
+}
+
+const char k_synopsis[] =
+    "usage: llama-cancel bench-plans cpu|vulkan|vulkan-1t|rpc|blas --model PATH [--steps N] [--prefills N]\n"
+    "       [--prompt N] [--threads N] [--json PATH] [--rpc-server PATH]\n";
+
+int parse_options(int argc, char ** argv, plans_options & o) {
+    cli_args::parser p(k_synopsis);
+    p.positional("SETUP", &o.name, "the backend setup: cpu, vulkan, vulkan-1t, rpc or blas")
+        .option("--model", &o.model, "PATH", "model to decode (required)")
+        .option("--json", &o.json, "PATH", "where the row's JSON goes")
+        .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
+        .option("--steps", &o.steps, "N", "single-token decodes after a 32-token prompt (>= 3)")
+        .option("--prefills", &o.prefills, "N", "prefills of one shape from an empty memory (>= 3)")
+        .option("--prompt", &o.prompt, "N", "the prefill's tokens, one ubatch (>= 32)")
+        .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
+        .option("--seed", &o.seed, "N", "random seed");
+    const int rc = p.parse(argc, argv);
+    if (rc >= 0) {
+        return rc;
+    }
+    const std::string setup = o.name == "rpc" ? "rpc1" : o.name;
+    return p.check({{o.name.empty(), "the SETUP is required"},
+                    {!common::is_setup_name(setup), "unknown setup '" + o.name + "'"},
+                    {o.model.empty(), "--model is required"},
+                    {o.steps < 3, "--steps must be at least 3"},
+                    {o.prefills < 3, "--prefills must be at least 3"},
+                    {o.prompt < 32, "--prompt must be at least 32"},
+                    {o.threads < 1, "--threads must be at least 1"}});
+}
+
+} // namespace
+
+int bench_plans_main(int argc, char ** argv) {
+    plans_options o;
+    const int rc = parse_options(argc, argv, o);
+    if (rc >= 0) {
+        return rc;
+    }
+    common::quiet_logs();
+    common::note_threads_override(o.name);
+    common::backend_setup setup;
+    if (!common::setup_backend(o.name == "rpc" ? "rpc1" : o.name, o.rpc_server, o.threads, setup)) {
+        return 1;
+    }
+    common::model_ptr model = setup.load(o.model, -1);
+    if (!model) {
+        std::fprintf(stderr, "error: cannot load %s on %s\n", o.model.c_str(), o.name.c_str());
+        return 1;
+    }
+    const auto tokens = common::make_prompt(model.get(), std::max(o.prompt, 32 + o.steps), o.seed);
+    common::json rows = common::json::array();
+    bool         stable = true, failed = false;
+    for (int w = 0; w < n_ways; ++w) {
+        way_context c;
+        if (!make_way(model.get(), o, !setup.devices.empty(), w, c)) {
+            std::fprintf(stderr, "error: cannot create a context on %s\n", o.name.c_str());
+            return 1;
+        }
+        std::fprintf(stderr, "[plans %s] %s\n", o.name.c_str(), k_way_names[w]);
+        series steps, prefill;
+        measure(c, o, tokens, steps, prefill);
+        for (const auto & [workload, s] : {std::pair<const char *, const series *>{"token steps", &steps},
+                                           std::pair<const char *, const series *>{"prefill", &prefill}}) {
+            std::printf("| %-9s | %-9s | %-11s | %5zu | %8.2f | %6.2f | %3d / %-3zu |\n", o.name.c_str(), k_way_names[w],
+                        workload, s->checkpoints.size(), common::percentile(s->ms, 0.5), s->per_call(), s->changes(),
+                        s->checkpoints.size() - 3);
+            rows.push_back(series_json(k_way_names[w], workload, *s));
+            stable = stable && s->changes() == 0;
+            failed = failed || s->failed > 0;
+        }
+        std::fflush(stdout);
+    }
+    if (failed) {
+        std::fprintf(stderr, "error: a decode on %s did not return OK\n", o.name.c_str());
+    }
+    common::json j = {{"setup", o.name},        {"device", setup.description}, {"steps", o.steps},
+                      {"prefills", o.prefills}, {"prompt", o.prompt},          {"threads", o.threads},
+                      {"rows", rows},           {"targets", {{"no_changes_after_two", stable}}}};
+    const bool written = o.json.empty() || common::write_json_file(o.json, common::with_threads_override(j));
+    return written && !failed ? 0 : 1;
+}
