@@ -103,8 +103,9 @@ extern "C" {
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
     // ggml_backend_sched_eval_callback for llama_context_params.cb_eval or mtmd_context_params.cb_eval,
     // cb_eval_user_data = the byte: the one hook that reaches GPU-API, RPC and BLAS backends and clip
-    // encodes. Checkpoints about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart (state kept
-    // per thread; docs/design.md#checkpoints). Beware: llama_decode and mtmd_encode_chunk return 0
+    // encodes. Checkpoints about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart, on the same
+    // nodes each time a graph runs again, none in a graph seen to fit in that (its byte is read as it
+    // returns, or at the next graph's first node) (state kept per thread; docs/design.md#checkpoints). Beware: llama_decode and mtmd_encode_chunk return 0
     // after a graph it stopped; llama_cancel_decode and the mtmd functions report it as CANCELLED.
     LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
 

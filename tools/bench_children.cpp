@@ -557,9 +557,10 @@ section plans_rows(const options & opt) {
                 "from an empty memory, each way on its own context: the hook through llama_cancel_decode, the "
                 "stateless name alone through llama_decode (no abort callback); checkpoints per call, and the calls "
                 "whose checkpoints fell on other nodes than the call before's, after the first two (ggml-cuda "
-                "captures a view's CUDA graph after two unchanged calls); on Vulkan prefills of 128 tokens\n\n");
-    std::printf("| setup     | way       | workload    | calls | call ms  | cp/call | moved     |\n");
-    std::printf("|:----------|:----------|:------------|------:|---------:|--------:|:----------|\n");
+                "captures a view's CUDA graph after two unchanged calls); byte at 0: each call against plain llama_decode "
+                "with no callback, the ways taking turns, median of the paired ratios; on Vulkan prefills of 128 tokens\n\n");
+    std::printf("| setup     | way       | workload    | calls | call ms  | byte at 0 | cp/call | moved     |\n");
+    std::printf("|:----------|:----------|:------------|------:|---------:|----------:|--------:|:----------|\n");
     std::fflush(stdout);
     for (const std::string & name : opt.plans) {
         const std::string tmp = child_json_path(opt, "plans-" + name);

@@ -4,7 +4,9 @@
 // that moves between calls is never captured. For a token loop and for prefills of one shape, each
 // way records the nodes where each call's checkpoints fell (a probe in front of the callback sees
 // ask = false only at checkpoints) and counts the calls whose checkpoints differ from the call
-// before, after the first two. Run in its own process per setup, as the other backend rows.
+// before, after the first two; and each call's time against plain llama_decode without a callback
+// (the ways take turns call by call; median of the paired ratios). Run in its own process per
+// setup, as the other backend rows.
 #include "commands.h"
 #include "common/args.h"
 #include "common/json.h"
@@ -13,6 +15,7 @@
 
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -52,8 +55,9 @@ struct probe {
     }
 };
 
-enum way { with_hook = 0, by_name = 1, n_ways = 2 };
-const char * const k_way_names[n_ways] = {"hook", "stateless"};
+// `none`: plain llama_decode with no callback, the reference of the byte at 0's cost.
+enum way { with_hook = 0, by_name = 1, none = 2, n_ways = 3 };
+const char * const k_way_names[n_ways] = {"hook", "stateless", "none"};
 
 // One workload's calls on one way: the checkpoints of each call, and its time.
 struct series {
@@ -87,7 +91,7 @@ struct way_context {
     // One call of `n` tokens of `tokens` from `first` at position `pos`.
     bool decode(const std::vector<llama_token> & tokens, int32_t first, int32_t n, llama_pos pos, series * s) {
         common::seq_batch b(tokens, first, n, pos);
-        p.rearm();
+        p.rearm(); // (the none way's context has no probe: nothing recorded)
         const double t0 = common::now_ms();
         bool ok;
         if (hook) {
@@ -115,6 +119,10 @@ bool make_way(llama_model * model, const plans_options & o, bool offloaded, int 
     opt.n_ubatch    = static_cast<uint32_t>(o.prompt);
     opt.n_threads   = o.threads;
     opt.offload_kqv = offloaded;
+    if (w == none) {
+        out.ctx = common::make_context(model, opt);
+        return out.ctx != nullptr;
+    }
     if (w == with_hook) {
         out.hook.reset(llama_cancel_hook_init(nullptr));
         llama_context_params cp = llama_context_default_params();
@@ -134,28 +142,45 @@ bool make_way(llama_model * model, const plans_options & o, bool offloaded, int 
 }
 
 // A 32-token prompt, then `steps` single tokens; then `prefills` prompts of one shape from an
-// empty memory.
-void measure(way_context & c, const plans_options & o, const std::vector<llama_token> & tokens, series & steps,
-             series & prefill) {
-    llama_memory_clear(llama_get_memory(c.ctx.get()), true);
-    c.decode(tokens, 0, 32, 0, nullptr);
+// empty memory. The ways take turns call by call, so that the machine's drift favours none.
+void measure(way_context (&c)[n_ways], const plans_options & o, const std::vector<llama_token> & tokens,
+             series (&steps)[n_ways], series (&prefill)[n_ways]) {
+    for (way_context & w : c) {
+        llama_memory_clear(llama_get_memory(w.ctx.get()), true);
+        w.decode(tokens, 0, 32, 0, nullptr);
+    }
     for (int i = 0; i < o.steps; ++i) {
-        c.decode(tokens, 32 + i, 1, 32 + i, &steps);
+        for (int w = 0; w < n_ways; ++w) {
+            c[(w + i) % n_ways].decode(tokens, 32 + i, 1, 32 + i, &steps[(w + i) % n_ways]);
+        }
     }
     for (int i = 0; i < o.prefills; ++i) {
-        llama_memory_clear(llama_get_memory(c.ctx.get()), true);
-        c.decode(tokens, 0, o.prompt, 0, &prefill);
+        for (int w = 0; w < n_ways; ++w) {
+            way_context & x = c[(w + i) % n_ways];
+            llama_memory_clear(llama_get_memory(x.ctx.get()), true);
+            x.decode(tokens, 0, o.prompt, 0, &prefill[(w + i) % n_ways]);
+        }
     }
 }
 
-common::json series_json(const char * way, const char * workload, const series & s) {
+// The median of the paired ratios of `s` to `ref`, as % (the byte at 0's cost a call).
+double overhead_pct(const series & s, const series & ref) {
+    std::vector<double> r;
+    for (size_t i = 0; i < s.ms.size() && i < ref.ms.size(); ++i) {
+        r.push_back(100.0 * (s.ms[i] / ref.ms[i] - 1.0));
+    }
+    return common::percentile(r, 0.5);
+}
+
+common::json series_json(const char * way, const char * workload, const series & s, double overhead) {
     return {{"way", way},
             {"workload", workload},
             {"calls", s.checkpoints.size()},
             {"failed", s.failed},
             {"checkpoints_per_call", common::printed(s.per_call())},
             {"changes_after_two", s.changes()},
-            {"call_ms_p50", common::printed(common::percentile(s.ms, 0.5))}};
+            {"call_ms_p50", common::printed(common::percentile(s.ms, 0.5))},
+            {"overhead_pct_vs_none", common::printed(overhead)}};
 }
 
 const char k_synopsis[] =
@@ -209,26 +234,31 @@ int bench_plans_main(int argc, char ** argv) {
     const auto tokens = common::make_prompt(model.get(), std::max(o.prompt, 32 + o.steps), o.seed);
     common::json rows = common::json::array();
     bool         stable = true, failed = false;
+    way_context  c[n_ways];
     for (int w = 0; w < n_ways; ++w) {
-        way_context c;
-        if (!make_way(model.get(), o, !setup.devices.empty(), w, c)) {
+        if (!make_way(model.get(), o, !setup.devices.empty(), w, c[w])) {
             std::fprintf(stderr, "error: cannot create a context on %s\n", o.name.c_str());
             return 1;
         }
-        std::fprintf(stderr, "[plans %s] %s\n", o.name.c_str(), k_way_names[w]);
-        series steps, prefill;
-        measure(c, o, tokens, steps, prefill);
-        for (const auto & [workload, s] : {std::pair<const char *, const series *>{"token steps", &steps},
-                                           std::pair<const char *, const series *>{"prefill", &prefill}}) {
-            std::printf("| %-9s | %-9s | %-11s | %5zu | %8.2f | %6.2f | %3d / %-3zu |\n", o.name.c_str(), k_way_names[w],
-                        workload, s->checkpoints.size(), common::percentile(s->ms, 0.5), s->per_call(), s->changes(),
-                        s->checkpoints.size() - 3);
-            rows.push_back(series_json(k_way_names[w], workload, *s));
-            stable = stable && s->changes() == 0;
-            failed = failed || s->failed > 0;
-        }
-        std::fflush(stdout);
     }
+    std::fprintf(stderr, "[plans %s] %d token steps and %d prefills, the ways taking turns\n", o.name.c_str(), o.steps,
+                 o.prefills);
+    series steps[n_ways], prefill[n_ways];
+    measure(c, o, tokens, steps, prefill);
+    for (int w = 0; w < none; ++w) {
+        for (const auto & [workload, s, ref] :
+             {std::tuple<const char *, const series *, const series *>{"token steps", &steps[w], &steps[none]},
+              std::tuple<const char *, const series *, const series *>{"prefill", &prefill[w], &prefill[none]}}) {
+            const double overhead = overhead_pct(*s, *ref);
+            std::printf("| %-9s | %-9s | %-11s | %5zu | %8.2f | %+7.2f%% | %6.2f | %3d / %-3zu |\n", o.name.c_str(),
+                        k_way_names[w], workload, s->checkpoints.size(), common::percentile(s->ms, 0.5), overhead,
+                        s->per_call(), s->changes(), s->checkpoints.size() - 3);
+            rows.push_back(series_json(k_way_names[w], workload, *s, overhead));
+            stable = stable && s->changes() == 0;
+            failed = failed || s->failed > 0 || ref->failed > 0;
+        }
+    }
+    std::fflush(stdout);
     if (failed) {
         std::fprintf(stderr, "error: a decode on %s did not return OK\n", o.name.c_str());
     }
