@@ -300,12 +300,12 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
 // not a host's idle time. A graph within the interval has no other view, and this is how it is
 // seen to grow past it.
 void checkpoint_policy::time_tail(double now) {
-    const device_rate * d = find(range_device_);
     if (!range_open_ || range_stable_first_ >= stable_.asked()) {
         return;
     }
-    const double took     = now - range_start_;
-    const double expected = stable_.expected_ms(range_stable_first_, d != nullptr && d->measured ? d->rate : 0.0);
+    const device_rate * d        = find(range_device_);
+    const double        took     = now - range_start_;
+    const double        expected = stable_.expected_ms(range_stable_first_, d != nullptr && d->measured ? d->rate : 0.0);
     if (took <= k_ask_gap_ms || took <= k_pause_factor * expected) {
         stable_.timed(range_stable_first_, took, range_work_);
     }
@@ -336,13 +336,13 @@ void checkpoint_policy::keep_plan() {
     if (!log_valid_ || graph_log_.empty()) {
         return;
     }
-    view_plan_record & slot = slot_for(
-        plans_, [&](const view_plan_record & p) { return p.last_use != 0 && p.head == head_ && p.device == log_device_; },
-        [](const view_plan_record & p) { return p.last_use == 0; });
+    auto this_graph = [&](const view_plan_record & p) {
+        return p.last_use != 0 && p.head == head_ && p.device == log_device_;
+    };
+    view_plan_record & slot = slot_for(plans_, this_graph, [](const view_plan_record & p) { return p.last_use == 0; });
     // The same graph again keeps its cuts while its views stay within the band (plan); another is
     // planned when a graph with its first node begins (find_plan).
-    const bool same = slot.last_use != 0 && slot.head == head_ && slot.device == log_device_ &&
-                      slot.nodes.size() == graph_log_.size();
+    const bool same = this_graph(slot) && slot.nodes.size() == graph_log_.size();
     if (same) {
         // Each node's time averaged with what it took before: a graph's noise (a tenth on llvmpipe)
         // halved, its drift followed within a few graphs.
