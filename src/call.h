@@ -64,8 +64,8 @@ struct call {
     // A hook other than `hook` ran the call's graph (the caller named the wrong one): it stops
     // every node and the call fails.
     bool     wrong_hook      = false;
-    // When the call began (now_ms), or the run it is part of (run_scope): a view on a device the
-    // host sleeps on may last a tenth of what ran since (checkpoint_policy::begin_graph).
+    // When the call began (now_ms), or the run it is part of (run_scope): a view on an emulated
+    // device may last a tenth of what ran since (checkpoint_policy::begin_graph).
     double   began_ms        = 0.0;
 
     // The call's byte or a pending sequence's is set (never while the call holds its graph).

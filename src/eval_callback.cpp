@@ -84,12 +84,12 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
             return false;
         }
         // A view computes nothing: no work to count, no clock to read (attention makes several a layer).
-        // Where the host sleeps it stays a node of the view: ggml-vulkan's fence counts it.
-        if (!device.sleeps && llama_cancel::is_view(t)) {
+        // On an emulated device it stays a node of the view: ggml-vulkan's fence counts it.
+        if (!device.emulated && llama_cancel::is_view(t)) {
             return false;
         }
-        const bool due = policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.sleeps,
-                                      device.sleeps ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
+        const bool due = policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.emulated,
+                                      device.emulated ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
         if (c != nullptr && c->hold_if_short) { // the call's first node that computes
             c->hold_if_short = false;
             c->policy        = &policy; // the call tells it how long its graphs took (run_clip_call)

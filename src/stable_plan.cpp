@@ -7,6 +7,8 @@
 
 namespace llama_cancel {
 
+using namespace tuning;
+
 stable_plans::record & stable_plans::slot_of(const graph_head & head) {
     return slot_for(
         plans_, [&](const record & r) { return r.last_use != 0 && r.head == head; },
@@ -17,10 +19,10 @@ void stable_plans::begin(const graph_head & head) {
     head_   = head;
     device_ = nullptr;
     valid_  = true;
-    sleeps_ = false;
+    emulated_ = false;
     log_.clear();
     plan_ = -1;
-    for (int i = 0; i < k_plans; ++i) {
+    for (int i = 0; i < k_stable_plans; ++i) {
         record & r = plans_[i];
         if (r.last_use != 0 && r.head == head && !r.cuts.empty()) {
             r.last_use = ++uses_;
@@ -30,8 +32,8 @@ void stable_plans::begin(const graph_head & head) {
     }
 }
 
-int stable_plans::ask(const void * device, bool sleeps, double work, bool follow) {
-    if (log_.size() >= k_max_nodes) {
+int stable_plans::ask(const void * device, bool emulated, double work, bool follow) {
+    if (log_.size() >= k_graph_nodes) {
         valid_ = false; // too many nodes: placed at each ask
         plan_  = -1;
         return -1;
@@ -39,7 +41,7 @@ int stable_plans::ask(const void * device, bool sleeps, double work, bool follow
     if (device_ == nullptr) {
         device_ = device; // the graph's first device off the host, if any
     }
-    sleeps_ = sleeps_ || sleeps;
+    emulated_ = emulated_ || emulated;
     log_.push_back(node{static_cast<float>(work), -1.0f, 0, device});
     if (plan_ < 0 || !follow) {
         return -1;
@@ -49,7 +51,7 @@ int stable_plans::ask(const void * device, bool sleeps, double work, bool follow
     if (i < r.nodes.size() && device == r.nodes[i].device) {
         const double planned = r.nodes[i].work;
         const double lo = std::min(work, planned), hi = std::max(work, planned);
-        if (hi <= k_work_slack * lo + 1e3) {
+        if (hi <= k_plan_work_slack * lo + 1e3) {
             return r.cuts[i];
         }
     }
@@ -162,13 +164,13 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
 }
 
 // Cuts where the time since the last one reaches k_target of the interval; none at the last node
-// (the graph's end is read anyway), none at all in a graph within that. On a device the host sleeps on,
-// the cuts the sleeping strategy placed (they end views where little spins).
+// (the graph's end is read anyway), none at all in a graph within that. On an emulated device, the
+// cuts its strategy placed (they end views where little spins).
 void stable_plans::cut(record & r, double interval_ms) {
     r.cuts.assign(r.nodes.size(), 0);
     r.interval_ms = interval_ms;
-    r.uncut = false; // a sleeping graph's asks are its strategy's (fences, spin)
-    if (r.sleeps) {
+    r.uncut = false; // an emulated device's asks are its strategy's (fences, spin)
+    if (r.emulated) {
         for (size_t i = 0; i < r.nodes.size(); ++i) {
             r.cuts[i] = r.nodes[i].cut;
         }
@@ -205,11 +207,11 @@ double stable_plans::longest_view(const std::vector<uint8_t> & cuts, const std::
 // Whether `r`'s cuts still serve the graph just run (its nodes' times in log_, `total` ms): no view
 // past k_slower of the longest allowed beside its longest node (a stop would wait too long), and no
 // more than k_faster times the views the graph needs now (each one a synchronize).
-bool stable_plans::keeps(const record & r, double total, double interval_ms, double sleeping_view_ms) const {
-    if (longest_view(r.cuts, log_) > k_slower * (r.sleeps ? sleeping_view_ms : interval_ms)) {
+bool stable_plans::keeps(const record & r, double total, double interval_ms, double emulated_view_ms) const {
+    if (longest_view(r.cuts, log_) > k_slower * (r.emulated ? emulated_view_ms : interval_ms)) {
         return false;
     }
-    if (r.sleeps) {
+    if (r.emulated) {
         return total * k_faster >= r.planned_ms;
     }
     double views = 1.0;
@@ -219,7 +221,7 @@ bool stable_plans::keeps(const record & r, double total, double interval_ms, dou
     return views <= k_faster * (total / (k_target * interval_ms) + 1.0);
 }
 
-void stable_plans::end(bool whole, const device_rates & rates, double interval_ms, double sleeping_view_ms) {
+void stable_plans::end(bool whole, const device_rates & rates, double interval_ms, double emulated_view_ms) {
     const int followed = plan_;
     plan_ = -1;
     if (!whole || !valid_ || log_.empty() || interval_ms <= 0.0) {
@@ -232,7 +234,7 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
     record &   r    = followed >= 0 ? plans_[followed] : slot_of(head_);
     const bool same = followed >= 0 && r.nodes.size() == log_.size() &&
                       std::abs(r.interval_ms - interval_ms) <= 0.05 * interval_ms;
-    if (same && keeps(r, total, interval_ms, sleeping_view_ms)) {
+    if (same && keeps(r, total, interval_ms, emulated_view_ms)) {
         return; // the cuts stay where they are
     }
     const bool           kept = r.last_use != 0 && r.head == head_ && !r.cuts.empty();
@@ -241,7 +243,7 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
         before.swap(r.cuts);
     }
     r.head     = head_;
-    r.sleeps   = sleeps_;
+    r.emulated   = emulated_;
     r.last_use = ++uses_;
     r.nodes.swap(log_); // log_ keeps the old nodes' memory for the next graph
     r.planned_ms = total;

@@ -173,7 +173,7 @@ TEST_F(Policy, BudgetAdaptsToASlowDevice) {
         sim.split(node(100000), 1000, dev_a, rate); // 100 ms graphs of 0.1 ms nodes
     }
     EXPECT_NEAR(policy.budget(dev_a), rate * k_interval, 0.1 * rate * k_interval);
-    const double planned = llama_cancel::stable_plans::k_target * k_interval; // a repeated graph's views
+    const double planned = llama_cancel::tuning::k_target * k_interval; // a repeated graph's views
     EXPECT_NEAR(sim.spacing(20), planned, 0.15 * planned) << "checkpoints about one interval apart";
 }
 
@@ -250,14 +250,14 @@ TEST_F(Policy, DevicesKeepTheirOwnRates) {
     }
     EXPECT_NEAR(policy.budget(nullptr), slow * k_interval, 0.15 * slow * k_interval);
     EXPECT_NEAR(policy.budget(dev_b), fast * k_interval, 0.15 * fast * k_interval);
-    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_initial_budget) << "a device never seen";
+    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_initial_budget) << "a device never seen";
 
     // Beyond k_devices devices, the least recently used one is forgotten.
-    static const int more[checkpoint_policy::k_devices] = {};
+    static const int more[llama_cancel::tuning::k_devices] = {};
     for (const int & d : more) {
         sim.split(node(10000), 10, &d, slow);
     }
-    EXPECT_EQ(policy.budget(dev_b), checkpoint_policy::k_initial_budget);
+    EXPECT_EQ(policy.budget(dev_b), llama_cancel::tuning::k_initial_budget);
 }
 
 TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
@@ -289,7 +289,7 @@ TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
     // A stop-time budget lowers the interval for one call, past the budget's lower bound; the
     // interval put back afterwards brings the learnt budget back whole.
     policy.set_interval(1e-3);
-    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_min_budget);
+    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_min_budget);
     policy.set_interval(k_interval);
     EXPECT_DOUBLE_EQ(policy.budget(dev_a), learnt);
 }
@@ -300,19 +300,19 @@ TEST_F(Policy, BudgetStaysWithinItsBounds) {
     for (int g = 0; g < 10; ++g) {
         sim.split(node(1000000), 100, dev_a, 1.0e3); // 1 MFLOP/s: 10 kFLOPs an interval
     }
-    EXPECT_EQ(policy.budget(dev_a), checkpoint_policy::k_min_budget);
+    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_min_budget);
     for (int g = 0; g < 300; ++g) {
         sim.split(node(1000000000), 100, dev_b, 1.0e15); // 1 EFLOP/s
     }
-    EXPECT_LE(policy.budget(dev_b), checkpoint_policy::k_max_budget);
-    EXPECT_GT(policy.budget(dev_b), 0.5 * checkpoint_policy::k_max_budget);
+    EXPECT_LE(policy.budget(dev_b), llama_cancel::tuning::k_max_budget);
+    EXPECT_GT(policy.budget(dev_b), 0.5 * llama_cancel::tuning::k_max_budget);
 }
 
 TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
     EXPECT_EQ(llama_cancel::device_key(node(10)), nullptr);
     checkpoint_policy policy;
     EXPECT_EQ(policy.device_of(node(10)).key, nullptr);
-    EXPECT_FALSE(policy.device_of(node(10)).sleeps);
+    EXPECT_FALSE(policy.device_of(node(10)).emulated);
 }
 
 // A graph's end is seen where one of its first nodes is asked again: llama.cpp and clip build the
@@ -376,7 +376,7 @@ TEST_F(Policy, ACallIsShortWhereOneBeginningWithItsGraphFinishedWithinTheInterva
 // another device) and every k_clock_every asks; in between an ask takes the time read last.
 TEST_F(Policy, ClockIsReadEveryFewAsksAndAfterEachCheckpoint) {
     checkpoint_policy policy;
-    const uint32_t    every = checkpoint_policy::k_clock_every;
+    const uint32_t    every = llama_cancel::tuning::k_clock_every;
     int    reads = 0;
     double now   = 1000.0;
     auto   clock = [&] {
@@ -453,16 +453,16 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     for (int g = 0; g < 40; ++g) {
         sim.split(node(100000), 2000, dev_a, rate); // 200 ms graphs
     }
-    const double want = 0.5 / checkpoint_policy::k_cost_share; // 50 ms
+    const double want = 0.5 / llama_cancel::tuning::k_cost_share; // 50 ms
     EXPECT_NEAR(policy.round_trip_ms(dev_a), 0.5, 1e-9);
     EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
-    const double planned = llama_cancel::stable_plans::k_target * want; // a repeated graph's views
+    const double planned = llama_cancel::tuning::k_target * want; // a repeated graph's views
     EXPECT_NEAR(sim.spacing(20), planned, 0.15 * planned) << "checkpoints one round-trip-paying interval apart";
     EXPECT_EQ(policy.interval_ms(dev_b), k_interval) << "a device without a round trip keeps the interval";
     const int checkpoints = static_cast<int>(sim.checkpoints.size());
-    EXPECT_LE(sim.trips, 1 + checkpoints / static_cast<int>(checkpoint_policy::k_cost_sample_every) + 1)
+    EXPECT_LE(sim.trips, 1 + checkpoints / static_cast<int>(llama_cancel::tuning::k_cost_sample_every) + 1)
         << "the round trip is timed now and then, not at every checkpoint";
-    EXPECT_GE(sim.trips, checkpoints / static_cast<int>(checkpoint_policy::k_cost_sample_every));
+    EXPECT_GE(sim.trips, checkpoints / static_cast<int>(llama_cancel::tuning::k_cost_sample_every));
 
     // One round trip a busy host delayed does not stretch the interval: the minimum of the last ones.
     const double t = sim.now + 1.0;
@@ -489,7 +489,7 @@ TEST_F(Policy, RoundTripStretchLeavesShortGraphsFourCheckpoints) {
     for (int g = 0; g < 40; ++g) {
         sim.split(node(100000), 800, dev_a, rate); // 80 ms graphs
     }
-    EXPECT_NEAR(policy.interval_ms(dev_a), 80.0 / checkpoint_policy::k_min_graph_checkpoints, 1.0);
+    EXPECT_NEAR(policy.interval_ms(dev_a), 80.0 / llama_cancel::tuning::k_min_graph_checkpoints, 1.0);
     const size_t before = sim.checkpoints.size();
     sim.split(node(100000), 800, dev_a, rate);
     EXPECT_GE(sim.checkpoints.size() - before, 3u) << "four views an 80 ms graph: three checkpoints and its end";
@@ -759,7 +759,7 @@ struct timed_graph {
                 }
             }
         }
-        r.planned = policy.planned();
+        r.planned = policy.emulated().planned();
         now += 5.0; // the host between two graphs
         return r;
     }
@@ -789,8 +789,8 @@ class PlannedPolicy : public Policy {
     }
     // The longest a view of a plan may take on `g`: a tenth of it or two intervals.
     static double longest_view(const timed_graph & g) {
-        return std::max(checkpoint_policy::k_sleep_graph_share * g.total_ms(),
-                        checkpoint_policy::k_sleep_budgets * k_interval);
+        return std::max(llama_cancel::tuning::k_sleep_graph_share * g.total_ms(),
+                        llama_cancel::tuning::k_sleep_budgets * k_interval);
     }
 };
 
@@ -801,7 +801,7 @@ class PlannedPolicy : public Policy {
 TEST_F(PlannedPolicy, OutsideCallsAGraphGoesOnWithItsRun) {
     const timed_graph g = layers();
     const double      own_tenth = longest_view(g);
-    const double      run_tenth = checkpoint_policy::k_sleep_graph_share * (1.0 + checkpoint_policy::k_run_graphs) *
+    const double      run_tenth = llama_cancel::tuning::k_sleep_graph_share * (1.0 + llama_cancel::tuning::k_run_graphs) *
                              g.total_ms();
     auto longest = [](const timed_pass & p) { return *std::max_element(p.view_ms.begin(), p.view_ms.end()); };
     llama_cancel::run_clock clock;
@@ -963,7 +963,7 @@ TEST_F(PlannedPolicy, AViewNotWaitedForIsTimedWithTheNext) {
         last = g.early[c] == 0 ? static_cast<size_t>(c) : last;
     }
     for (size_t i = static_cast<size_t>(unwaited.cuts.front()) + 1; i <= last; ++i) {
-        EXPECT_NEAR(policy.planned_ms(i), 1.0, 0.25) << "node " << i << (g.early[i] != 0 ? ", its view not waited for" : "");
+        EXPECT_NEAR(policy.emulated().planned_ms(i), 1.0, 0.25) << "node " << i << (g.early[i] != 0 ? ", its view not waited for" : "");
     }
 }
 
@@ -1100,7 +1100,7 @@ TEST_F(RepeatedGraph, ViewsAreCutByTheTimesTheNodesTook) {
     }
     const device_graph::pass p = g.run(policy, now, rng, 0.05);
     for (size_t v = 0; v < p.view_ms.size(); ++v) {
-        EXPECT_LE(p.view_ms[v] - p.view_heavy[v], llama_cancel::stable_plans::k_slower * k_interval)
+        EXPECT_LE(p.view_ms[v] - p.view_heavy[v], llama_cancel::tuning::k_slower * k_interval)
             << "view " << v << " of " << p.view_ms.size();
     }
 }
