@@ -323,13 +323,14 @@ void checkpoint_policy::end_view() {
 void checkpoint_policy::learn(device_rate & d, double work, double ms) {
     d.sample_work += work;
     d.sample_ms += std::max(ms, 0.0);
-    if (d.sample_ms < k_sample_share * interval_of(d)) {
+    if (d.sample_ms < (d.measured ? k_sample_share * interval_of(d) : k_first_sample_ms)) {
         return;
     }
     const double want = d.sample_work / d.sample_ms;
-    // Checkpoints too far apart cost latency: adopt a lower rate at once. Too close cost only
-    // synchronizes: grow halfway, so that one fast sample does not overshoot.
-    d.rate        = want < d.rate ? want : 0.5 * (d.rate + want);
+    // The first measure replaces the guess. Then checkpoints too far apart cost latency: adopt a
+    // lower rate at once; too close cost only synchronizes: grow halfway, so that one fast sample
+    // does not overshoot.
+    d.rate        = !d.measured || want < d.rate ? want : 0.5 * (d.rate + want);
     d.measured    = true;
     d.sample_work = 0.0;
     d.sample_ms   = 0.0;

@@ -164,7 +164,7 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
 }
 
 // Cuts where the time since the last one reaches k_target of the interval; none at the last node
-// (the graph's end is read anyway), none at all in a graph within that. On an emulated device, the
+// (the graph's end is read anyway), none at all in a graph within the interval. On an emulated device, the
 // cuts its strategy placed (they end views where little spins).
 void stable_plans::cut(record & r, double interval_ms) {
     r.cuts.assign(r.nodes.size(), 0);
@@ -174,6 +174,10 @@ void stable_plans::cut(record & r, double interval_ms) {
         for (size_t i = 0; i < r.nodes.size(); ++i) {
             r.cuts[i] = r.nodes[i].cut;
         }
+        return;
+    }
+    if (r.planned_ms <= interval_ms) {
+        r.uncut = true; // the stop waits for the graph's end, within the interval
         return;
     }
     double since = 0.0;
