@@ -21,7 +21,8 @@ void stable_plans::begin(const graph_head & head) {
     valid_  = true;
     emulated_ = false;
     log_.clear();
-    plan_ = -1;
+    plan_     = -1;
+    replayed_ = false;
     for (int i = 0; i < k_stable_plans; ++i) {
         record & r = plans_[i];
         if (r.last_use != 0 && r.head == head && !r.cuts.empty()) {
@@ -46,6 +47,7 @@ int stable_plans::ask(const void * device, bool emulated, double work, bool foll
     if (plan_ < 0 || !follow) {
         return -1;
     }
+    replayed_ = true;
     const record & r = plans_[plan_];
     const size_t   i = log_.size() - 1;
     if (i < r.nodes.size() && device == r.nodes[i].device) {
@@ -210,19 +212,18 @@ double stable_plans::longest_view(const std::vector<uint8_t> & cuts, const std::
 
 // Whether `r`'s cuts still serve the graph just run (its nodes' times in log_, `total` ms): no view
 // past k_slower of the longest allowed beside its longest node (a stop would wait too long), and no
-// more than k_faster times the views the graph needs now (each one a synchronize).
+// more than k_faster times the views the graph needs now (each one a synchronize); an emulated
+// device's graph no more than k_faster times faster than when planned.
 bool stable_plans::keeps(const record & r, double total, double interval_ms, double emulated_view_ms) const {
     if (longest_view(r.cuts, log_) > k_slower * (r.emulated ? emulated_view_ms : interval_ms)) {
         return false;
-    }
-    if (r.emulated) {
-        return total * k_faster >= r.planned_ms;
     }
     double views = 1.0;
     for (uint8_t c : r.cuts) {
         views += c;
     }
-    return views <= k_faster * (total / (k_target * interval_ms) + 1.0);
+    const bool few = views <= k_faster * (total / (k_target * interval_ms) + 1.0);
+    return r.emulated ? few && total * k_faster >= r.planned_ms : few;
 }
 
 void stable_plans::end(bool whole, const device_rates & rates, double interval_ms, double emulated_view_ms) {
@@ -240,6 +241,14 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
                       std::abs(r.interval_ms - interval_ms) <= 0.05 * interval_ms;
     if (same && keeps(r, total, interval_ms, emulated_view_ms)) {
         return; // the cuts stay where they are
+    }
+    if (followed >= 0 && r.emulated && replayed_) {
+        // This call replayed the cuts (no view plan placed them): the strategy's rules place the
+        // next call's, kept from then.
+        r.last_use = 0;
+        r.cuts.clear();
+        replans_++;
+        return;
     }
     const bool           kept = r.last_use != 0 && r.head == head_ && !r.cuts.empty();
     std::vector<uint8_t> before;

@@ -104,6 +104,7 @@ class stable_plans {
     bool         valid_  = true;  // not too many nodes
     bool         emulated_ = false; // the emulated-device strategy placed its cuts
     int          plan_   = -1;   // the followed plan in plans_
+    bool         replayed_ = false; // the graph in flight was cut by the followed plan
 };
 
 } // namespace llama_cancel

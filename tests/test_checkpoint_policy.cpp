@@ -957,6 +957,40 @@ TEST_F(PlannedPolicy, AGraphOfFastNodesKeepsItsCheckpoints) {
     EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
 }
 
+// An emulated device's replayed cuts that are far more than the graph needs (placed under a
+// call's cap of 1 ms, here) are dropped: the next call is cut by the strategy's rules and those
+// cuts are kept. Replayed and recorded again from the call that replayed them, they stayed for
+// good (the hook's Vulkan token steps held 17 checkpoints a call where the rules place 3).
+TEST_F(PlannedPolicy, TooManyReplayedCutsAreDropped) {
+    timed_graph g;
+    for (int i = 0; i < 300; ++i) {
+        g.ms.push_back(0.1); // 30 ms
+        g.fence.push_back(i % 3 == 0 ? 1 : 0);
+        g.early.push_back(0);
+        g.nodes.push_back(node(10000000 + i));
+    }
+    checkpoint_policy policy;
+    double            now = 1000.0;
+    policy.set_cap(1.0, false); // a call's share of the interval: not a promise, plans recorded
+    size_t capped = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        capped = g.run(policy, now).cuts.size();
+    }
+    ASSERT_GE(capped, 20u) << "the test: views of about 1 ms under the cap";
+    policy.set_cap(0.0);
+    std::vector<int> cuts;
+    for (int pass = 0; pass < 12; ++pass) {
+        const timed_pass p = g.run(policy, now);
+        if (pass >= 4) {
+            EXPECT_LE(p.cuts.size(), 6u) << "pass " << pass << ": about one per budget";
+            if (pass > 4) {
+                EXPECT_EQ(p.cuts, cuts) << "pass " << pass;
+            }
+            cuts = p.cuts;
+        }
+    }
+}
+
 // Where a checkpoint returns before its view is computed (ggml-vulkan after a view that ends in a
 // KV cache's SET_ROWS, measured on llvmpipe: 5% of its time), the view is timed with the next
 // one: each node is given the time it took. Timed alone, its nodes would look free and the next's
