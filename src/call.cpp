@@ -1,6 +1,7 @@
 // The current call of a thread (src/call.h).
 #include "call.h"
 
+#include "checkpoint_policy.h"
 #include "clock.h"
 #include "flag.h"
 #include "slice_budget.h"
@@ -28,6 +29,12 @@ bool call::stop_requested() const {
         }
     }
     return false;
+}
+
+void call::graph_returned() {
+    if (policy != nullptr) {
+        policy->graph_returned(now_ms());
+    }
 }
 
 call * current_call() {

@@ -11,6 +11,7 @@
 #include "llama-cancel.h"
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace llama_cancel {
@@ -43,6 +44,7 @@ struct call {
     // its own return. The call then reads the bytes as it returns, and tells `policy` how long it
     // took when it finished (note_graph_ms).
     bool                        hold_if_short = false;
+    // The policy that places the checkpoints of the call's graphs (set at its graph's first ask).
     checkpoint_policy *         policy        = nullptr;
     // The hook the caller named (decode params' hook, an encode hook), or NULL until the hook bound
     // to the context names itself at its first ask (claim_hook): a host binds a hook once.
@@ -70,6 +72,9 @@ struct call {
 
     // The call's byte or a pending sequence's is set (never while the call holds its graph).
     bool stop_requested() const;
+    // The graph llama.cpp or clip ran for the call returned: its policy learns when it ended (a
+    // graph's last view has no checkpoint; outside calls its end is seen only as the next begins).
+    void graph_returned();
     void begin_graph() {
         eval_stopped    = false;
         held_stop       = false;
@@ -96,6 +101,9 @@ template <typename Policy> Policy & stateless_policy_of(const call * c, Policy &
 template <typename Policy> void tell_graph_begin(call * c, Policy & policy) {
     if (c != nullptr && c->graph_untold) {
         c->graph_untold = false;
+        if constexpr (std::is_same_v<Policy, checkpoint_policy>) {
+            c->policy = &policy; // (tests tell fakes)
+        }
         policy.begin_graph(now_ms() - c->began_ms);
     }
 }

@@ -195,11 +195,14 @@ bool checkpoint_policy::open_graph_at(const ggml_tensor * node, double now) {
 void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double now) {
     const bool counted = whole && !graph_held_; // a held graph's asks were not
     const bool seen    = counted && !graph_cut_; // and a stopped one's nodes were not all computed
+    const bool   returned = returned_ms_ > 0.0 && returned_ms_ <= now; // a call saw the graph end
+    const double end      = returned ? returned_ms_ : now;
+    returned_ms_          = 0.0;
     if (uncut_) {
-        stable_.end_uncut(now - uncut_start_, k_pause_factor, interval_on(stable_.device()));
+        stable_.end_uncut(end - uncut_start_, returned ? HUGE_VAL : k_pause_factor, interval_on(stable_.device()));
         uncut_ = false;
     } else {
-        time_tail(now);
+        time_tail(end, returned);
     }
     graph_ms_ = 0.0;
     for (device_rate & r : devices_) {
@@ -225,18 +228,18 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     stable_.begin(head_);
 }
 
-// A graph's last view ends with its split, at no checkpoint: it is timed at the next graph's first
-// ask where the pause since its asks is one it could take (k_pause_factor of what it took before),
-// not a host's idle time. A graph within the interval has no other view: this is how it is seen to
-// grow past it.
-void checkpoint_policy::time_tail(double now) {
+// A graph's last view ends with its split, at no checkpoint: it is timed to `end`, where a call saw
+// the graph return (`returned`), else at the next graph's first ask where the pause since its asks
+// is one it could take (k_pause_factor of what it took before), not a host's idle time. A graph
+// within the interval has no other view: this is how it is seen to grow past it.
+void checkpoint_policy::time_tail(double end, bool returned) {
     if (!range_open_ || range_first_ >= stable_.asked()) {
         return;
     }
     const device_rate * d        = find(range_device_);
-    const double        took     = now - range_start_;
+    const double        took     = end - range_start_;
     const double        expected = stable_.expected_ms(range_first_, d != nullptr && d->measured ? d->rate : 0.0);
-    if (took <= k_ask_gap_ms || took <= k_pause_factor * expected) {
+    if (returned || took <= k_ask_gap_ms || took <= k_pause_factor * expected) {
         stable_.timed(range_first_, took, range_work_);
     }
 }

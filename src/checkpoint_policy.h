@@ -92,6 +92,10 @@ class checkpoint_policy {
         graph_pending_     = true;
         pending_before_ms_ = before_ms > 0.0 ? before_ms : 0.0;
     }
+    // The graph in flight returned at `now` (a call saw llama_decode or the encode return): its last
+    // view, which no checkpoint ends, took until then. Outside calls that end is seen only at the
+    // next graph's first ask, where host time cannot be told from compute (k_pause_factor).
+    void graph_returned(double now) { returned_ms_ = now; }
     // The run clock of graphs no call tells of (emulated_device.h); not owned.
     void set_run_clock(run_clock * clock) { emulated_.set_run_clock(clock); }
     // Forgets the work counted and the open view, keeps what was learnt: for a new graph, or a
@@ -194,7 +198,7 @@ class checkpoint_policy {
     void                open_range(const void * device, bool emulated, double now);
     bool                open_graph_at(const ggml_tensor * node, double now); // true where a graph begins
     void                open_graph(const ggml_tensor * head, bool whole, double now);
-    void                time_tail(double now);
+    void                time_tail(double end, bool returned);
     void                learn(device_rate & d, double work, double ms);
     void                end_view(); // reset() but for the measured range, which goes on
 
@@ -234,6 +238,7 @@ class checkpoint_policy {
     bool        graph_held_        = false; // held or uncut: its asks not counted
     bool        uncut_             = false; // runs uncut (uncut_ask)
     double      uncut_start_       = 0.0;   // ms: its first ask
+    double      returned_ms_       = 0.0;   // graph_returned's; 0: not told
 
     timed_graph timed_[tuning::k_graph_records]; // note_graph_ms's
     graph_head  call_head_;                     // graph_is_short's

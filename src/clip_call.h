@@ -40,11 +40,13 @@ clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_c
     c.projector      = true;
     c.interval_share = options != nullptr ? options->interval_share : 1.0;
     c.hold_if_short  = options != nullptr && options->hold_if_short;
+    const bool notes_time = c.hold_if_short; // the call clears hold_if_short at its first node
     const double began = now_ms();
     {
         call_scope scope(c);
         c.begin_graph();
         *ret = fn();
+        c.graph_returned();
     }
     if (c.wrong_hook) {
         return clip_outcome::wrong_hook;
@@ -58,7 +60,7 @@ clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_c
     if (c.eval_stopped) {
         return clip_outcome::stopped;
     }
-    if (c.policy != nullptr) {
+    if (c.policy != nullptr && notes_time) {
         c.policy->note_graph_ms(now_ms() - began);
     }
     return clip_outcome::finished;

@@ -203,6 +203,7 @@ struct decode_run {
         call.begin_graph();
         budget.begin_call();
         const int32_t ret = llama_decode(ctx, pending.next(n));
+        call.graph_returned();
         o.n_calls++;
         // Device nodes are not timed by the abort callback: there the eval callbacks' time between
         // checkpoints is what a stop waits for.

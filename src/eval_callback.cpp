@@ -92,7 +92,6 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
                                       device.emulated ? llama_cancel::fence_role(t) : llama_cancel::k_fence_none);
         if (c != nullptr && c->hold_if_short) { // the call's first node that computes
             c->hold_if_short = false;
-            c->policy        = &policy; // the call tells it how long its graphs took (run_clip_call)
             if (policy.graph_is_short()) {
                 c->hold = true; // the rest of the graph asks a third as much; the call reads the bytes
                 policy.hold_graph();

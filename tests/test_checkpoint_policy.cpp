@@ -193,21 +193,15 @@ TEST_F(Policy, BudgetAdaptsToAFastDevice) {
     EXPECT_LT(sim.checkpoints.size(), 200u) << "not a synchronize per graph, let alone per node";
 }
 
-// A process's first graph on a device is cut by what the device shows in its first views, not by
-// a guess (issue 47: a Qwen3-ASR window's first checkpoint came 22 ms in, the guess's 2e8 FLOPs on
-// a 10 GFLOP/s CPU); a new graph on a measured device, of a shape never seen, is cut by the rate
-// the device showed before, from its first node.
-TEST_F(Policy, AFirstGraphIsCutByWhatTheDeviceShowed) {
+// A new graph on a measured device, of a shape never seen (the first encode of a clip graph, the
+// first prefill of a shape), is cut by the rate the device showed before, from its first node.
+TEST_F(Policy, ANewGraphIsCutByTheRateItsDeviceShowed) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     sim.unseen        = true;
     const double rate = 1.0e7; // 10 GFLOP/s: llvmpipe, or a CPU's clip graph
-    const double start = sim.now;
-    sim.split(node(100000), 4000, dev_a, rate); // a 40 ms graph of 0.01 ms nodes
-    ASSERT_GE(sim.checkpoints.size(), 4u);
-    EXPECT_LE(sim.checkpoints[0] - start, 0.25 * k_interval) << "the first view measures the device";
-    for (size_t i = 2; i < sim.checkpoints.size(); ++i) {
-        EXPECT_LE(sim.checkpoints[i] - sim.checkpoints[i - 1], 1.1 * k_interval) << "checkpoint " << i;
+    for (int g = 0; g < 3; ++g) {
+        sim.split(node(100000), 4000, dev_a, rate); // 40 ms graphs of 0.01 ms nodes
     }
     const size_t before = sim.checkpoints.size();
     const double begun  = sim.now + 1.0;
@@ -918,8 +912,7 @@ TEST_F(PlannedPolicy, NodesSlowerThanTheirWorkAreGivenTheTimeTheyTook) {
         const timed_pass p = g.run(policy, now);
         longest.push_back(*std::max_element(p.view_ms.begin(), p.view_ms.end()));
     }
-    // the first graph measures the device in its first views; the second is priced by work
-    EXPECT_GT(longest[1], 1.15 * longest_view(g)) << "priced by work, their view is too long";
+    EXPECT_GT(longest[0], 1.15 * longest_view(g)) << "priced by work, their view is too long";
     for (size_t pass = 8; pass < longest.size(); ++pass) {
         EXPECT_LE(longest[pass], 1.05 * longest_view(g)) << "pass " << pass;
     }
@@ -1082,7 +1075,9 @@ struct device_graph {
         int                 at_once = 0;  // asks answered with nothing priced (uncut_ask)
     };
 
-    pass run(checkpoint_policy & policy, double & now, std::mt19937 & rng, double noise, double scale = 1.0) const {
+    // `returned`: a call tells the policy when the graph returned (call::graph_returned).
+    pass run(checkpoint_policy & policy, double & now, std::mt19937 & rng, double noise, double scale = 1.0,
+             bool returned = false) const {
         std::uniform_real_distribution<double> jitter(1.0 - noise, 1.0 + noise);
         pass   r;
         double view = 0.0, heavy = 0.0;
@@ -1107,6 +1102,9 @@ struct device_graph {
                     policy.passed(now);
                 }
             }
+        }
+        if (returned) {
+            policy.graph_returned(now);
         }
         now += 2.0; // the host between two graphs
         return r;
@@ -1164,6 +1162,30 @@ TEST_F(RepeatedGraph, ViewsAreCutByTheTimesTheNodesTook) {
     for (size_t v = 0; v < p.view_ms.size(); ++v) {
         EXPECT_LE(p.view_ms[v] - p.view_heavy[v], llama_cancel::tuning::k_slower * k_interval)
             << "view " << v << " of " << p.view_ms.size();
+    }
+}
+
+// A graph whose last nodes are slow for their work (code2wav's convolutions after fast products):
+// measured by the rate its first nodes showed, its last view looks short, and timed at the next
+// graph's first ask it took far longer than that could: taken for the host's idle time, it was
+// never timed, the graph ran uncut and a stop waited for its slow half. A call that tells when the
+// graph returned times that view: the next call is cut through the slow half.
+TEST_F(RepeatedGraph, AReturnedGraphsLastViewIsTimedToItsReturn) {
+    device_graph g;
+    for (int i = 0; i < 400; ++i) {
+        g.nodes.push_back(node(1000000 + i));
+        g.ms.push_back(i < 200 ? 0.01 : 1.0); // 2 ms of fast nodes, then 200 ms of slow ones
+    }
+    checkpoint_policy policy;
+    std::mt19937      rng(5);
+    double            now = 1000.0;
+    device_graph::pass p;
+    for (int call = 0; call < 6; ++call) {
+        p = g.run(policy, now, rng, 0.05, 1.0, true);
+    }
+    ASSERT_FALSE(p.view_ms.empty());
+    for (size_t v = 0; v < p.view_ms.size(); ++v) {
+        EXPECT_LE(p.view_ms[v] - p.view_heavy[v], llama_cancel::tuning::k_slower * k_interval) << "view " << v;
     }
 }
 
