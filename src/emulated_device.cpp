@@ -230,11 +230,15 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
     }
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_budgets * interval);
     // Noise never moves a view: the cuts stay while the longest view allowed stays within the
-    // stable plans' band of the one they were planned for, and their views within k_plan_view_over of it.
-    if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms &&
-        longest_cut_view(p, ms_of) <= k_plan_view_over * longest) {
-        return;
+    // stable plans' band of the one they were planned for, and their views within k_plan_view_over
+    // of it or out of it for fewer than k_plan_strays graphs in a row.
+    if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms) {
+        p.strays = longest_cut_view(p, ms_of) <= k_plan_view_over * longest ? 0 : p.strays + 1;
+        if (p.strays < k_plan_strays) {
+            return;
+        }
     }
+    p.strays = 0;
     std::vector<float>   ms(p.nodes.size());
     std::vector<uint8_t> fence(p.nodes.size()), starts(p.nodes.size());
     for (size_t i = 0; i < p.nodes.size(); ++i) {

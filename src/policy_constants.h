@@ -66,6 +66,10 @@ constexpr double k_target = 0.8;
 constexpr double k_slower = 1.25;
 // x. Cuts are kept while the graph needs no fewer than 1/this of its views (each a synchronize).
 constexpr double k_faster = 2.0;
+// calls. A plan that served a call is made again only after this many calls in a row out of its
+// band (one slow call is the host's noise, not the graph's). View plans' views likewise.
+// Test: RepeatedGraph.OneSlowCallMovesNoCheckpoint; bench: plans rows, "moved".
+constexpr int k_plan_strays = 2;
 // x. A node is the planned one while its work is within this factor of the planned node's (plus a
 // few kFLOP: views and copies of a few elements). Test: PlannedPolicy.APlanIsFollowedWhileItsNodesAreThePlannedOnes.
 constexpr double k_plan_work_slack = 2.0;
@@ -103,8 +107,8 @@ constexpr size_t k_plan_max_nodes = 256;
 constexpr size_t k_plan_nodes     = 1u << 14;
 // count. Graphs whose view plans are kept.
 constexpr int k_view_plans = 4;
-// x. A view plan's cuts are kept while its views stay within this of the longest allowed.
-// Bench: plans rows (vulkan), "moved".
+// x. A view plan's cuts are kept while its views stay within this of the longest allowed (or left
+// it for fewer than k_plan_strays graphs in a row). Bench: plans rows (vulkan), "moved".
 constexpr double k_plan_view_over = 1.05;
 // ms. A graph no call told of goes on with the run of the graph before it when it begins within
 // this of that one's computed end. Test: PlannedPolicy.OutsideCallsAGraphGoesOnWithItsRun.

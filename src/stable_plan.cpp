@@ -153,14 +153,18 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
         expected += n.ms;
         heaviest = std::max(heaviest, static_cast<double>(n.ms));
     }
-    if (took_ms < 0.0 || expected <= 0.0 || took_ms > pause_factor * expected ||
-        took_ms - heaviest <= k_slower * interval_ms) {
-        return; // still fits, or not known: the plan stays
+    if (took_ms < 0.0 || expected <= 0.0 || took_ms > pause_factor * expected) {
+        return; // not known: the plan stays
+    }
+    if (!strayed(r, took_ms - heaviest <= k_slower * interval_ms)) {
+        return; // still fits, or one call did not
     }
     for (node & n : r.nodes) {
         n.ms = static_cast<float>(n.ms * took_ms / expected);
     }
     r.planned_ms = took_ms;
+    r.served     = false;
+    r.strays     = 0;
     cut(r, interval_ms);
     replans_ += r.uncut ? 0 : 1;
 }
@@ -226,6 +230,18 @@ bool stable_plans::keeps(const record & r, double total, double interval_ms, dou
     return r.emulated ? few && total * k_faster >= r.planned_ms : few;
 }
 
+// Whether `r`'s cuts are to be made again after a call `in_band` or not: once they served a call,
+// only after k_plan_strays calls in a row out of their band.
+bool stable_plans::strayed(record & r, bool in_band) {
+    if (in_band) {
+        r.served = true;
+        r.strays = 0;
+        return false;
+    }
+    r.strays++;
+    return !r.served || r.strays >= k_plan_strays;
+}
+
 void stable_plans::end(bool whole, const device_rates & rates, double interval_ms, double emulated_view_ms) {
     const int followed = plan_;
     plan_ = -1;
@@ -239,7 +255,7 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
     record &   r    = followed >= 0 ? plans_[followed] : slot_of(head_);
     const bool same = followed >= 0 && r.nodes.size() == log_.size() &&
                       std::abs(r.interval_ms - interval_ms) <= 0.05 * interval_ms;
-    if (same && keeps(r, total, interval_ms, emulated_view_ms)) {
+    if (same && !strayed(r, keeps(r, total, interval_ms, emulated_view_ms))) {
         return; // the cuts stay where they are
     }
     if (followed >= 0 && r.emulated && replayed_) {
@@ -260,6 +276,8 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
     r.last_use = ++uses_;
     r.nodes.swap(log_); // log_ keeps the old nodes' memory for the next graph
     r.planned_ms = total;
+    r.served     = false;
+    r.strays     = 0;
     cut(r, interval_ms);
     replans_ += kept && before != r.cuts ? 1 : 0;
 }

@@ -16,7 +16,8 @@
 // replayed instead (where its own view plan does not place them). The cuts are kept while their
 // views stay within k_slower of the interval, the graph needs no fewer than 1/k_faster of them, and its nodes are the
 // planned ones (each on the same device, its work within k_plan_work_slack): noise moves no checkpoint, a
-// graph that got slower (or much faster) is cut again.
+// graph that got slower (or much faster) is cut again, once k_plan_strays calls in a row showed it
+// (one slow call is the host's noise).
 #pragma once
 
 #include "graph_head.h"
@@ -87,11 +88,14 @@ class stable_plans {
         double               planned_ms  = 0.0; // the graph's time when cut
         bool                 uncut       = false; // no cut (a graph within the interval)
         double               interval_ms = 0.0; // and the interval
+        bool                 served      = false; // the cuts were kept after a call
+        int                  strays      = 0;     // calls in a row out of the cuts' band
     };
 
     static double price(std::vector<node> & nodes, const device_rates & rates);
     static double longest_view(const std::vector<uint8_t> & cuts, const std::vector<node> & nodes);
     bool          keeps(const record & r, double total, double interval_ms, double emulated_view_ms) const;
+    static bool   strayed(record & r, bool in_band);
     void          cut(record & r, double interval_ms);
     record &      slot_of(const graph_head & head);
 

@@ -908,12 +908,12 @@ TEST_F(PlannedPolicy, NodesSlowerThanTheirWorkAreGivenTheTimeTheyTook) {
     checkpoint_policy policy;
     double            now = 1000.0;
     std::vector<double> longest;
-    for (int pass = 0; pass < 12; ++pass) {
+    for (int pass = 0; pass < 20; ++pass) {
         const timed_pass p = g.run(policy, now);
         longest.push_back(*std::max_element(p.view_ms.begin(), p.view_ms.end()));
     }
     EXPECT_GT(longest[0], 1.15 * longest_view(g)) << "priced by work, their view is too long";
-    for (size_t pass = 8; pass < longest.size(); ++pass) {
+    for (size_t pass = 14; pass < longest.size(); ++pass) { // planned again every k_plan_strays graphs
         EXPECT_LE(longest[pass], 1.05 * longest_view(g)) << "pass " << pass;
     }
 }
@@ -1189,8 +1189,31 @@ TEST_F(RepeatedGraph, AReturnedGraphsLastViewIsTimedToItsReturn) {
     }
 }
 
+// A host's hiccup (another process, a page fault) makes one call slow: its views ran past the band,
+// but the graph did not change, and moving the checkpoints would cost a GPU its captured views.
+// The cuts stay through it; the graph is cut again only when the next call strays too.
+TEST_F(RepeatedGraph, OneSlowCallMovesNoCheckpoint) {
+    const device_graph g = graph();
+    checkpoint_policy  policy;
+    std::mt19937       rng(11);
+    double             now = 1000.0;
+    std::vector<int>   planned;
+    for (int call = 0; call < 8; ++call) {
+        planned = g.run(policy, now, rng, 0.05).cuts;
+    }
+    const uint64_t replans = policy.stable_replans();
+    for (int call = 0; call < 12; ++call) {
+        const double scale = call % 4 == 1 ? 2.0 : 1.0; // every fourth call twice as slow
+        EXPECT_EQ(g.run(policy, now, rng, 0.05, scale).cuts, planned) << "call " << call;
+    }
+    EXPECT_EQ(policy.stable_replans(), replans);
+    g.run(policy, now, rng, 0.05, 2.0);
+    g.run(policy, now, rng, 0.05, 2.0);
+    EXPECT_GT(g.run(policy, now, rng, 0.05, 2.0).cuts.size(), planned.size()) << "two slow calls in a row: cut again";
+}
+
 // A graph within the interval runs as upstream runs it, one view per split, call after call (the
-// call reads the byte as it returns); one that got slower is cut again, once, and stays so.
+// call reads the byte as it returns); one that stays slower is cut again, once, and stays so.
 TEST_F(RepeatedGraph, AShortGraphIsNotCutAndASlowerOneIsCutAgain) {
     device_graph g;
     for (int i = 0; i < 200; ++i) {
@@ -1214,7 +1237,7 @@ TEST_F(RepeatedGraph, AShortGraphIsNotCutAndASlowerOneIsCutAgain) {
         // 15 ms now: its one view is timed as the next graph begins (within k_pause_factor of
         // what it took before; a longer pause is taken for the host's idle time)
         const device_graph::pass p = g.run(policy, now, rng, 0.1, 2.5);
-        if (call >= 2) {
+        if (call >= 3) { // seen slower by two calls (k_plan_strays), cut from the third
             EXPECT_EQ(p.cuts, cuts) << "call " << call;
         }
         cuts = p.cuts;
