@@ -16,6 +16,7 @@ LIBRARY = \"${PY_TO_LIBDIR}/$<TARGET_SONAME_FILE_NAME:llama-cancel>\"
 ")
 install(FILES
     bindings/python/llama_cancel/__init__.py
+    bindings/python/llama_cancel/_layouts.py
     bindings/python/llama_cancel/abi.py
     bindings/python/llama_cancel/libraries.py
     bindings/python/llama_cancel/llama.py

@@ -3,6 +3,9 @@ argument and result types. The layouts are checked against the loaded library at
 (llama_cancel_struct_size, llama_cancel_field_offset), so a change in the header shows up as
 AbiMismatch rather than as corrupted memory."""
 import ctypes as C
+import re
+
+from ._layouts import LAYOUTS
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
 VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 4, 1
@@ -37,89 +40,52 @@ tts_frame_callback_t = C.CFUNCTYPE(C.c_bool, C.c_int32, C.c_int64, C.c_void_p)
 
 _flag = C.POINTER(C.c_int8)
 
-
-class llama_cancel_hook_params(C.Structure):
-    # chain: native function pointers only (a Python callback would run on ggml's thread)
-    _fields_ = [("interval_ms", C.c_double), ("flag", _flag), ("chain", C.c_void_p), ("chain_data", C.c_void_p)]
-
-
-class llama_cancel_hook_stats(C.Structure):
-    _fields_ = [("checkpoints", C.c_uint64), ("asks", C.c_uint64), ("budget_flops", C.c_double),
-                ("interval_ms", C.c_double), ("round_trip_ms", C.c_double)]
-
-
-class llama_cancel_snapshot_stats(C.Structure):
-    _fields_ = [("snapshots", C.c_uint64), ("shared", C.c_uint64), ("held_steps", C.c_uint64),
-                ("restores", C.c_uint64), ("bytes", C.c_uint64), ("copy_ms", C.c_double)]
+# The ctypes type of each field kind of _layouts.py (generated from the header by
+# scripts/gen_layouts.py; "char[N]" is a char array). Pointer fields the module passes through are
+# c_void_p: abort_callback, chain, on_token, on_frame take native function addresses only
+# (native_address(); a Python callback would run on ggml's thread); voice, sampler and the hooks are
+# handles. `str` fields (llama_cancel_tts_params' text and lang) are UTF-8 bytes, copied at init.
+_CTYPES = {
+    "i32": C.c_int32, "u32": C.c_uint32, "i64": C.c_int64, "u64": C.c_uint64,
+    "f32": C.c_float, "f64": C.c_double, "bool": C.c_bool,
+    "ptr": C.c_void_p, "str": C.c_char_p,
+    "byte": _flag,               # const int8_t *: a Flag's .ptr
+    "bytes": C.POINTER(_flag),   # const int8_t * const *: an array of them (seq_flags)
+}
 
 
-class llama_cancel_decode_params(C.Structure):
-    _fields_ = [("flag", _flag), ("hook", C.c_void_p), ("abort_callback", C.c_void_p),
-                ("abort_callback_data", C.c_void_p), ("seq_flags", C.POINTER(_flag)), ("max_stop_ms", C.c_float),
-                ("n_seq", C.c_int32)]
+def _ctype(kind):
+    array = re.fullmatch(r"char\[(\d+)\]", kind)
+    if array:
+        return C.c_char * int(array.group(1))
+    if kind not in _CTYPES:
+        raise TypeError(f"llama_cancel/_layouts.py has field kind {kind!r}, which abi.py's _CTYPES does not map")
+    return _CTYPES[kind]
 
 
-class llama_cancel_seq_result(C.Structure):
-    _fields_ = [("n_committed", C.c_int32), ("output", C.c_int32), ("cancelled", C.c_int32)]
+def _structure(name, fields):
+    return type(name, (C.Structure,), {"_fields_": [(f, _ctype(kind)) for f, kind in fields], "__module__": __name__})
 
 
-class llama_cancel_decode_result(C.Structure):
-    _fields_ = [("status", C.c_int32), ("decode_ret", C.c_int32), ("n_committed", C.c_int32),
-                ("output_base", C.c_int32), ("n_decode_calls", C.c_int32), ("n_seq_cancelled", C.c_int32),
-                ("longest_node_ms", C.c_float), ("budget_missed", C.c_int32), ("message", C.c_char * 256)]
+# Every struct of llama-cancel.h, in the header's order: those the generated layouts list (one added
+# to the header comes with no code change here), checked field by field at load.
+_BY_NAME = {name: _structure(name, fields) for name, fields in LAYOUTS.items()}
+STRUCTS = tuple(_BY_NAME.values())
 
-
-class llama_cancel_generate_params(C.Structure):
-    _fields_ = [("flag", _flag), ("hook", C.c_void_p), ("sampler", C.c_void_p), ("on_token", C.c_void_p),
-                ("on_token_data", C.c_void_p), ("max_stop_ms", C.c_float), ("n_predict", C.c_int32),
-                ("seq_id", llama_seq_id), ("n_batch", C.c_int32)]
-
-
-class llama_cancel_generate_result(C.Structure):
-    _fields_ = [("status", C.c_int32), ("stop_reason", C.c_int32), ("n_prompt_committed", C.c_int32),
-                ("n_generated", C.c_int32), ("n_generated_committed", C.c_int32), ("n_past", C.c_int32),
-                ("n_chunks_done", C.c_int32), ("message", C.c_char * 256)]
-
-
-class llama_cancel_load_result(C.Structure):
-    _fields_ = [("status", C.c_int32), ("message", C.c_char * 256)]
-
-
-class llama_cancel_mtmd_params(C.Structure):
-    _fields_ = [("flag", _flag), ("decode_hook", C.c_void_p), ("seq_flags", C.POINTER(_flag)),
-                ("max_stop_ms", C.c_float), ("n_seq", C.c_int32), ("seq_id", llama_seq_id), ("n_batch", C.c_int32)]
-
-
-class llama_cancel_mtmd_result(C.Structure):
-    _fields_ = [("status", C.c_int32), ("n_chunks_done", C.c_int32), ("n_past", C.c_int32),
-                ("message", C.c_char * 256)]
-
-
-class llama_cancel_tts_params(C.Structure):
-    # text and lang: UTF-8 (bytes), copied at init; voice: an mtmd_bitmap (audio); sampler: a
-    # llama_sampler chain, used until llama_cancel_tts_free
-    _fields_ = [("text", C.c_char_p), ("lang", C.c_char_p), ("voice", C.c_void_p), ("sampler", C.c_void_p),
-                ("top_p", C.c_float), ("temp", C.c_float), ("top_k", C.c_int32), ("seed", C.c_uint32),
-                ("seq_id", llama_seq_id), ("n_batch", C.c_int32), ("max_frames", C.c_int32), ("window", C.c_int32)]
-
-
-class llama_cancel_tts_run_params(C.Structure):
-    _fields_ = [("flag", _flag), ("decode_hook", C.c_void_p), ("gen_hook", C.c_void_p), ("on_frame", C.c_void_p),
-                ("on_frame_data", C.c_void_p), ("max_stop_ms", C.c_float), ("n_frames", C.c_int32)]
-
-
-class llama_cancel_tts_result(C.Structure):
-    _fields_ = [("n_samples", C.c_int64), ("status", C.c_int32), ("stop_reason", C.c_int32), ("step", C.c_int32),
-                ("n_frames", C.c_int32), ("n_frames_pending", C.c_int32), ("n_chunks_done", C.c_int32),
-                ("sample_rate", C.c_int32), ("finished", C.c_int32), ("message", C.c_char * 256)]
-
-
-# The structs of llama-cancel.h this module declares, checked field by field at load.
-STRUCTS = (llama_cancel_hook_params, llama_cancel_hook_stats, llama_cancel_snapshot_stats, llama_cancel_decode_params,
-           llama_cancel_seq_result,
-           llama_cancel_decode_result, llama_cancel_generate_params, llama_cancel_generate_result,
-           llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
-           llama_cancel_tts_params, llama_cancel_tts_run_params, llama_cancel_tts_result)
+llama_cancel_hook_params = _BY_NAME["llama_cancel_hook_params"]
+llama_cancel_hook_stats = _BY_NAME["llama_cancel_hook_stats"]
+llama_cancel_snapshot_stats = _BY_NAME["llama_cancel_snapshot_stats"]
+llama_cancel_decode_params = _BY_NAME["llama_cancel_decode_params"]
+llama_cancel_seq_result = _BY_NAME["llama_cancel_seq_result"]
+llama_cancel_decode_result = _BY_NAME["llama_cancel_decode_result"]
+llama_cancel_generate_params = _BY_NAME["llama_cancel_generate_params"]
+llama_cancel_generate_result = _BY_NAME["llama_cancel_generate_result"]
+llama_cancel_load_result = _BY_NAME["llama_cancel_load_result"]
+llama_cancel_mtmd_params = _BY_NAME["llama_cancel_mtmd_params"]
+llama_cancel_mtmd_result = _BY_NAME["llama_cancel_mtmd_result"]
+llama_cancel_tts_params = _BY_NAME["llama_cancel_tts_params"]
+llama_cancel_tts_run_params = _BY_NAME["llama_cancel_tts_run_params"]
+llama_cancel_tts_result = _BY_NAME["llama_cancel_tts_result"]
 
 
 def prototypes(llama):
