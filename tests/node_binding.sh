@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 tarball=$(ls "$work"/llama-cancel-*.tgz)
 listing=$(tar -tzf "$tarball" | sort)
 echo "packed $(basename "$tarball"):" $listing
-for f in package/index.js package/package.json package/README.md; do
+for f in package/index.js package/layouts.js package/package.json package/README.md; do
     grep -qx "$f" <<<"$listing" || { echo "FAIL: $f is not in the package"; exit 1; }
 done
 if grep -q -E '^package/(test|node_modules)/' <<<"$listing"; then

@@ -10,11 +10,13 @@
 // Text-to-speech (header 1.3): lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs
 // on koffi's worker thread while the main thread stores the byte; generate again to resume.
 //
-// The struct layouts below are copies of llama-cancel.h and llama.h; load() compares each with the
-// library (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
+// The struct layouts below: llama-cancel.h's from layouts.js (generated from the header by
+// scripts/gen_layouts.py), llama.h's copied by hand; load() compares each with the library
+// (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
 const nodePath = require('node:path');
+const LAYOUTS = require('./layouts');
 
 const VERSION = [1, 4, 1]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
@@ -28,6 +30,32 @@ const MTMD_GEN_AUDIO_TYPE = { NONE: 0, QWEN3TTS: 1, POCKETTTS: 2 };
 // Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
 // be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
 const P = 'void *';
+// The koffi type of each field kind of layouts.js (generated from the header by
+// scripts/gen_layouts.py; 'char[N]' is a char array, read as a JS string). Pointer kinds are plain
+// pointers: `byte` (const int8_t *, a Flag's address), `bytes` (const int8_t * const *, an array
+// of them), `ptr` (handles, native callbacks, user data); `str` fields (llama_cancel_tts_params'
+// text and lang) are JS strings, converted for llama_cancel_tts_init only (the library copies them).
+const KOFFI_TYPES = {
+    i32: 'int32_t', u32: 'uint32_t', i64: 'int64_t', u64: 'uint64_t', f32: 'float', f64: 'double', bool: 'bool',
+    ptr: P, byte: P, bytes: P, str: 'const char *',
+};
+function koffiType(kind) {
+    const array = /^char\[(\d+)\]$/.exec(kind);
+    if (array) return koffi.array('char', Number(array[1]));
+    if (!(kind in KOFFI_TYPES)) {
+        throw new Error(`layouts.js has field kind '${kind}', which index.js's KOFFI_TYPES does not map`);
+    }
+    return KOFFI_TYPES[kind];
+}
+// Every struct of llama-cancel.h, in the header's order (one added to the header comes with no
+// code change here), as koffi structs by their C names.
+function cancelStructs() {
+    const out = {};
+    for (const [name, fields] of Object.entries(LAYOUTS)) {
+        out[name] = koffi.struct(name, Object.fromEntries(fields.map(([field, kind]) => [field, koffiType(kind)])));
+    }
+    return out;
+}
 const T = {
     llama_batch: koffi.struct('llama_batch', {
         n_tokens: 'int32_t', token: P, embd: P, pos: P, n_seq_id: P, seq_id: P, logits: P,
@@ -49,61 +77,8 @@ const T = {
         offload_kqv: 'bool', no_perf: 'bool', op_offload: 'bool', swa_full: 'bool', kv_unified: 'bool',
         samplers: P, n_samplers: 'size_t', ctx_other: P,
     }),
-    llama_cancel_hook_params: koffi.struct('llama_cancel_hook_params', {
-        interval_ms: 'double', flag: P, chain: P, chain_data: P,
-    }),
-    llama_cancel_hook_stats: koffi.struct('llama_cancel_hook_stats', {
-        checkpoints: 'uint64_t', asks: 'uint64_t', budget_flops: 'double', interval_ms: 'double',
-        round_trip_ms: 'double',
-    }),
-    llama_cancel_snapshot_stats: koffi.struct('llama_cancel_snapshot_stats', {
-        snapshots: 'uint64_t', shared: 'uint64_t', held_steps: 'uint64_t', restores: 'uint64_t', bytes: 'uint64_t',
-        copy_ms: 'double',
-    }),
-    llama_cancel_decode_params: koffi.struct('llama_cancel_decode_params', {
-        flag: P, hook: P, abort_callback: P, abort_callback_data: P, seq_flags: P, max_stop_ms: 'float',
-        n_seq: 'int32_t',
-    }),
-    llama_cancel_seq_result: koffi.struct('llama_cancel_seq_result', {
-        n_committed: 'int32_t', output: 'int32_t', cancelled: 'int32_t',
-    }),
-    llama_cancel_decode_result: koffi.struct('llama_cancel_decode_result', {
-        status: 'int32_t', decode_ret: 'int32_t', n_committed: 'int32_t', output_base: 'int32_t',
-        n_decode_calls: 'int32_t', n_seq_cancelled: 'int32_t', longest_node_ms: 'float', budget_missed: 'int32_t',
-        message: koffi.array('char', 256),
-    }),
-    llama_cancel_generate_params: koffi.struct('llama_cancel_generate_params', {
-        flag: P, hook: P, sampler: P, on_token: P, on_token_data: P, max_stop_ms: 'float', n_predict: 'int32_t',
-        seq_id: 'int32_t', n_batch: 'int32_t',
-    }),
-    llama_cancel_generate_result: koffi.struct('llama_cancel_generate_result', {
-        status: 'int32_t', stop_reason: 'int32_t', n_prompt_committed: 'int32_t', n_generated: 'int32_t',
-        n_generated_committed: 'int32_t', n_past: 'int32_t', n_chunks_done: 'int32_t', message: koffi.array('char', 256),
-    }),
-    llama_cancel_load_result: koffi.struct('llama_cancel_load_result', {
-        status: 'int32_t', message: koffi.array('char', 256),
-    }),
-    llama_cancel_mtmd_params: koffi.struct('llama_cancel_mtmd_params', {
-        flag: P, decode_hook: P, seq_flags: P, max_stop_ms: 'float', n_seq: 'int32_t', seq_id: 'int32_t',
-        n_batch: 'int32_t',
-    }),
-    llama_cancel_mtmd_result: koffi.struct('llama_cancel_mtmd_result', {
-        status: 'int32_t', n_chunks_done: 'int32_t', n_past: 'int32_t', message: koffi.array('char', 256),
-    }),
-    // text and lang: JS strings, converted for llama_cancel_tts_init only (the library copies them)
-    llama_cancel_tts_params: koffi.struct('llama_cancel_tts_params', {
-        text: 'const char *', lang: 'const char *', voice: P, sampler: P, top_p: 'float', temp: 'float',
-        top_k: 'int32_t', seed: 'uint32_t', seq_id: 'int32_t', n_batch: 'int32_t', max_frames: 'int32_t',
-        window: 'int32_t',
-    }),
-    llama_cancel_tts_run_params: koffi.struct('llama_cancel_tts_run_params', {
-        flag: P, decode_hook: P, gen_hook: P, on_frame: P, on_frame_data: P, max_stop_ms: 'float', n_frames: 'int32_t',
-    }),
-    llama_cancel_tts_result: koffi.struct('llama_cancel_tts_result', {
-        n_samples: 'int64_t', status: 'int32_t', stop_reason: 'int32_t', step: 'int32_t', n_frames: 'int32_t',
-        n_frames_pending: 'int32_t', n_chunks_done: 'int32_t', sample_rate: 'int32_t', finished: 'int32_t',
-        message: koffi.array('char', 256),
-    }),
+    // llama-cancel.h's, from layouts.js (cancelStructs())
+    ...cancelStructs(),
     // mtmd.h's (experimental in 0.7.0; the library does not know it, so it is not checked)
     mtmd_gen_audio_info: koffi.struct('mtmd_gen_audio_info', {
         type: 'int', sample_rate: 'int32_t', model_variant: 'const char *',
