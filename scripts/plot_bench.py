@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots a `llama-cancel bench` JSON file next to it (same name, .png): cancel latency per CPU
+"""Plots a `llama-cancel-bench bench` JSON file next to it (same name, .png): cancel latency per CPU
 configuration against what a host sees today, overheads, and the backend rows. Works on the
 headline run and on --all alike: only the panels whose rows ran are drawn, laid out three a row.
 A figure no run produced (every run finished before its store) is left out, never drawn as 0.
@@ -44,7 +44,7 @@ def main(path):
         ax.axis("off")
 
     selection = "every row (--all)" if data.get("all") else "headline rows"
-    fig.suptitle(f"llama-cancel bench: {model_text(data['model'])}; {data['cores']} cores, {data['runs']} runs, "
+    fig.suptitle(f"llama-cancel-bench bench: {model_text(data['model'])}; {data['cores']} cores, {data['runs']} runs, "
                  f"{selection}")
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # the title's line above the panels
     out = os.path.splitext(path)[0] + ".png"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots a `llama-cancel tune` JSON file next to it (same name, .png): prefill throughput and worst
+"""Plots a `llama-cancel-bench tune` JSON file next to it (same name, .png): prefill throughput and worst
 stop latency against n_ubatch, the budget, and the library's budget slicing beside them.
 
     plot_tune.py llama-cancel-tune.json
@@ -43,7 +43,7 @@ def main(path):
     a2.set_yscale("log")
     a1.set_title("Throughput")
     a2.set_title("Stop latency")
-    fig.suptitle(f"llama-cancel tune: {os.path.basename(data['model'])} on {data['device']}, "
+    fig.suptitle(f"llama-cancel-bench tune: {os.path.basename(data['model'])} on {data['device']}, "
                  f"{data['tokens']}-token prefill, {data['runs']} runs per row")
     fig.tight_layout()
     out = os.path.splitext(path)[0] + ".png"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which views keep the host's thread busy: reads a trace of `llama-cancel bench-mtmd --trace PATH`
+"""Which views keep the host's thread busy: reads a trace of `llama-cancel-bench bench-mtmd --trace PATH`
 (each ask of the overhead's evaluations: wall and thread CPU time, checkpoints passed so far) and
 sums, way by way, the views computed between asks by their last nodes.
 

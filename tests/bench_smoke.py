@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Runs `llama-cancel bench` briefly and checks its JSON: every configured row is there, the thread
+"""Runs `llama-cancel-bench bench` briefly and checks its JSON: every configured row is there, the thread
 probe saw reader calls and none off-thread, every rollback was measured at the first ubatch's end
 (read from the memory, checked here against the batch), every latency row stopped at least one
 decode, the plan stability rows decoded every call, and each figure is a number. Timing figures are not asserted.
-usage: bench_smoke.py LLAMA_CANCEL MODEL OUT_JSON [BACKENDS]
+usage: bench_smoke.py LLAMA_CANCEL_BENCH MODEL OUT_JSON [BACKENDS]
 MODEL: the bench-preset model (a decode of 32-512 tokens lasts 70-600 ms, so that a store at 20-66%
 of it lands inside the decode on a loaded machine; on the tiny model a 1 ms decode can finish
 before the storing thread wakes). BACKENDS: rpc, the default, or none where the RPC backend is

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""`llama-cancel bench-mtmd --trace` on a small Qwen3-ASR pair: the trace holds every way's
+"""`llama-cancel-bench bench-mtmd --trace` on a small Qwen3-ASR pair: the trace holds every way's
 evaluations of the overhead (runs x repeats each), each with its asks in time order, the hook's and
 the stateless callback's checkpoint counts never falling, today's never moving (its cb_eval never
 checkpoints); and scripts/trace_views.py reads it, a line for each way.
-usage: bench_trace.py LLAMA_CANCEL TEXT_MODEL MMPROJ OUT_DIR"""
+usage: bench_trace.py LLAMA_CANCEL_BENCH TEXT_MODEL MMPROJ OUT_DIR"""
 import os
 import subprocess
 import sys

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Runs `llama-cancel bench-tts` briefly on the tiny pairs of both pipelines (CPU) and checks each
+"""Runs `llama-cancel-bench bench-tts` briefly on the tiny pairs of both pipelines (CPU) and checks each
 row's JSON: the three steps and three ways are there, each way has --runs latencies (its runs that
 finished first counted apart, never 0 ms, and tried again up to 5x --runs attempts), a way's stopped and late runs are among its latencies, figures are
 numbers or null where no run produced one, the overhead repeats are as many as asked, and the
 targets are booleans. Timing figures are not asserted.
-usage: bench_tts_smoke.py LLAMA_CANCEL QWEN3_MODEL QWEN3_MMPROJ POCKET_MODEL POCKET_MMPROJ OUT_DIR"""
+usage: bench_tts_smoke.py LLAMA_CANCEL_BENCH QWEN3_MODEL QWEN3_MMPROJ POCKET_MODEL POCKET_MMPROJ OUT_DIR"""
 import json
 import os
 import subprocess

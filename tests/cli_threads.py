@@ -2,7 +2,7 @@
 """LLAMA_CANCEL_THREADS replaces every context's thread count; each command that prints or writes
 thread counts says so: a note on stderr and "threads_override" in its JSON, right after the thread
 count it was asked for. Runs each such command briefly on the tiny model with LLAMA_CANCEL_THREADS=1
-(bench-mtmd, which needs a projector, is left out). usage: cli_threads.py LLAMA_CANCEL TINY_MODEL OUT_DIR"""
+(bench-mtmd, which needs a projector, is left out). usage: cli_threads.py LLAMA_CANCEL_BENCH TINY_MODEL OUT_DIR"""
 import json
 import os
 import subprocess

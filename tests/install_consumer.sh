@@ -2,12 +2,14 @@
 # Installs the build into a scratch prefix and uses only the install tree: a consumer built with
 # CMake's find_package(llama-cancel) and with pkg-config; the Python module finding the library from
 # its installed place; the CLI running its installed generator and writing the model it generates
-# into a cache folder, not beside itself, with no source-tree path compiled in.
-# usage: install_consumer.sh BUILD SRC MODEL
+# into a cache folder, not beside itself, with no source-tree path compiled in; `llama-cancel check`
+# on the model; llama-cancel-bench installed only where LLAMA_CANCEL_INSTALL_BENCH is on.
+# usage: install_consumer.sh BUILD SRC MODEL [INSTALL_BENCH]
 set -euo pipefail
 build=$1
 src=$2
 model=$3
+install_bench=${4:-OFF}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -45,3 +47,18 @@ LLAMA_CANCEL_CACHE_DIR="$cache" "$prefix/bin/llama-cancel" generate --prompt-tok
 test -s "$cache/models/bench.gguf" || { echo "FAIL: no model in the cache folder"; cat "$prefix/cli.log"; exit 1; }
 test ! -e "$prefix/bin/models" || { echo "FAIL: models written beside the CLI"; exit 1; }
 echo "installed CLI: generated its model into the cache folder with the installed generator"
+check=$("$prefix/bin/llama-cancel" check --model "$model" --threads 1)
+grep -q "^  CPU (cpu, .*): abort callback after each node$" <<<"$check" ||
+    { echo "FAIL: the installed llama-cancel check gave no CPU stop path:"; echo "$check"; exit 1; }
+case "$install_bench" in
+    ON | on | 1 | TRUE | true | YES | yes) want_bench=1 ;;
+    *) want_bench=0 ;;
+esac
+if [ "$want_bench" = 1 ] && [ ! -x "$prefix/bin/llama-cancel-bench" ]; then
+    echo "FAIL: LLAMA_CANCEL_INSTALL_BENCH is on but llama-cancel-bench is not installed"
+    exit 1
+elif [ "$want_bench" = 0 ] && [ -e "$prefix/bin/llama-cancel-bench" ]; then
+    echo "FAIL: llama-cancel-bench installed without LLAMA_CANCEL_INSTALL_BENCH"
+    exit 1
+fi
+echo "installed CLI: llama-cancel check ran; llama-cancel-bench installed: $([ "$want_bench" = 1 ] && echo yes || echo no)"

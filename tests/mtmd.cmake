@@ -44,6 +44,10 @@ llama_cancel_test(NAME test_mtmd_stateless TARGET test_mtmd ARGS --gtest_filter=
 add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
     ${SMALL_MODEL} ${VISION_MMPROJ} ${AUDIO_MMPROJ})
 set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj")
+# `llama-cancel check --mmproj`: the projector's encodes' stop path too.
+add_test(NAME cli_check_mmproj COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli_check.py
+    $<TARGET_FILE:llama-cancel-cli> ${TINY_MODEL} ${SMALL_MODEL} ${VISION_MMPROJ})
+set_tests_properties(cli_check_mmproj PROPERTIES FIXTURES_REQUIRED "models;mmproj")
 
 # The Python module's multimodal test: an image chunk's encode stopped from the main thread.
 add_test(NAME python_module_mtmd
@@ -153,7 +157,7 @@ add_test(NAME cli_media_mrope COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $
 set_tests_properties(cli_media_mrope PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models")
 # bench-mtmd --trace and scripts/trace_views.py on the small Qwen3-ASR pair (CPU): every way traced.
 add_test(NAME bench_trace COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_trace.py
-    $<TARGET_FILE:llama-cancel-cli> ${MROPE_QWEN3ASR_MODEL} ${QWEN3A_MMPROJ} ${CMAKE_CURRENT_BINARY_DIR}/bench_trace)
+    $<TARGET_FILE:llama-cancel-bench> ${MROPE_QWEN3ASR_MODEL} ${QWEN3A_MMPROJ} ${CMAKE_CURRENT_BINARY_DIR}/bench_trace)
 set_tests_properties(bench_trace PROPERTIES FIXTURES_REQUIRED "models;mmproj;mrope_models" RUN_SERIAL TRUE TIMEOUT 600)
 # The Python module's multimodal test on the same M-RoPE pair.
 add_test(NAME python_module_mtmd_mrope

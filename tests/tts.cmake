@@ -77,9 +77,9 @@ if(TMUX)
     set_tests_properties(cli_tts PROPERTIES FIXTURES_REQUIRED tts_models RUN_SERIAL ON TIMEOUT 600)
 endif()
 
-# `llama-cancel bench-tts` on the tiny pairs of both pipelines (CPU): each row's JSON well formed,
+# `llama-cancel-bench bench-tts` on the tiny pairs of both pipelines (CPU): each row's JSON well formed,
 # every run a latency or finished first; no timing asserted.
 add_test(NAME bench_tts_smoke
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_tts_smoke.py $<TARGET_FILE:llama-cancel-cli>
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_tts_smoke.py $<TARGET_FILE:llama-cancel-bench>
         ${TTS_QWEN3_MODEL} ${TTS_QWEN3_MMPROJ} ${TTS_POCKET_MODEL} ${TTS_POCKET_MMPROJ} ${CMAKE_CURRENT_BINARY_DIR}/bench_tts_smoke)
 set_tests_properties(bench_tts_smoke PROPERTIES FIXTURES_REQUIRED tts_models TIMEOUT 600)

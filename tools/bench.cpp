@@ -1,4 +1,4 @@
-// `llama-cancel bench`, the cancel benchmark: reader overhead, cancel latency, rollback, thread probe
+// `llama-cancel-bench bench`, the cancel benchmark: reader overhead, cancel latency, rollback, thread probe
 // and the physical floor on the CPU backend for each batch size and thread count, then the rows of
 // the other backends, multimodal encodes, memory kinds, stop-time budgets and per-sequence cancels.
 // By default only the headline rows run (a few minutes); --all, or each section's option, runs the
@@ -31,13 +31,13 @@ using namespace bench;
 namespace {
 
 const char k_synopsis[] =
-    "usage: llama-cancel bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
-    "                          [--threads 1,2] [--runs N] [--seed N]\n"
-    "                          [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                          [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,qwen3a:vulkan,...|none] [--no-mtmd]\n"
-    "                          [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
-    "                          [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
-    "                          [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128] [--plans cpu,vulkan|none]\n"
+    "usage: llama-cancel-bench bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
+    "                                [--threads 1,2] [--runs N] [--seed N]\n"
+    "                                [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
+    "                                [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,qwen3a:vulkan,...|none] [--no-mtmd]\n"
+    "                                [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
+    "                                [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
+    "                                [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128] [--plans cpu,vulkan|none]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
     "By default, the headline rows (a few minutes): CPU at batches 64 and 512 on 2 threads, vulkan, the\n"

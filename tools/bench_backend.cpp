@@ -1,4 +1,4 @@
-// The benchmark's rows for one backend, run in its own process (`llama-cancel bench-backend NAME`)
+// The benchmark's rows for one backend, run in its own process (`llama-cancel-bench bench-backend NAME`)
 // so that each setup loads exactly its ggml backends: cancel latency with upstream's abort callback
 // alone, with llama-cancel's hook (llama_cancel_decode), and with the stateless eval callback bound
 // by name; the hook's and the stateless callback's overhead with the byte at 0, side by side.
@@ -312,7 +312,7 @@ std::string setup_name(const std::string & name) {
 }
 
 const char k_synopsis[] =
-    "usage: llama-cancel bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
+    "usage: llama-cancel-bench bench-backend vulkan|vulkan-1t|rpc|rpc2|rpc-lan|rpc2-lan|blas|cpu --model PATH\n"
     "       [--json PATH]\n"
     "       [--runs N] [--batch N] [--threads N] [--interval MS] [--rpc-server PATH]\n";
 

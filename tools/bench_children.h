@@ -1,4 +1,4 @@
-// The bench's rows that each run in a child process of their own (`llama-cancel bench-backend`,
+// The bench's rows that each run in a child process of their own (`llama-cancel-bench bench-backend`,
 // `bench-mtmd`, `bench-memory`, `bench-seq`), so that each loads exactly its backends and models:
 // the children write their row's JSON object into a file, read back here. Part of the `bench`
 // command.

@@ -1,4 +1,4 @@
-// One memory-kind row of the benchmark (`llama-cancel bench-memory --model PATH`), in its own
+// One memory-kind row of the benchmark (`llama-cancel-bench bench-memory --model PATH`), in its own
 // process: what exact rollback costs on a model's memory (KV cache, sliding window, recurrent,
 // hybrid). With the byte at 0 it measures llama_cancel_decode against plain llama_decode, paired
 // and alternated: a prefill in n_ubatch slices (on models with recurrent state a partial-state
@@ -46,8 +46,8 @@ enum mode { plain = 0, ours = 1, ours_hook = 2, ours_spare = 3 };
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, memory_options & o) {
-    cli_args::parser p("usage: llama-cancel bench-memory --model PATH [--runs N>=3] [--threads N] [--batch N]\n"
-                       "                                  [--ubatch N] [--json OUT]\n");
+    cli_args::parser p("usage: llama-cancel-bench bench-memory --model PATH [--runs N>=3] [--threads N] [--batch N]\n"
+                       "                                        [--ubatch N] [--json OUT]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--json", &o.json, "OUT", "where the row's JSON goes")
         .option("--runs", &o.runs, "N", "paired runs (>= 3)")

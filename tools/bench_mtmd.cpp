@@ -1,4 +1,4 @@
-// The multimodal rows of the benchmark (`llama-cancel bench-mtmd vision|audio`), in their own
+// The multimodal rows of the benchmark (`llama-cancel-bench bench-mtmd vision|audio`), in their own
 // process: encode time, cancel latency inside the clip encode (through the hook and through the
 // stateless eval callback bound by name) and inside the embedding decode, against a host that polls
 // its byte between native calls, and the encode overhead of both callbacks with the byte at 0; for
@@ -358,7 +358,7 @@ struct mtmd_options {
 
 using bench_mtmd::is_eval_kind;
 
-const char k_synopsis[] = "usage: llama-cancel bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch --model TEXT.gguf --mmproj MMPROJ.gguf "
+const char k_synopsis[] = "usage: llama-cancel-bench bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch --model TEXT.gguf --mmproj MMPROJ.gguf "
                           "[--runs N] [--threads N] [--seconds N] [--repeats N] [--repeat-for S] [--backend cpu|vulkan] [--no-header] [--json PATH]\n"
                           "                          [--trace PATH]\n";
 

@@ -1,4 +1,4 @@
-// `llama-cancel bench-plans SETUP`: whether checkpoints fall on the same nodes call after call
+// `llama-cancel-bench bench-plans SETUP`: whether checkpoints fall on the same nodes call after call
 // (issue 47). With cb_eval set, ggml's scheduler computes each view as a graph of its own, and
 // ggml-cuda captures a CUDA graph per first node of each graph after two unchanged calls: a view
 // that moves between calls is never captured. For a token loop and for prefills of one shape, each
@@ -184,7 +184,7 @@ common::json series_json(const char * way, const char * workload, const series &
 }
 
 const char k_synopsis[] =
-    "usage: llama-cancel bench-plans cpu|vulkan|vulkan-1t|rpc|blas --model PATH [--steps N] [--prefills N]\n"
+    "usage: llama-cancel-bench bench-plans cpu|vulkan|vulkan-1t|rpc|blas --model PATH [--steps N] [--prefills N]\n"
     "       [--prompt N] [--threads N] [--json PATH] [--rpc-server PATH]\n";
 
 int parse_options(int argc, char ** argv, plans_options & o) {

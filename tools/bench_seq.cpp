@@ -1,4 +1,4 @@
-// `llama-cancel bench-seq`: what a per-sequence cancel (llama_cancel_decode_params.seq_flags) costs
+// `llama-cancel-bench bench-seq`: what a per-sequence cancel (llama_cancel_decode_params.seq_flags) costs
 // the other sequences of a shared batch, how fast the cancelled one stops, and how fast a batch
 // whose every sequence is cancelled returns. One context (n_seq_max 4, n_batch 512, n_ubatch 512 or
 // --n-ubatch) decodes 4 sequences x 128 tokens, one after another, each asking for its last
@@ -556,7 +556,7 @@ common::json row_json(const seq_options & o, const std::string & description, co
     return common::with_threads_override(row, "runs");
 }
 
-const char k_synopsis[] = "usage: llama-cancel bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
+const char k_synopsis[] = "usage: llama-cancel-bench bench-seq --model PATH [--backend cpu|vulkan|rpc1|rpc1-lan] [--runs 10]\n"
                           "       [--n-ubatch 512] [--json FILE] [--threads 2] [--seed 42] [--rpc-server PATH] [--no-header]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.

@@ -1,4 +1,4 @@
-// The text-to-speech rows of the benchmark (`llama-cancel bench-tts qwen3tts|pockettts`), in their
+// The text-to-speech rows of the benchmark (`llama-cancel-bench bench-tts qwen3tts|pockettts`), in their
 // own process, on a generated pair (scripts/make_tts.py) and a backend setup (cpu, vulkan): for each
 // step of a frame, GEN_CODE (code predictor or flow step), GEN_WAV (code2wav or the mimi decoder, a
 // whole window) and the backbone's decode of a frame's feedback row, the stop latency of a byte
@@ -651,7 +651,7 @@ common::json row_json(const tts_options & o, const std::string & row, const tts_
     return common::with_threads_override(j);
 }
 
-const char k_synopsis[] = "usage: llama-cancel bench-tts qwen3tts|pockettts --model BACKBONE.gguf --mmproj MMPROJ.gguf "
+const char k_synopsis[] = "usage: llama-cancel-bench bench-tts qwen3tts|pockettts --model BACKBONE.gguf --mmproj MMPROJ.gguf "
                           "[--backend cpu|vulkan|vulkan-1t] [--runs N] [--repeats N] [--threads N] [--window N] [--seed N] "
                           "[--no-header] [--json PATH]\n";
 

@@ -1,4 +1,4 @@
-// `llama-cancel stress`: cancel/resume cycles at random graph nodes, through both hooks, and cancel
+// `llama-cancel-bench stress`: cancel/resume cycles at random graph nodes, through both hooks, and cancel
 // storms from another thread; after each cancel the memory must hold exactly the committed ubatches,
 // and every resumed prefill must end with logits bit-identical to an uninterrupted one. A run fails
 // unless it also saw what it exists to see: a minimum of cancels (or dropped sequences) over its
@@ -465,9 +465,9 @@ struct prefill_stress {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, stress_options & o) {
-    cli_args::parser p("usage: llama-cancel stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2|rpc1-lan|rpc2-lan]\n"
-                     "                           [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n"
-                     "                           [--min-cancels N] [--min-storm-cancels 1]\n");
+    cli_args::parser p("usage: llama-cancel-bench stress --model PATH [--backend cpu|blas|vulkan|rpc1|rpc2|rpc1-lan|rpc2-lan]\n"
+                     "                                 [--cycles 1000] [--storm-seconds 2] [--seed 1] [--seq-cancel]\n"
+                     "                                 [--min-cancels N] [--min-storm-cancels 1]\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--backend", &o.backend, "NAME", "backend setup")
         .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")

@@ -1,4 +1,4 @@
-// `llama-cancel tune --model PATH --budget-ms B`: what a stop-time budget costs on this machine.
+// `llama-cancel-bench tune --model PATH --budget-ms B`: what a stop-time budget costs on this machine.
 // For each candidate n_ubatch (and for the library's budget slicing at the full n_ubatch) it
 // measures prefill throughput and stop latency, prints a table as it goes, recommends the fastest
 // setting whose worst stop is within the budget, and writes JSON and a plot.
@@ -31,8 +31,8 @@ struct tune_options {
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, tune_options & o) {
-    cli_args::parser p("usage: llama-cancel tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|rpc1-lan|blas]\n"
-                     "                         [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
+    cli_args::parser p("usage: llama-cancel-bench tune --model PATH --budget-ms B [--backend cpu|vulkan|rpc1|rpc1-lan|blas]\n"
+                     "                               [--json FILE] [--tokens 512] [--runs 5] [--threads 2]\n"
                      "       B > 0; --tokens >= 16\n");
     p.option("--model", &o.model, "PATH", "model to decode (required)")
         .option("--budget-ms", &o.budget_ms, "B", "the stop-time budget, ms (> 0, required)")

@@ -1,5 +1,5 @@
 // Prefill throughput and stop latency of one decode configuration (n_ubatch, stop-time budget),
-// measured the way a host sees them: shared by `llama-cancel tune` and the benchmark's budget rows.
+// measured the way a host sees them: shared by `llama-cancel-bench tune` and the benchmark's budget rows.
 #pragma once
 
 #include "llama-cancel.h"
