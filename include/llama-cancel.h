@@ -5,15 +5,16 @@
 //
 // The byte is owned by the caller (a host's `malloc<Int8>(1)`, a ctypes c_int8, a C int8_t). Any
 // thread stores a nonzero value into it to ask for a stop; the library only loads it (relaxed
-// atomic loads) and keeps the pointer no longer than the call or the callback that received it.
+// atomic loads). It keeps a byte's pointer while the call that received it runs, and a hook's
+// (llama_cancel_hook_params.flag) until llama_cancel_hook_set_flag or llama_cancel_hook_free.
 //
-// Usage (error checks left out):
+// Usage, on every backend (CPU, CUDA, Metal, Vulkan, RPC, BLAS); error checks left out:
 //
 //     static int8_t stop = 0;                  // any thread stores 1 to cancel
 //     struct llama_model * model = llama_cancel_model_load(path, llama_model_default_params(), &stop, NULL);
 //     struct llama_cancel_hook * hook = llama_cancel_hook_init(NULL);
 //     struct llama_context_params cp = llama_context_default_params();
-//     llama_cancel_hook_bind(hook, &cp);       // the byte then reaches GPU, RPC and BLAS backends too
+//     llama_cancel_hook_bind(hook, &cp);       // without a hook, a GPU's graph runs to its end
 //     struct llama_context * ctx = llama_init_from_model(model, cp);
 //
 //     struct llama_cancel_decode_params dp = llama_cancel_decode_default_params();
@@ -31,7 +32,13 @@
 //
 // Threading: call each function on the thread that owns its context (a load: any one thread); other
 // threads only store into the bytes and, during a decode, read seqs[s].cancelled (nothing else of
-// a call's results is final before it returns). Mechanisms and limits: docs/design.md.
+// a call's results is final before it returns).
+//
+// How soon a stop comes (targets, measured in docs/benchmark.md; mechanisms in docs/design.md): on
+// the CPU within a node of the byte's store; elsewhere at the next checkpoint, about
+// LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart (at most a tenth of the graph on a Vulkan
+// device emulated on the host's cores; about 100 round trips apart over RPC); a graph seen to fit
+// in the interval has none and is read as it returns. dr.reach says what a decode's byte reached.
 //
 // Structs: fixed-width fields, pointers first, then 4-byte fields, `message` last, no padding on
 // 64-bit targets. A host that copies a layout checks it with llama_cancel_struct_size/_field_offset.
@@ -59,11 +66,13 @@
 #endif
 
 // Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
-#define LLAMA_CANCEL_VERSION_MAJOR 1
-#define LLAMA_CANCEL_VERSION_MINOR 4
-#define LLAMA_CANCEL_VERSION_PATCH 1
+// 2.0 changed names and layouts: CHANGELOG.md's migration table.
+#define LLAMA_CANCEL_VERSION_MAJOR 2
+#define LLAMA_CANCEL_VERSION_MINOR 0
+#define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
+#define LLAMA_CANCEL_VERSION_STRING "2.0.0"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,7 +119,7 @@ extern "C" {
     LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
 
     //
-    // Hook: the stateful eval callback (adaptive checkpoints, a chained cb_eval, statistics)
+    // Hook: the stateful eval callback (checkpoints placed by measured time, a chained cb_eval)
     //
 
 #define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 10.0
@@ -121,25 +130,6 @@ extern "C" {
         const int8_t *                   flag;        // byte read outside llama_cancel_* calls; NULL: none
         ggml_backend_sched_eval_callback chain;       // the caller's own cb_eval, asked about every node; NULL: none
         void *                           chain_data;  // its user data
-    };
-
-    struct llama_cancel_hook_stats {
-        uint64_t checkpoints;   // checkpoints passed (each one backend synchronize)
-        uint64_t asks;          // nodes asked about
-        double   budget_flops;  // work between checkpoints now (last device asked)
-        double   interval_ms;   // checkpoint interval in force there (RPC stretches it, a budget caps it)
-        double   round_trip_ms; // an RPC checkpoint's measured round trip; 0 elsewhere
-    };
-
-    // Recurrent-state snapshots of the llama_cancel_* calls made with a hook (models with recurrent
-    // or hybrid memory only): one per llama_decode call that a stop could leave half-computed.
-    struct llama_cancel_snapshot_stats {
-        uint64_t snapshots;  // states kept, one per such call (all its sequences at once)
-        uint64_t shared;     // of those, kept without a host copy: shared with spare sequence ids
-        uint64_t held_steps; // llama_decode calls run to their end instead (at most a token per sequence)
-        uint64_t restores;   // snapshots put back after a stop
-        uint64_t bytes;      // bytes the other snapshots copied, in all
-        double   copy_ms;    // time those copies took, in all
     };
 
     // Defaults: the default interval, no byte, no chain. Any thread.
@@ -162,12 +152,6 @@ extern "C" {
     LLAMA_CANCEL_API bool llama_cancel_hook_stopped(const struct llama_cancel_hook * hook);
     // Clears that at once; learnt rates are kept.
     LLAMA_CANCEL_API void llama_cancel_hook_reset(struct llama_cancel_hook * hook);
-    // Counters since init, by value; zeros for NULL.
-    LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
-    // Snapshot counters of the decodes made with the hook since init, by value; zeros for NULL. On
-    // the thread of the hook's context. The hook keeps its largest snapshot's buffer (bytes /
-    // snapshots per call) until freed. Since 1.1.
-    LLAMA_CANCEL_API struct llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const struct llama_cancel_hook * hook);
 
     //
     // Cancellable decode
@@ -190,15 +174,26 @@ extern "C" {
         int32_t cancelled;   // 1 once its byte dropped it, stored (release order) at the drop
     };
 
+    // Where a decode's byte was read (the worst of its graphs): what a stop waited for.
+    enum llama_cancel_reach {
+        LLAMA_CANCEL_REACH_GRAPH = 0, // inside every graph: a llama-cancel eval callback (hook or
+                                      // stateless name) ran in it (or no graph ran)
+        LLAMA_CANCEL_REACH_CPU   = 1, // the abort callback alone: the CPU's nodes stop, another
+                                      // device's split (GPU, RPC, BLAS) runs to its end; bind a hook
+        LLAMA_CANCEL_REACH_CALLS = 2, // neither ran in a graph: the byte is read between llama_decode calls
+    };
+
     struct llama_cancel_decode_result {
         int32_t status;          // enum llama_cancel_status, as returned
-        int32_t decode_ret;      // the last llama_decode's return (0 if not called)
         int32_t n_committed;     // leading batch tokens in memory: resume from this batch index
         int32_t output_base;     // batch index of the last llama_decode call's first token; -1: not consecutive
-        int32_t n_decode_calls;  // llama_decode calls made
         int32_t n_seq_cancelled; // sequences dropped by their byte
-        float   longest_node_ms; // with a budget: the longest CPU node or device checkpoint interval seen
-        int32_t budget_missed;   // with a budget: 1 when a node outlasted it
+        int32_t reach;           // enum llama_cancel_reach
+        // Diagnostics (hosts may ignore them):
+        int32_t decode_ret;      // the last llama_decode's return (0 if not called)
+        int32_t n_decode_calls;  // llama_decode calls made
+        int32_t budget_missed;   // with max_stop_ms: 1 when a node outlasted the budget
+        float   longest_node_ms; // with max_stop_ms: the longest CPU node or device checkpoint interval seen
         char    message[256];    // why, for LLAMA_CANCEL_ERROR; empty otherwise
     };
 
@@ -227,14 +222,17 @@ extern "C" {
     // - A sequence's byte drops that sequence alone: it keeps its committed tokens, the others go on.
     // - ERROR: bad argument or llama_decode failure, result->message says which. An embeddings
     //   batch for an M-RoPE model needs batch.pos with 4 sections (t, y, x, z), as llama_decode does.
+    // - result->reach: where the byte was read. REACH_CPU on a context with layers off the CPU, or
+    //   REACH_CALLS, means stops there waited for whole graphs: bind a hook (llama_cancel_hook_bind).
     LLAMA_CANCEL_API int32_t llama_cancel_decode(struct llama_context * ctx, struct llama_batch batch,
         const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result,
         struct llama_cancel_seq_result * seqs);
     // Output of batch index i (negative: -1 the batch's last output, as llama.cpp counts) after
-    // llama_cancel_decode returned OK into `result`, on every path (hook, recurrent state, slices).
-    // After a sequence was dropped (output_base -1), read the others' last outputs through
-    // seqs[s].output instead. NULL when that output does not exist, after CANCELLED or ERROR
-    // whatever i, and for any index after a drop. Owned by ctx until its next decode; ctx's thread.
+    // llama_cancel_decode returned OK into `result`, on every path (hook, recurrent state, slices)
+    // but one: after a sequence was dropped (output_base -1) it is NULL for any index, and the
+    // others' last outputs are read with llama_get_logits_ith(ctx, seqs[s].output). NULL too when
+    // that output does not exist and after CANCELLED or ERROR. Owned by ctx until its next decode;
+    // ctx's thread.
     LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(struct llama_context * ctx,
         const struct llama_cancel_decode_result * result, int32_t i);
     LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(struct llama_context * ctx,
@@ -269,17 +267,17 @@ extern "C" {
     struct llama_cancel_generate_result {
         int32_t status;                // enum llama_cancel_status, as returned
         int32_t stop_reason;           // enum llama_cancel_stop_reason
-        int32_t n_prompt_committed;    // prompt tokens (mtmd: positions) now in memory
+        int32_t n_prompt_committed;    // prompt tokens now in memory
         int32_t n_generated;           // tokens written to out
         int32_t n_generated_committed; // of those, decoded into memory (n_generated or one fewer)
         int32_t n_past;                // next position of seq_id: where a resumed request goes on
-        int32_t n_chunks_done;         // mtmd: chunks in memory, resume from this one; text: 0
         char    message[256];          // why, for LLAMA_CANCEL_ERROR
     };
 
     // Defaults: n_predict 32, sequence 0, greedy, the rest NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_generate_params llama_cancel_generate_default_params(void);
-    // Decodes `prompt` after what seq_id holds (n_prompt 0: go on from the last logits), then samples
+    // Decodes `prompt` after what seq_id holds (n_prompt 0: go on from the last logits, as after
+    // llama_cancel_mtmd_eval_chunks), then samples
     // and decodes up to n_predict tokens into `out` (n_out_max >= n_predict entries). The byte is read
     // inside every decode and between tokens; memory always holds whole, committed steps, and
     // result->n_past is seq_id's next position whatever the return (an ERROR in the checks decodes
@@ -314,21 +312,27 @@ extern "C" {
 
     struct mtmd_context;
     struct mtmd_input_chunks;
-    // mtmd_init_from_file with `encode_hook` (NULL: none) as cb_eval, n_threads (<= 0: mtmd's
+    // mtmd_init_from_file with `mtmd_hook` (NULL: none) as cb_eval, n_threads (<= 0: mtmd's
     // default), use_gpu, the rest as mtmd_context_params_default(); the byte stops the projector load.
     // The context (mtmd_free it before the hook), or NULL with status and message. Hosts that fill
     // mtmd_context_params themselves set cb_eval and cb_eval_user_data the same way.
     LLAMA_CANCEL_API struct mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path,
-        const struct llama_model * text_model, struct llama_cancel_hook * encode_hook, int32_t n_threads,
+        const struct llama_model * text_model, struct llama_cancel_hook * mtmd_hook, int32_t n_threads,
         bool use_gpu, const int8_t * flag, struct llama_cancel_load_result * result);
+
+#define LLAMA_CANCEL_MTMD_BATCH_ENCODE 1u // llama_cancel_mtmd_params.options: see llama_cancel_mtmd_eval_chunks
+
     struct llama_cancel_mtmd_params {
         const int8_t *             flag;        // the byte; NULL: never cancels
-        struct llama_cancel_hook * decode_hook; // the hook bound to the llama context; NULL: found
+        struct llama_cancel_hook * hook;        // the hook bound to the llama context; NULL: found at its first ask
+        struct llama_cancel_hook * mtmd_hook;   // the hook bound to the mtmd context; NULL: found at its first ask
         const int8_t * const *     seq_flags;   // a byte per sequence, as in decode params; seq_id's stops it
         float                      max_stop_ms; // stop-time budget of the causal decodes; 0: none
         int32_t                    n_seq;       // entries of seq_flags
         int32_t                    seq_id;      // the sequence the chunks go to
         int32_t                    n_batch;     // tokens per decode; <= 0: the context's; more: ERROR
+        uint32_t                   options;     // LLAMA_CANCEL_MTMD_* bits; unknown bits: ERROR
+        int32_t                    logits_last; // 1: logits for the last chunk's last token (llama_cancel_generate goes on from them)
     };
 
     struct llama_cancel_mtmd_result {
@@ -338,52 +342,28 @@ extern "C" {
         char    message[256];  // why, for LLAMA_CANCEL_ERROR
     };
 
-    // Defaults: sequence 0, the context's n_batch, the rest NULL or 0. Any thread.
+    // Defaults: sequence 0, the context's n_batch, logits_last 1, the rest NULL or 0. Any thread.
     LLAMA_CANCEL_API struct llama_cancel_mtmd_params llama_cancel_mtmd_default_params(void);
-    // mtmd_helper_eval_chunks(chunks[first_chunk..], from n_past, logits for the last token) under
-    // the byte: inside every encode (encode_hook: the hook bound to mctx, or NULL: found; another:
-    // ERROR), every decode and between chunks. CANCELLED leaves exactly chunks [first_chunk,
-    // n_chunks_done) in memory (the stopped chunk is removed whole, a garbage encode is never
-    // decoded); call again from n_chunks_done and n_past to resume, bit-identical (CPU). ERROR keeps
-    // the same rule (a state that could not be put back empties the sequence: 0 and 0). Snapshots as
-    // in llama_cancel_decode, into decode_hook's kept buffer, counted in its snapshot stats.
-    // M-RoPE decoders (Qwen2-VL...) get upstream's 4 positions per media token; n_past advances by
-    // mtmd_input_chunk_get_n_pos. On the thread that owns lctx and mctx; `params` NULL: defaults.
-    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(struct mtmd_context * mctx,
-        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
+    // mtmd_helper_eval_chunks(chunks[first_chunk..], from n_past) under the byte: inside every encode
+    // (through mtmd_hook, or the stateless callback bound to mctx), every decode and between chunks.
+    // CANCELLED leaves exactly chunks [first_chunk, n_chunks_done) in memory (the stopped chunk is
+    // removed whole, a garbage encode is never decoded); call again from n_chunks_done and n_past,
+    // with the same options, to resume, bit-identical (CPU). ERROR keeps the same rule (a state
+    // that could not be put back empties the sequence: 0 and 0). A hook given that is not the one
+    // bound to its context: ERROR. Snapshots as in llama_cancel_decode, into params->hook's kept
+    // buffer, counted in its snapshot stats. M-RoPE decoders (Qwen2-VL...) get upstream's 4
+    // positions per media token; n_past advances by mtmd_input_chunk_get_n_pos. Then generate with
+    // llama_cancel_generate(lctx, NULL, 0, ...): it goes on from the last token's logits.
+    // BATCH_ENCODE: media chunks in a row that libmtmd batches (mtmd_batch_add_chunk: same-size
+    // images, a batching projector) are one encode, from the run's first chunk (a call that resumes
+    // inside a batch encodes it all again), then decoded and rolled back one by one.
+    // On the thread that owns lctx and mctx; `params` NULL: defaults; `result` may be NULL.
+    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks(struct mtmd_context * mctx, struct llama_context * lctx,
         const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
         const struct llama_cancel_mtmd_params * params, struct llama_cancel_mtmd_result * result);
-#define LLAMA_CANCEL_MTMD_BATCH_ENCODE 1u // an option of llama_cancel_mtmd_eval_chunks_ext
-    // llama_cancel_mtmd_eval_chunks (= this, options 0) with `options` (since 1.2; unknown bits:
-    // ERROR); threads, ownership, returns alike. BATCH_ENCODE: media chunks in a row that libmtmd
-    // batches (mtmd_batch_add_chunk: same-size images, a batching projector) are one encode, from
-    // the run's first chunk (a call inside a batch encodes it all again), then decoded and rolled
-    // back one by one; a stop in it: CANCELLED at its first chunk not in memory. Resume: same options.
-    LLAMA_CANCEL_API int32_t llama_cancel_mtmd_eval_chunks_ext(struct mtmd_context * mctx,
-        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
-        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-        const struct llama_cancel_mtmd_params * params, uint32_t options, struct llama_cancel_mtmd_result * result);
-    // llama_cancel_generate after evaluating chunks[first_chunk..] from n_past (params->flag,
-    // ->hook as decode hook, ->seq_id, ->n_batch, ->max_stop_ms). A stop in the prompt generates
-    // nothing; result->n_chunks_done and n_past say where to resume (then the token loop's rule).
-    // Arguments the token loop would refuse are refused before the prompt is evaluated.
-    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd(struct mtmd_context * mctx,
-        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
-        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-        const struct llama_cancel_generate_params * params, llama_token * out, int32_t n_out_max,
-        struct llama_cancel_generate_result * result);
-    // llama_cancel_generate_mtmd (= this, options 0) with the options of
-    // llama_cancel_mtmd_eval_chunks_ext for the prompt's chunks (since 1.4; unknown bits: ERROR,
-    // nothing evaluated); threads, ownership, returns and the resume rule alike: resume with the
-    // same options.
-    LLAMA_CANCEL_API int32_t llama_cancel_generate_mtmd_ext(struct mtmd_context * mctx,
-        struct llama_cancel_hook * encode_hook, struct llama_context * lctx,
-        const struct mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-        const struct llama_cancel_generate_params * params, uint32_t options, llama_token * out,
-        int32_t n_out_max, struct llama_cancel_generate_result * result);
 
     //
-    // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS), since 1.3
+    // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS)
     //
     // A generation is a chain of steps, each committed whole or, stopped, not at all: the voice
     // reference's encode, the prompt's decodes, then per frame (Qwen3-TTS) codebook 0 sampled from
@@ -400,6 +380,9 @@ extern "C" {
     // hook (the stateless callback: thread) finished within that half interval runs without
     // checkpoints (its asks cost a third), and the byte is read as it returns: set, the call is
     // CANCELLED as at a checkpoint.
+    //
+    // Hooks: `hook` is the one bound to lctx, `mtmd_hook` the one bound to mctx (its cb_eval), as in
+    // llama_cancel_mtmd_params; NULL: found at its first ask; another: ERROR.
     //
     // Randomness: libmtmd reseeds GEN_CODE's sampler only when the seed differs from the previous
     // call's, and a stopped call still draws. So the object gives GEN_CODE call g the seed
@@ -439,8 +422,8 @@ extern "C" {
 
     struct llama_cancel_tts_run_params {
         const int8_t *                  flag;          // the byte; NULL: never cancels
-        struct llama_cancel_hook *      decode_hook;   // the hook bound to lctx; NULL: found at its first ask
-        struct llama_cancel_hook *      gen_hook;      // the hook bound to mctx (its cb_eval); NULL: found
+        struct llama_cancel_hook *      hook;          // the hook bound to lctx; NULL: found at its first ask
+        struct llama_cancel_hook *      mtmd_hook;     // the hook bound to mctx; NULL: found at its first ask
         llama_cancel_tts_frame_callback on_frame;      // NULL: none
         void *                          on_frame_data; // its user data
         float                           max_stop_ms;   // stop-time budget of the backbone's decodes; 0: none
@@ -485,7 +468,7 @@ extern "C" {
     // Frees it; the backbone's sequence keeps what it holds. NULL does nothing.
     LLAMA_CANCEL_API void llama_cancel_tts_free(struct llama_cancel_tts * tts);
     // Runs the generation on from where it is, up to params->n_frames frames more or its end, the
-    // byte read inside every graph (the backbone's through decode_hook or the stateless callback,
+    // byte read inside every graph (the backbone's through lctx's hook or the stateless callback,
     // GEN_CODE and GEN_WAV through mctx's cb_eval; without one bound there, between steps only),
     // between frames and between windows. OK: n_frames more, or the end (finished 1, stop_reason EOG
     // or LENGTH; every frame then in the PCM). CANCELLED: the generation holds its committed steps
@@ -502,16 +485,57 @@ extern "C" {
     // The PCM so far (mono floats at result->sample_rate), *n_samples of them; owned by tts, valid
     // until its next generate, flush or free; NULL with 0 when none. Any thread while no call runs.
     LLAMA_CANCEL_API const float * llama_cancel_tts_get_pcm(const struct llama_cancel_tts * tts, int64_t * n_samples);
-    // Where the generation stands (status OK, stop_reason and step of the last call), by value.
-    LLAMA_CANCEL_API struct llama_cancel_tts_result llama_cancel_tts_get_state(const struct llama_cancel_tts * tts);
-    // mtmd_gen_audio_process(mctx, inp, out) under params->flag (params->gen_hook: the hook bound to
-    // mctx, or NULL: found): CANCELLED when the byte stopped its graph (libmtmd returns 0 with garbage
-    // then: *out is zeroed, the caller's state_data stays valid, call again to resume; a stopped
-    // GEN_CODE drew from clip's sampler, so the same draws need a call with another seed first), OK
-    // with *out libmtmd's (owned by mctx until its next call), or ERROR. result: status, step, message.
+
+    // One libmtmd generation step for a host that runs its own TTS loop.
+    struct llama_cancel_gen_audio_params {
+        const int8_t *             flag;      // the byte; NULL: never cancels
+        struct llama_cancel_hook * mtmd_hook; // the hook bound to mctx; NULL: found at its first ask
+    };
+
+    struct llama_cancel_gen_audio_result {
+        int32_t status;       // enum llama_cancel_status, as returned
+        int32_t step;         // LLAMA_CANCEL_TTS_STEP_GEN_CODE or _GEN_WAV (inp->type), or NONE when OK
+        char    message[256]; // why, for LLAMA_CANCEL_ERROR
+    };
+
+    // mtmd_gen_audio_process(mctx, inp, out) under params->flag: CANCELLED when the byte stopped its
+    // graph (libmtmd returns 0 with garbage then: *out is zeroed, the caller's state_data stays
+    // valid, call again to resume; a stopped GEN_CODE drew from clip's sampler, so the same draws
+    // need a call with another seed first), OK with *out libmtmd's (owned by mctx until its next
+    // call), or ERROR. On mctx's thread; `params` NULL: no byte; `result` may be NULL.
     LLAMA_CANCEL_API int32_t llama_cancel_mtmd_gen_audio_process(struct mtmd_context * mctx,
         const struct mtmd_gen_inp * inp, struct mtmd_gen_out * out,
-        const struct llama_cancel_tts_run_params * params, struct llama_cancel_tts_result * result);
+        const struct llama_cancel_gen_audio_params * params, struct llama_cancel_gen_audio_result * result);
+
+    //
+    // Diagnostics: how the checkpoints and snapshots went (benchmarks, tuning); hosts may ignore them
+    //
+
+    struct llama_cancel_hook_stats {
+        uint64_t checkpoints;   // checkpoints passed (each one backend synchronize)
+        uint64_t asks;          // nodes asked about
+        double   work_flops;    // work between checkpoints now (last device asked)
+        double   interval_ms;   // checkpoint interval in force there (RPC stretches it, a max_stop_ms caps it)
+        double   round_trip_ms; // an RPC checkpoint's measured round trip; 0 elsewhere
+    };
+
+    // Recurrent-state snapshots of the llama_cancel_* calls made with a hook (models with recurrent
+    // or hybrid memory only): one per llama_decode call that a stop could leave half-computed.
+    struct llama_cancel_snapshot_stats {
+        uint64_t snapshots;  // states kept, one per such call (all its sequences at once)
+        uint64_t shared;     // of those, kept without a host copy: shared with spare sequence ids
+        uint64_t held_steps; // llama_decode calls run to their end instead (at most a token per sequence)
+        uint64_t restores;   // snapshots put back after a stop
+        uint64_t bytes;      // bytes the other snapshots copied, in all
+        double   copy_ms;    // time those copies took, in all
+    };
+
+    // Counters since init, by value; zeros for NULL. On the thread of the hook's context.
+    LLAMA_CANCEL_API struct llama_cancel_hook_stats llama_cancel_hook_get_stats(const struct llama_cancel_hook * hook);
+    // Snapshot counters of the decodes made with the hook since init, by value; zeros for NULL. On
+    // the thread of the hook's context. The hook keeps its largest snapshot's buffer (bytes /
+    // snapshots per call) until freed.
+    LLAMA_CANCEL_API struct llama_cancel_snapshot_stats llama_cancel_hook_get_snapshot_stats(const struct llama_cancel_hook * hook);
 
 #ifdef __cplusplus
 }

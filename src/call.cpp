@@ -62,6 +62,7 @@ call_scope::~call_scope() {
 
 bool call_abort_callback(void * user_data) {
     auto * c = static_cast<call *>(user_data);
+    c->abort_seen = true;
     if (c->budget != nullptr) {
         c->budget->on_node(now_ms(), c->device_asks);
     }

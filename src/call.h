@@ -66,6 +66,9 @@ struct call {
     // A hook other than `hook` ran the call's graph (the caller named the wrong one): it stops
     // every node and the call fails.
     bool     wrong_hook      = false;
+    // A llama-cancel eval callback was asked about a node of the graph; the abort callback ran in it.
+    bool     eval_seen       = false;
+    bool     abort_seen      = false;
     // When the call began (now_ms), or the run it is part of (run_scope): a view on an emulated
     // device may last a tenth of what ran since (checkpoint_policy::begin_graph).
     double   began_ms        = 0.0;
@@ -75,7 +78,13 @@ struct call {
     // The graph llama.cpp or clip ran for the call returned: its policy learns when it ended (a
     // graph's last view has no checkpoint; outside calls its end is seen only as the next begins).
     void graph_returned();
+    // Where the graph that returned read the bytes (enum llama_cancel_reach).
+    int32_t graph_reach() const {
+        return eval_seen ? LLAMA_CANCEL_REACH_GRAPH : abort_seen ? LLAMA_CANCEL_REACH_CPU : LLAMA_CANCEL_REACH_CALLS;
+    }
     void begin_graph() {
+        eval_seen       = false;
+        abort_seen      = false;
         eval_stopped    = false;
         held_stop       = false;
         longest_view_ms = 0.0;

@@ -117,6 +117,7 @@ struct outcome {
     int32_t ret        = 0;     // the last llama_decode's return
     bool    stopped    = false; // the byte stopped the batch before its end
     int32_t n_calls    = 0;     // llama_decode calls made
+    int32_t reach      = LLAMA_CANCEL_REACH_GRAPH; // where the bytes were read (the worst graph)
     bool    unsliced   = false; // a drop moved an output before the last slice: the rest went whole
     char    error[200] = {0};   // a snapshot or rollback that failed
 };
@@ -204,6 +205,9 @@ struct decode_run {
         budget.begin_call();
         const int32_t ret = llama_decode(ctx, pending.next(n));
         call.graph_returned();
+        if (ret == 0 || ret == 2) {
+            o.reach = std::max(o.reach, call.graph_reach()); // the worst of the call's graphs
+        }
         o.n_calls++;
         // Device nodes are not timed by the abort callback: there the eval callbacks' time between
         // checkpoints is what a stop waits for.
@@ -354,6 +358,7 @@ void report(llama_cancel_decode_result * result, const outcome & o, int32_t stat
     result->n_committed     = n_prefix;
     result->output_base     = status == LLAMA_CANCEL_OK ? pending.last_call_base() : 0;
     result->n_seq_cancelled = pending.n_dropped();
+    result->reach           = o.reach;
     result->n_decode_calls  = o.n_calls;
     result->longest_node_ms = budget.longest_ms();
     result->budget_missed   = budget_missed ? 1 : 0;

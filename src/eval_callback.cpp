@@ -133,6 +133,9 @@ extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * fla
         policy.set_run_clock(&t_outside_run); // a slot's policy is made anew for a new buffer
     }
     if (ask) {
+        if (c != nullptr) {
+            c->eval_seen = true; // the byte reaches this graph on every backend
+        }
         apply_cap(policy, c);
         return stop() || checkpoint_due(policy, t, c);
     }
@@ -243,7 +246,7 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
     if (hook != nullptr) {
         s.checkpoints   = hook->checkpoints;
         s.asks          = hook->asks;
-        s.budget_flops  = hook->policy.budget();
+        s.work_flops    = hook->policy.budget();
         s.interval_ms   = hook->policy.interval_ms(hook->policy.last_device());
         s.round_trip_ms = hook->policy.round_trip_ms(hook->policy.last_device());
     }
@@ -304,6 +307,9 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
     const auto & p = h->params;
     if (ask) {
         h->asks++;
+        if (c != nullptr) {
+            c->eval_seen = true; // the byte reaches this graph on every backend
+        }
         // A stop is the graph's own: each node stops while a byte asks for it, never for an
         // earlier graph's stop. A wrong hook stops every node of the call.
         if ((c != nullptr && !h->claim(*c)) || h->stop_requested(c)) {

@@ -118,7 +118,6 @@ struct media_batch {
 
 struct eval_state {
     mtmd_context *                   mctx;
-    llama_cancel_hook *              encode_hook;
     llama_context *                  lctx;
     const llama_cancel_mtmd_params & p;
     int32_t                          n_batch;
@@ -143,7 +142,7 @@ llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p, boo
     dp.flag        = p.flag;
     dp.seq_flags   = p.seq_flags; // the sequence's own byte drops it: the decode is then cancelled
     dp.n_seq       = p.n_seq;
-    dp.hook        = p.decode_hook;
+    dp.hook        = p.hook;
     dp.max_stop_ms = causal ? p.max_stop_ms : 0.0f;
     return dp;
 }
@@ -190,9 +189,9 @@ bool is_media(const mtmd_input_chunks * chunks, size_t i) {
 // stateless callback) bound to mctx reads its bytes and reports a graph it stopped, which libmtmd
 // still returns 0 for. CANCELLED, the wrong hook's error, or OK with *ret the encode's return.
 template <typename Encode> chunk_outcome run_encode(eval_state & s, Encode encode_fn, int32_t * ret) {
-    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.flag, s.seq_flag, s.encode_hook, encode_fn, ret);
+    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.flag, s.seq_flag, s.p.mtmd_hook, encode_fn, ret);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
-        return chunk_fail("encode_hook is not the hook bound to mctx; nothing was encoded");
+        return chunk_fail("mtmd_hook is not the hook bound to mctx; nothing was encoded");
     }
     if (c == llama_cancel::clip_outcome::stopped || s.stop_set()) {
         chunk_outcome o;
@@ -366,16 +365,15 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
     return LLAMA_CANCEL_OK;
 }
 
-int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_context * lctx,
-                    const mtmd_input_chunks * chunks, int32_t first_chunk, llama_pos n_past,
-                    const llama_cancel_mtmd_params & p, uint32_t options, llama_cancel_mtmd_result * r) {
+int32_t eval_chunks(mtmd_context * mctx, llama_context * lctx, const mtmd_input_chunks * chunks, int32_t first_chunk,
+                    llama_pos n_past, const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
     if (r != nullptr) {
         r->n_chunks_done = first_chunk;
         r->n_past        = n_past;
     }
     constexpr uint32_t known = LLAMA_CANCEL_MTMD_BATCH_ENCODE;
-    if ((options & ~known) != 0) {
-        return fail(r, "options 0x%x has unknown bits 0x%x; nothing was evaluated", options, options & ~known);
+    if ((p.options & ~known) != 0) {
+        return fail(r, "options 0x%x has unknown bits 0x%x; nothing was evaluated", p.options, p.options & ~known);
     }
     int32_t n_batch = 0;
     if (check_args(mctx, lctx, chunks, first_chunk, n_past, p, r, &n_batch) != LLAMA_CANCEL_OK) {
@@ -384,14 +382,14 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
 
     llama_cancel::seq_batch batch(n_batch, p.seq_id);
-    eval_state  s{mctx, encode_hook, lctx, p, n_batch, batch, seq_flag_of(p), chunks,
-                 (options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, {}};
+    eval_state  s{mctx, lctx, p, n_batch, batch, seq_flag_of(p), chunks,
+                 (p.options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, {}};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
     // recurrent state on models that have one): the decode hook's chunk snapshot, kept across calls,
     // shared with a spare sequence where the context has one, as a decode's.
     llama_cancel::memory_snapshot   own;
-    llama_cancel::memory_snapshot * kept     = llama_cancel::hook_chunk_snapshot(p.decode_hook);
+    llama_cancel::memory_snapshot * kept     = llama_cancel::hook_chunk_snapshot(p.hook);
     llama_cancel::memory_snapshot & snapshot = kept != nullptr ? *kept : own;
     llama_cancel::snapshot_release  spares{snapshot};
     const bool with_state = llama_cancel::memory_snapshot::needs_state(lctx);
@@ -403,7 +401,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
             return LLAMA_CANCEL_CANCELLED;
         }
         const mtmd_input_chunk * chunk       = mtmd_input_chunks_get(chunks, i);
-        const bool               output_last = i + 1 == n_chunks;
+        const bool               output_last = i + 1 == n_chunks && p.logits_last != 0;
         chunk_outcome            o;
         if (!snapshot.capture(lctx, {p.seq_id}, with_state, true)) {
             return fail(r, "chunk %zu: could not copy the recurrent state of sequence %d", i, p.seq_id);
@@ -449,11 +447,10 @@ int32_t eval_chunks(mtmd_context * mctx, llama_cancel_hook * encode_hook, llama_
 
 } // namespace
 
-extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_cancel_hook * encode_hook,
-                                                     llama_context * lctx, const mtmd_input_chunks * chunks,
-                                                     int32_t first_chunk, llama_pos n_past,
-                                                     const llama_cancel_mtmd_params * params, uint32_t options,
-                                                     llama_cancel_mtmd_result * result) {
+extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_context * lctx,
+                                                 const mtmd_input_chunks * chunks, int32_t first_chunk,
+                                                 llama_pos n_past, const llama_cancel_mtmd_params * params,
+                                                 llama_cancel_mtmd_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
@@ -462,6 +459,6 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context * mctx, llama_
     // the time an exception reaches abi_guard.
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         const llama_cancel::run_scope run; // a stop may wait a tenth of the evaluation so far
-        return eval_chunks(mctx, encode_hook, lctx, chunks, first_chunk, n_past, p, options, result);
+        return eval_chunks(mctx, lctx, chunks, first_chunk, n_past, p, result);
     });
 }

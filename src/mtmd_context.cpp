@@ -65,13 +65,13 @@ mtmd_context * init(const char * path, const llama_model * model, llama_cancel_h
 } // namespace
 
 extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path, const llama_model * text_model,
-                                                           llama_cancel_hook * encode_hook, int32_t n_threads,
+                                                           llama_cancel_hook * mtmd_hook, int32_t n_threads,
                                                            bool use_gpu, const int8_t * flag,
                                                            llama_cancel_load_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     return llama_cancel::abi_guard(result, static_cast<mtmd_context *>(nullptr), [&] {
-        return init(mmproj_path, text_model, encode_hook, n_threads, use_gpu, flag, result);
+        return init(mmproj_path, text_model, mtmd_hook, n_threads, use_gpu, flag, result);
     });
 }

@@ -12,10 +12,9 @@ const char * const no_mtmd = "built without libmtmd";
 
 } // namespace
 
-extern "C" int32_t llama_cancel_mtmd_eval_chunks_ext(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                                     const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
-                                                     const llama_cancel_mtmd_params *, uint32_t,
-                                                     llama_cancel_mtmd_result * result) {
+extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context *, llama_context *, const mtmd_input_chunks *,
+                                                 int32_t first_chunk, llama_pos n_past, const llama_cancel_mtmd_params *,
+                                                 llama_cancel_mtmd_result * result) {
     // As for any error: memory holds chunks [first_chunk, n_chunks_done), here none.
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
@@ -31,20 +30,6 @@ extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char *, const l
                                                            llama_cancel_load_result * result) {
     llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
     return nullptr;
-}
-
-extern "C" int32_t llama_cancel_generate_mtmd_ext(mtmd_context *, llama_cancel_hook *, llama_context *,
-                                                  const mtmd_input_chunks *, int32_t first_chunk, llama_pos n_past,
-                                                  const llama_cancel_generate_params *, uint32_t, llama_token *,
-                                                  int32_t, llama_cancel_generate_result * result) {
-    if (result != nullptr) {
-        std::memset(result, 0, sizeof(*result));
-        result->n_chunks_done = first_chunk;
-        result->stop_reason = LLAMA_CANCEL_STOP_ERROR;
-        result->n_past      = n_past;
-    }
-    llama_cancel::set_status(result, LLAMA_CANCEL_ERROR, "%s", no_mtmd);
-    return LLAMA_CANCEL_ERROR;
 }
 
 namespace {
@@ -83,12 +68,11 @@ extern "C" const float * llama_cancel_tts_get_pcm(const llama_cancel_tts *, int6
     return nullptr;
 }
 
-extern "C" llama_cancel_tts_result llama_cancel_tts_get_state(const llama_cancel_tts *) {
-    return llama_cancel_tts_result{};
-}
-
 extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context *, const mtmd_gen_inp *, mtmd_gen_out *,
-                                                       const llama_cancel_tts_run_params *,
-                                                       llama_cancel_tts_result * result) {
-    return tts_error(result);
+                                                       const llama_cancel_gen_audio_params *,
+                                                       llama_cancel_gen_audio_result * result) {
+    if (result != nullptr) {
+        *result = llama_cancel_gen_audio_result{};
+    }
+    return llama_cancel::fail(result, "%s", no_mtmd);
 }

@@ -147,9 +147,9 @@ int32_t clip_step(tts & t, const llama_cancel_tts_run_params & rp, int32_t step,
     llama_cancel::clip_call_options o;
     o.interval_share = code ? k_gen_code_interval_share : 1.0;
     o.hold_if_short  = code && !llama_cancel::flag_is_set(rp.flag);
-    const auto c     = llama_cancel::run_clip_call(rp.flag, nullptr, rp.gen_hook, fn, &ret, &o);
+    const auto c     = llama_cancel::run_clip_call(rp.flag, nullptr, rp.mtmd_hook, fn, &ret, &o);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
-        return failed(t, step, "gen_hook is not the hook bound to mctx; nothing was computed");
+        return failed(t, step, "mtmd_hook is not the hook bound to mctx; nothing was computed");
     }
     if (c == llama_cancel::clip_outcome::stopped) {
         return stopped(t, step);
@@ -228,7 +228,7 @@ int32_t decode_rows(tts & t, const llama_cancel_tts_run_params & rp, const float
     const llama_batch b = batch.get_media(embd, n, 0, all, n, sections, output);
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
     dp.flag        = rp.flag;
-    dp.hook        = rp.decode_hook;
+    dp.hook        = rp.hook;
     dp.max_stop_ms = rp.max_stop_ms;
     llama_cancel_decode_result dr{};
     const int32_t st = llama_cancel_decode(t.lctx, b, &dp, &dr, nullptr);
@@ -674,21 +674,21 @@ extern "C" const float * llama_cancel_tts_get_pcm(const llama_cancel_tts * tts, 
     return any ? tts->pcm.data() : nullptr;
 }
 
-extern "C" llama_cancel_tts_result llama_cancel_tts_get_state(const llama_cancel_tts * tts) {
-    return tts != nullptr ? tts->state : llama_cancel_tts_result{};
-}
-
 extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context * mctx, const mtmd_gen_inp * inp,
-                                                       mtmd_gen_out * out, const llama_cancel_tts_run_params * params,
-                                                       llama_cancel_tts_result * result) {
+                                                       mtmd_gen_out * out, const llama_cancel_gen_audio_params * params,
+                                                       llama_cancel_gen_audio_result * result) {
     if (result != nullptr) {
-        *result = llama_cancel_tts_result{};
+        *result = llama_cancel_gen_audio_result{};
     }
     if (mctx == nullptr || inp == nullptr || out == nullptr) {
         return fail(result, "%s is NULL", mctx == nullptr ? "mctx" : inp == nullptr ? "inp" : "out");
     }
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
-        const llama_cancel_tts_run_params rp = params != nullptr ? *params : llama_cancel_tts_run_default_params();
+        llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
+        if (params != nullptr) {
+            rp.flag      = params->flag;
+            rp.mtmd_hook = params->mtmd_hook;
+        }
         llama_cancel_tts t;
         t.mctx = mctx;
         const int32_t step = inp->type == MTMD_GEN_PROCESS_TYPE_GEN_CODE ? LLAMA_CANCEL_TTS_STEP_GEN_CODE
@@ -697,9 +697,10 @@ extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context * mctx, cons
         if (st != LLAMA_CANCEL_OK) {
             *out = mtmd_gen_out{}; // garbage after a stop, nothing after an error
         }
-        t.state.status = st;
         if (result != nullptr) {
-            *result = t.state;
+            result->status = st;
+            result->step   = st == LLAMA_CANCEL_OK ? LLAMA_CANCEL_TTS_STEP_NONE : t.state.step;
+            std::memcpy(result->message, t.state.message, sizeof(result->message));
         }
         return st;
     });

@@ -1,5 +1,7 @@
 #include "mtmd_fixtures.h"
 
+#include <cstdio>
+
 #include <cstring>
 
 namespace mtmd_test {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fixtures.h"
+#include "mtmd_calls.h"
 #include "mtmd_media.h"
 
 #include "mtmd-helper.h"
@@ -49,6 +50,7 @@ chunks_ptr tokenize(mtmd_context * mctx, bool audio);
 
 using fixtures::pos_max;
 
+
 // a and b hold the same floats bit for bit. An empty vector (an output or embedding that was not
 // there) is a failure of the calling test, never "the same" nor "different".
 bool same(const std::vector<float> & a, const std::vector<float> & b);
@@ -79,7 +81,7 @@ struct setup {
     llama_cancel_mtmd_params params(int32_t n_batch) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
         p.flag        = &flag;
-        p.decode_hook = dec_hook.get();
+        p.hook        = dec_hook.get();
         p.n_batch     = n_batch;
         return p;
     }
@@ -87,7 +89,7 @@ struct setup {
     int32_t eval(const mtmd_input_chunks * chunks, int32_t first, llama_pos n_past, int32_t n_batch,
                  llama_cancel_mtmd_result * r) {
         const llama_cancel_mtmd_params p = params(n_batch);
-        return llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r);
+        return eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r);
     }
 
     // Clears the byte and the triggers, as a host does before resuming.

@@ -108,6 +108,35 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     EXPECT_EQ(std::memcmp(llama_get_logits_ith(ctx.get(), per_seq[0].output), want.data(), want.size() * sizeof(float)), 0);
 }
 
+// result.reach says where the byte was read: inside every graph where a llama-cancel eval callback
+// ran in it (the hook, the stateless name with a byte), else the abort callback's nodes alone (the
+// CPU: another device's split would have run to its end). A host without a hook learns it here.
+TEST_F(DecodeTest, TheResultSaysWhereTheByteWasRead) {
+    const int n      = 32;
+    const auto prompt = common::make_prompt(suite_model(), n);
+    int8_t     flag   = 0;
+    auto reach_of = [&](common::context_ptr ctx) {
+        common::seq_batch b(prompt, 0, n, 0);
+        llama_cancel_decode_params p = params_with(&flag);
+        llama_cancel_decode_result r;
+        r.reach = -1;
+        EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+        return r.reach;
+    };
+    common::hook_ptr hook = fixtures::make_hook(nullptr);
+    EXPECT_EQ(reach_of(fixtures::make_bound_context(suite_model(), hook.get(), fixtures::context_options(n, n))),
+              LLAMA_CANCEL_REACH_GRAPH)
+        << "a hook bound";
+    common::context_options o = fixtures::context_options(n, n);
+    o.cb_eval      = llama_cancel_eval_callback;
+    o.cb_eval_data = &flag;
+    EXPECT_EQ(reach_of(common::make_context(suite_model(), o)), LLAMA_CANCEL_REACH_GRAPH) << "the stateless name";
+    o.cb_eval_data = nullptr; // the name bound without a byte reads none
+    EXPECT_EQ(reach_of(common::make_context(suite_model(), o)), LLAMA_CANCEL_REACH_CPU);
+    EXPECT_EQ(reach_of(context(n, n)), LLAMA_CANCEL_REACH_CPU)
+        << "no eval callback: the abort callback's CPU nodes only";
+}
+
 TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     auto ctx = context(64, 16);
     auto prompt = common::make_prompt(suite_model(), 48);

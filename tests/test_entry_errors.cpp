@@ -65,26 +65,6 @@ TEST_F(EntryErrors, NegativeNPredictIsRefusedWithMemoryUntouched) {
     EXPECT_EQ(llama_memory_seq_pos_max(mem, 0), 5);
 }
 
-TEST_F(EntryErrors, NegativeNPredictIsRefusedBeforeAMultimodalPrompt) {
-    llama_cancel_generate_params p = llama_cancel_generate_default_params();
-    p.n_predict = -1;
-    llama_cancel_generate_result r;
-    r.n_chunks_done = 99;
-    llama_token out[1];
-    // No context or chunks are needed: the check comes before the prompt.
-    EXPECT_EQ(llama_cancel_generate_mtmd(nullptr, nullptr, nullptr, nullptr, 2, 7, &p, out, 1, &r),
-              LLAMA_CANCEL_ERROR);
-    EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
-    EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_ERROR);
-    EXPECT_EQ(r.n_chunks_done, 2) << "where a resume starts: the first chunk, untouched";
-    EXPECT_EQ(r.n_past, 7);
-    if (llama_cancel_has_mtmd()) {
-        EXPECT_EQ(std::string(r.message), "n_predict is -1; it must be 0 or more");
-    } else {
-        EXPECT_EQ(std::string(r.message), "built without libmtmd");
-    }
-}
-
 TEST_F(EntryErrors, ModelLoadOfAFolder) {
     const std::string dir = make_folder("a-folder.gguf");
     llama_cancel_load_result r;

@@ -46,9 +46,9 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     int8_t   flag   = 0;
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
     p.flag        = &flag;
-    p.decode_hook = shared.get();
+    p.hook = shared.get();
     p.n_batch     = k.n_batch;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), shared.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), shared.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "with one shared hook";
@@ -62,8 +62,8 @@ TEST_P(Mtmd, BatchEncodeOptionWhereNothingBatches) {
     llama_cancel_mtmd_result r;
     ASSERT_EQ(plain.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
     const llama_cancel_mtmd_params p = batched.params(k.n_batch);
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(batched.mctx.get(), batched.enc_hook.get(), batched.lctx.get(),
-                                                chunks.get(), 0, 0, &p, LLAMA_CANCEL_MTMD_BATCH_ENCODE, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(batched.mctx.get(), batched.enc_hook.get(), batched.lctx.get(),
+                                                chunks.get(), 0, 0, &p, &r, LLAMA_CANCEL_MTMD_BATCH_ENCODE),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_EQ(r.n_past, want_n_past);
@@ -136,7 +136,7 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
         p.flag        = nullptr;
         p.seq_flags   = seq_flags;
         p.n_seq       = 2;
-        return llama_cancel_mtmd_eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), first,
+        return mtmd_test::eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), first,
                                              n_past, &p, &r);
     };
     {
@@ -167,8 +167,8 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     gp.hook      = c.dec_hook.get();
     gp.n_predict = 6;
     std::vector<llama_token> want_tokens(6, -1), got(6, -1);
-    llama_cancel_generate_result r;
-    ASSERT_EQ(llama_cancel_generate_mtmd(c.mctx.get(), c.enc_hook.get(), c.lctx.get(), chunks.get(), 0, 0, &gp,
+    mtmd_test::generate_mtmd_result r;
+    ASSERT_EQ(mtmd_test::generate_mtmd(c.mctx.get(), c.enc_hook.get(), c.lctx.get(), chunks.get(), 0, 0, &gp,
                                          want_tokens.data(), 6, &r),
               LLAMA_CANCEL_OK)
         << r.message;
@@ -182,7 +182,7 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     gp.flag          = &s.flag;
     gp.hook          = s.dec_hook.get();
     s.enc_trig.at    = per_encode + per_encode / 2;
-    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
+    ASSERT_EQ(mtmd_test::generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
                                          got.data(), 6, &r),
               LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.stop_reason, LLAMA_CANCEL_STOP_CANCELLED);
@@ -190,35 +190,11 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     EXPECT_EQ(r.n_past, start[3]);
     EXPECT_EQ(r.n_generated, 0);
     s.rearm();
-    ASSERT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), r.n_chunks_done, r.n_past,
+    ASSERT_EQ(mtmd_test::generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), r.n_chunks_done, r.n_past,
                                          &gp, got.data(), 6, &r),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_EQ(got, want_tokens) << "resumed generation differs";
-}
-
-// What the token loop would refuse is refused before the prompt (issue 30): nothing is encoded or
-// decoded, and n_chunks_done and n_past say where the request stands.
-TEST_P(Mtmd, GenerateRefusesBadArgumentsBeforeThePrompt) {
-    setup s(k.mmproj);
-    llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-    gp.flag      = &s.flag;
-    gp.n_predict = 6;
-    std::vector<llama_token> out(6, -1);
-    llama_cancel_generate_result r;
-    EXPECT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
-                                         out.data(), 2, &r),
-              LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("out holds 2"), std::string::npos) << r.message;
-    EXPECT_EQ(r.n_chunks_done, 0);
-    EXPECT_EQ(r.n_past, 0);
-    gp.n_batch = static_cast<int32_t>(llama_n_batch(s.lctx.get())) + 1;
-    EXPECT_EQ(llama_cancel_generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
-                                         out.data(), 6, &r),
-              LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("n_batch"), std::string::npos) << r.message;
-    EXPECT_EQ(s.enc_trig.calls + s.dec_trig.calls, 0) << "nothing was encoded or decoded";
-    EXPECT_EQ(pos_max(s.lctx.get()), -1);
 }
 
 // max_stop_ms of llama_cancel_generate_mtmd reaches the chunk decodes (issue 22): a budget no node
@@ -230,11 +206,11 @@ TEST_P(Mtmd, GenerateBudgetReachesTheChunkDecodes) {
     gp.n_predict = 2;
     gp.n_batch   = 64;
     std::vector<llama_token> out(2, -1);
-    llama_cancel_generate_result r;
+    mtmd_test::generate_mtmd_result r;
     setup plain(k.mmproj);
     gp.flag = &plain.flag;
     gp.hook = plain.dec_hook.get();
-    ASSERT_EQ(llama_cancel_generate_mtmd(plain.mctx.get(), plain.enc_hook.get(), plain.lctx.get(), chunks.get(), 0, 0,
+    ASSERT_EQ(mtmd_test::generate_mtmd(plain.mctx.get(), plain.enc_hook.get(), plain.lctx.get(), chunks.get(), 0, 0,
                                          &gp, out.data(), 2, &r),
               LLAMA_CANCEL_OK) << r.message;
     const size_t graphs_plain = plain.dec_trig.graph_ends.size();
@@ -244,7 +220,7 @@ TEST_P(Mtmd, GenerateBudgetReachesTheChunkDecodes) {
     gp.flag        = &budget.flag;
     gp.hook        = budget.dec_hook.get();
     gp.max_stop_ms = 1e-3f;
-    ASSERT_EQ(llama_cancel_generate_mtmd(budget.mctx.get(), budget.enc_hook.get(), budget.lctx.get(), chunks.get(), 0,
+    ASSERT_EQ(mtmd_test::generate_mtmd(budget.mctx.get(), budget.enc_hook.get(), budget.lctx.get(), chunks.get(), 0,
                                          0, &gp, out.data(), 2, &r),
               LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_chunks_done, n_chunks);
@@ -315,7 +291,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
         p.n_batch = k.n_batch;
         llama_cancel_mtmd_result r;
-        ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 0, 0, &p, &r),
+        ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 0, 0, &p, &r),
                   LLAMA_CANCEL_OK)
             << r.message;
     }
@@ -334,7 +310,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     p.flag    = &flag;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_CANCELLED)
         << r.message;
     EXPECT_EQ(r.n_chunks_done, 2) << "chunk 1 completed, chunk 2 never started";
@@ -345,7 +321,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     flag    = 0;
     trig.at = -1;
     llama_cancel_mtmd_result r2;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,
                                             r.n_past, &p, &r2),
               LLAMA_CANCEL_OK)
         << r2.message;
@@ -401,7 +377,7 @@ TEST_P(Mtmd, ClearErrors) {
     llama_cancel_mtmd_params p = s.params(k.n_batch);
     llama_cancel_mtmd_result r;
     auto err = [&](mtmd_context * m, llama_context * l, const mtmd_input_chunks * c, int32_t first, const char * what) {
-        EXPECT_EQ(llama_cancel_mtmd_eval_chunks(m, s.enc_hook.get(), l, c, first, 0, &p, &r), LLAMA_CANCEL_ERROR);
+        EXPECT_EQ(mtmd_test::eval_chunks(m, s.enc_hook.get(), l, c, first, 0, &p, &r), LLAMA_CANCEL_ERROR);
         EXPECT_EQ(r.status, LLAMA_CANCEL_ERROR);
         EXPECT_NE(std::string(r.message).find(what), std::string::npos) << r.message;
     };
@@ -422,7 +398,7 @@ TEST_P(Mtmd, ClearErrors) {
     EXPECT_EQ(s.enc_trig.calls + s.dec_trig.calls, 0);
 
     // first_chunk == the number of chunks: nothing to do.
-    EXPECT_EQ(llama_cancel_mtmd_eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), n_chunks, 7,
+    EXPECT_EQ(mtmd_test::eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), n_chunks, 7,
                                             &p, &r),
               LLAMA_CANCEL_OK);
     EXPECT_EQ(r.n_chunks_done, n_chunks);

@@ -11,6 +11,7 @@
 // a batched image's embeddings equal its own encode's, so there it is also mtmd_helper_eval_chunks'
 // result. Stops come from a callback chained behind the hooks at a counted node; no timing.
 #include "fixtures.h"
+#include "mtmd_calls.h"
 #include "mtmd_media.h"
 
 #include "llama-cancel.h"
@@ -127,10 +128,9 @@ struct setup {
                  llama_cancel_mtmd_result * r) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
         p.flag        = &flag;
-        p.decode_hook = dec_hook.get();
+        p.hook = dec_hook.get();
         p.n_batch     = k_n_batch;
-        return llama_cancel_mtmd_eval_chunks_ext(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p,
-                                                 options, r);
+        return mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r, options);
     }
 
     void rearm() {
@@ -296,12 +296,11 @@ TEST_F(MtmdBatch, ChainedStopInsideBatchedEncodeDecodesNothingOfTheBatch) {
     auto                 lctx     = make_lctx(dec_hook.get());
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
     p.flag        = &flag;
-    p.decode_hook = dec_hook.get();
+    p.hook = dec_hook.get();
     p.n_batch     = k_n_batch;
     chain.at      = asks / 4; // inside the first batch's graph
     llama_cancel_mtmd_result r;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p,
-                                                k_batch, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r, k_batch),
               LLAMA_CANCEL_CANCELLED)
         << r.message;
     EXPECT_EQ(flag, 0);
@@ -310,8 +309,8 @@ TEST_F(MtmdBatch, ChainedStopInsideBatchedEncodeDecodesNothingOfTheBatch) {
     EXPECT_EQ(fixtures::seq_state(lctx.get(), 0), memory_after(1));
 
     chain.at = -1;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks_ext(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,
-                                                r.n_past, &p, k_batch, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,
+                                                r.n_past, &p, &r, k_batch),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
@@ -378,7 +377,7 @@ TEST_F(MtmdBatch, StopBetweenChunksOfABatch) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
         p.flag    = flag;
         p.n_batch = k_n_batch;
-        return llama_cancel_mtmd_eval_chunks_ext(mctx, enc, lctx.get(), chunks.get(), first, n_past, &p, k_batch, r);
+        return mtmd_test::eval_chunks(mctx, enc, lctx.get(), chunks.get(), first, n_past, &p, r, k_batch);
     };
     fixtures::node_trigger   count;
     llama_cancel_mtmd_result r;
@@ -425,7 +424,7 @@ TEST_F(MtmdBatch, UnknownOptionBitsAreAnError) {
 
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
     p.n_batch = k_n_batch;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &p, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_OK)
         << r.message;
     if (on_cpu()) {
@@ -444,19 +443,19 @@ TEST_F(MtmdBatch, GenerateWithBatchEncodeCancelsAndResumes) {
     ASSERT_NO_FATAL_FAILURE(count(&asks, &ends));
     constexpr int32_t n_predict = 4;
     const auto gen = [&](setup & x, int32_t first, llama_pos n_past, uint32_t options, std::vector<llama_token> & out,
-                         llama_cancel_generate_result * r) {
+                         mtmd_test::generate_mtmd_result * r) {
         llama_cancel_generate_params gp = llama_cancel_generate_default_params();
         gp.flag      = &x.flag;
         gp.hook      = x.dec_hook.get();
         gp.n_batch   = k_n_batch;
         gp.n_predict = n_predict;
         out.assign(n_predict, -1);
-        return llama_cancel_generate_mtmd_ext(x.mctx.get(), x.enc_hook.get(), x.lctx.get(), chunks.get(), first, n_past,
-                                              &gp, options, out.data(), n_predict, r);
+        return mtmd_test::generate_mtmd(x.mctx.get(), x.enc_hook.get(), x.lctx.get(), chunks.get(), first, n_past,
+                                              &gp, out.data(), n_predict, r, options);
     };
     setup                        c;
     std::vector<llama_token>     want_tokens, got;
-    llama_cancel_generate_result r;
+    mtmd_test::generate_mtmd_result r;
     ASSERT_EQ(gen(c, 0, 0, k_batch, want_tokens, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_EQ(r.n_chunks_done, static_cast<int32_t>(k_n_chunks));
     EXPECT_EQ(r.n_prompt_committed, want_n_past);
@@ -493,10 +492,9 @@ TEST_F(MtmdBatch, WrongEncodeHookIsAnError) {
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
     p.n_batch = k_n_batch;
     llama_cancel_mtmd_result r;
-    EXPECT_EQ(llama_cancel_mtmd_eval_chunks_ext(s.mctx.get(), other.get(), s.lctx.get(), chunks.get(), 0, 0, &p,
-                                                k_batch, &r),
+    EXPECT_EQ(mtmd_test::eval_chunks(s.mctx.get(), other.get(), s.lctx.get(), chunks.get(), 0, 0, &p, &r, k_batch),
               LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("encode_hook is not the hook bound to mctx"), std::string::npos)
+    EXPECT_NE(std::string(r.message).find("mtmd_hook is not the hook bound to mctx"), std::string::npos)
         << r.message;
     EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), start[1] - 1);

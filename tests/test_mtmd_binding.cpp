@@ -45,7 +45,7 @@ TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
     p.flag    = &probe.byte;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
-    EXPECT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 1, 0, &p, &r),
+    EXPECT_EQ(mtmd_test::eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 1, 0, &p, &r),
               LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_EQ(pos_max(lctx.get()), -1);
@@ -69,13 +69,13 @@ TEST_P(Mtmd, InitFromFileBindsTheHook) {
     p.flag    = &flag;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_TRUE(llama_cancel_hook_stopped(hook.get()));
     flag    = 0;
     trig.at = -1;
-    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 1, r.n_past, &p, &r),
+    ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 1, r.n_past, &p, &r),
               LLAMA_CANCEL_OK)
         << r.message;
     EXPECT_TRUE(same(common::last_logits(lctx.get()), want));

@@ -15,6 +15,7 @@
 // inside an encode or inside an embedding decode and resumed from what it reports. Stops are
 // triggered at a counted graph node (fixtures::node_trigger), never by timing.
 #include "fixtures.h"
+#include "mtmd_calls.h"
 #include "mtmd_media.h"
 
 #include "llama-cancel.h"
@@ -134,9 +135,10 @@ struct setup {
 
     llama_cancel_mtmd_params params() {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-        p.flag        = &flag;
-        p.decode_hook = dec_hook.get();
-        p.n_batch     = n_batch;
+        p.flag      = &flag;
+        p.hook      = dec_hook.get();
+        p.mtmd_hook = enc_hook.get();
+        p.n_batch   = n_batch;
         return p;
     }
 
@@ -144,7 +146,7 @@ struct setup {
                  float max_stop_ms = 0.0f) {
         llama_cancel_mtmd_params p = params();
         p.max_stop_ms = max_stop_ms;
-        return llama_cancel_mtmd_eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r);
+        return llama_cancel_mtmd_eval_chunks(mctx.get(), lctx.get(), chunks, first, n_past, &p, r);
     }
 
     // Clears the byte and the triggers, as a host does before resuming.

@@ -71,20 +71,20 @@ bool is_pocket(mtmd_context * mctx) {
 struct setup {
     fixtures::node_trigger gen_trig, dec_trig;
     int8_t                 flag = 0;
-    common::hook_ptr       gen_hook, dec_hook;
+    common::hook_ptr       mtmd_hook, dec_hook;
     mtmd_ptr               mctx;
     common::context_ptr    lctx;
     tts_ptr                tts;
 
-    // `gen_interval_ms` > 0: gen_hook's interval (the default otherwise).
+    // `gen_interval_ms` > 0: mtmd_hook's interval (the default otherwise).
     // `sampler`: Qwen3-TTS codebook 0's chain (NULL: the default, greedy).
     explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames,
                    const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0, llama_sampler * sampler = nullptr) {
         gen_trig.flag = &flag;
         dec_trig.flag = &flag;
-        gen_hook      = common::make_hook(fixtures::node_trigger::eval_cb, &gen_trig, gen_interval_ms);
+        mtmd_hook      = common::make_hook(fixtures::node_trigger::eval_cb, &gen_trig, gen_interval_ms);
         dec_hook      = fixtures::make_hook(&dec_trig);
-        mctx          = make_mtmd(llama_cancel_hook_eval_callback, gen_hook.get());
+        mctx          = make_mtmd(llama_cancel_hook_eval_callback, mtmd_hook.get());
         lctx          = make_lctx(dec_hook.get());
         llama_cancel_tts_params p = llama_cancel_tts_default_params();
         p.text       = text;
@@ -100,11 +100,15 @@ struct setup {
 
     llama_cancel_tts_run_params run(int32_t n_frames = 0) {
         llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-        rp.flag        = &flag;
-        rp.decode_hook = dec_hook.get();
-        rp.gen_hook    = gen_hook.get();
-        rp.n_frames    = n_frames;
+        rp.flag      = &flag;
+        rp.hook      = dec_hook.get();
+        rp.mtmd_hook = mtmd_hook.get();
+        rp.n_frames  = n_frames;
         return rp;
+    }
+
+    llama_cancel_gen_audio_params gen_audio() {
+        return llama_cancel_gen_audio_params{&flag, mtmd_hook.get()};
     }
 
     int32_t generate(llama_cancel_tts_result * r, int32_t n_frames = 0) {
@@ -217,7 +221,9 @@ TEST_F(Tts, StopInsidePromptDecodeKeepsItsCommittedRows) {
 
 // Frames 1..k committed, then a stop inside frame k+1's GEN_CODE, its backbone decode, or the
 // GEN_WAV that frame k+1 completes: the generation holds k frames, memory a clean run's of k.
-void stop_in_frame(setup & s, int32_t before, bool in_gen, int32_t step, int32_t asks_in) {
+// `last`: the stopped call's result, where the generation stands.
+void stop_in_frame(setup & s, int32_t before, bool in_gen, int32_t step, int32_t asks_in,
+                   llama_cancel_tts_result * last = nullptr) {
     llama_cancel_tts_result r{};
     ASSERT_EQ(s.generate(&r, before), LLAMA_CANCEL_OK) << r.message;
     ASSERT_EQ(r.n_frames, before);
@@ -228,7 +234,9 @@ void stop_in_frame(setup & s, int32_t before, bool in_gen, int32_t step, int32_t
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
     const int32_t kept = step == LLAMA_CANCEL_TTS_STEP_GEN_WAV ? before + 1 : before;
     EXPECT_EQ(r.n_frames, kept);
-    EXPECT_EQ(llama_cancel_tts_get_state(s.tts.get()).n_frames, kept);
+    if (last != nullptr) {
+        *last = r;
+    }
 }
 
 TEST_F(Tts, StopInsideGenCodeLeavesTheFramesBefore) {
@@ -282,8 +290,7 @@ TEST_F(Tts, StopInsideGenWavKeepsTheWindowsPcmOut) {
     }
     ASSERT_GT(per_gen_code, 0) << "no GEN_CODE node reached the hook bound to mctx";
     setup s;
-    stop_in_frame(s, k_window - 1, true, LLAMA_CANCEL_TTS_STEP_GEN_WAV, per_gen_code + 3);
-    r = llama_cancel_tts_get_state(s.tts.get());
+    stop_in_frame(s, k_window - 1, true, LLAMA_CANCEL_TTS_STEP_GEN_WAV, per_gen_code + 3, &r);
     EXPECT_EQ(r.n_samples, 0) << "a stopped window gave PCM";
     EXPECT_EQ(r.n_frames_pending, k_window);
     resume_and_check(s);
@@ -413,8 +420,8 @@ TEST_F(Tts, GenAudioProcessReportsAStoppedGraphAndLeavesTheStateToTheCaller) {
     setup s;
     gen_inputs   in;
     mtmd_gen_inp code = in.code(s.mctx.get());
-    llama_cancel_tts_run_params rp = s.run();
-    llama_cancel_tts_result     r{};
+    llama_cancel_gen_audio_params rp = s.gen_audio();
+    llama_cancel_gen_audio_result r{};
     mtmd_gen_out out{};
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
     mtmd_gen_inp wav = in.wav(s.mctx.get(), out);
@@ -440,8 +447,8 @@ TEST_F(Tts, GenAudioProcessHoldsAGenCodeThatFinishedWithinItsInterval) {
     setup s("Hello world, this is a test.", k_frames, nullptr, 1e6);
     gen_inputs   in;
     mtmd_gen_inp code = in.code(s.mctx.get());
-    const llama_cancel_tts_run_params rp = s.run();
-    llama_cancel_tts_result r{};
+    const llama_cancel_gen_audio_params rp = s.gen_audio();
+    llama_cancel_gen_audio_result r{};
     mtmd_gen_out out{};
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
     int before = s.gen_trig.calls;
@@ -462,14 +469,14 @@ TEST_F(Tts, GenCodeCheckpointsAtHalfTheInterval) {
     setup s;
     gen_inputs         in;
     const mtmd_gen_inp code = in.code(s.mctx.get());
-    const llama_cancel_tts_run_params rp = s.run();
-    llama_cancel_tts_result r{};
+    const llama_cancel_gen_audio_params rp = s.gen_audio();
+    llama_cancel_gen_audio_result r{};
     mtmd_gen_out out{};
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_DOUBLE_EQ(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, 0.5 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
+    EXPECT_DOUBLE_EQ(llama_cancel_hook_get_stats(s.mtmd_hook.get()).interval_ms, 0.5 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
     const mtmd_gen_inp wav = in.wav(s.mctx.get(), out);
     ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &wav, &out, &rp, &r), LLAMA_CANCEL_OK) << r.message;
-    EXPECT_GE(llama_cancel_hook_get_stats(s.gen_hook.get()).interval_ms, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
+    EXPECT_GE(llama_cancel_hook_get_stats(s.mtmd_hook.get()).interval_ms, LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);
 }
 
 TEST_F(Tts, BadArgumentsAreClearErrors) {
@@ -489,10 +496,10 @@ TEST_F(Tts, BadArgumentsAreClearErrors) {
     // The wrong hook named: an error that computes nothing more.
     common::hook_ptr other = fixtures::make_hook(nullptr);
     llama_cancel_tts_run_params rp = s.run();
-    rp.gen_hook = other.get();
+    rp.mtmd_hook = other.get();
     const llama_pos before = fixtures::pos_max(s.lctx.get());
     EXPECT_EQ(llama_cancel_tts_generate(s.tts.get(), &rp, &r), LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("gen_hook"), std::string::npos) << r.message;
+    EXPECT_NE(std::string(r.message).find("mtmd_hook"), std::string::npos) << r.message;
     EXPECT_EQ(fixtures::pos_max(s.lctx.get()), before);
     resume_and_check(s);
 }

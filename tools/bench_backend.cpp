@@ -365,7 +365,7 @@ results measure(contenders & c, const backend_options & o, const std::vector<lla
     const llama_cancel_hook_stats stats = llama_cancel_hook_get_stats(c.hook.get());
     r.interval_ms   = stats.interval_ms;
     r.round_trip_ms = stats.round_trip_ms;
-    *budget_flops   = stats.budget_flops;
+    *budget_flops   = stats.work_flops;
     return r;
 }
 

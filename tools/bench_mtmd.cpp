@@ -453,7 +453,7 @@ bitmap_ptr make_wide_image(uint32_t seed) {
 // The three ways an evaluation runs: today (upstream's per-chunk helper, the byte checked between
 // chunks; internvl-batch: mtmd-cli's loop, each run of batchable image chunks one mtmd_batch_encode,
 // then mtmd_helper_decode_image_chunk per chunk), llama-cancel's hooks
-// (llama_cancel_mtmd_eval_chunks_ext, with LLAMA_CANCEL_MTMD_BATCH_ENCODE for internvl-batch), the
+// (llama_cancel_mtmd_eval_chunks, with LLAMA_CANCEL_MTMD_BATCH_ENCODE for internvl-batch), the
 // stateless callback bound by name in both contexts (the same loop as today's, the byte also read
 // inside every graph).
 enum eval_way { today = 0, hooks = 1, stateless = 2 };
@@ -679,12 +679,13 @@ struct evaluator {
         const landed l = store_then(frac, full, w == stateless ? &probe.byte : &flag, [&] {
             if (w == hooks) {
                 llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-                p.flag        = &flag;
-                p.decode_hook = dec_hook.get();
-                p.n_batch     = n_batch;
+                p.flag      = &flag;
+                p.hook      = dec_hook.get();
+                p.mtmd_hook = enc_hook.get();
+                p.n_batch   = n_batch;
+                p.options   = batched ? LLAMA_CANCEL_MTMD_BATCH_ENCODE : 0u;
                 llama_cancel_mtmd_result r;
-                last_ret = llama_cancel_mtmd_eval_chunks_ext(mctx[w].get(), enc_hook.get(), lctx[w].get(), chunks[w].get(),
-                                                             0, 0, &p, batched ? LLAMA_CANCEL_MTMD_BATCH_ENCODE : 0u, &r);
+                last_ret = llama_cancel_mtmd_eval_chunks(mctx[w].get(), lctx[w].get(), chunks[w].get(), 0, 0, &p, &r);
                 cut      = last_ret == LLAMA_CANCEL_CANCELLED;
                 last_ret = cut ? 0 : last_ret;
             } else {
@@ -984,7 +985,7 @@ void bench_mtmd::print_eval_header(int seconds, int repeats) {
                 "byte stored at a random 2-98%% point of the evaluation; today = upstream's loop (the audio rows: "
                 "mtmd_helper_eval_chunk_single chunk by chunk; internvl-batch: mtmd-cli's mtmd_batch_encode, then "
                 "mtmd_helper_decode_image_chunk per chunk), the byte checked between chunks (what a stop waits "
-                "without llama-cancel); hook = llama_cancel_mtmd_eval_chunks_ext (internvl-batch: with "
+                "without llama-cancel); hook = llama_cancel_mtmd_eval_chunks (internvl-batch: with "
                 "LLAMA_CANCEL_MTMD_BATCH_ENCODE); stop = store to return, %% of the whole evaluation, over the runs "
                 "the store reached before the return (finished first counted apart); overhead with the byte at 0 "
                 "against today (median paired ratio, each of at least %d repeats on fresh contexts, up to 3x as "

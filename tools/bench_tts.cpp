@@ -76,7 +76,7 @@ struct tts_bench {
     common::backend_setup setup;
     common::model_ptr     model;
     bool                  cpu = true;
-    common::hook_ptr      gen_hook, dec_hook;
+    common::hook_ptr      mtmd_hook, dec_hook;
     mtmd_ptr              mctx[n_ways];
     common::context_ptr   lctx[n_ways];
     int8_t                bytes[n_ways] = {0, 0, 0}; // today's is stored and never read inside a call
@@ -166,7 +166,7 @@ struct tts_bench {
         llama_cancel_load_result lr;
         mctx[today].reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model.get(), nullptr, o.threads, !cpu,
                                                            nullptr, &lr));
-        mctx[hooks].reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model.get(), gen_hook.get(), o.threads,
+        mctx[hooks].reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model.get(), mtmd_hook.get(), o.threads,
                                                            !cpu, nullptr, &lr));
         mtmd_context_params mp = mtmd_context_params_default();
         mp.use_gpu             = !cpu;
@@ -207,7 +207,7 @@ struct tts_bench {
         if (!model) {
             return fail("cannot load " + o.model);
         }
-        gen_hook = common::make_hook();
+        mtmd_hook = common::make_hook();
         dec_hook = common::make_hook();
         if (!make_contexts(o)) {
             return false;
@@ -280,11 +280,9 @@ struct tts_bench {
     // frac > 0. False in *ok when the call failed.
     landed run(int s, int w, double frac, double full, uint32_t seed, bool * ok) {
         bytes[w] = 0;
-        llama_cancel_hook * hook = s == frame_decode ? dec_hook.get() : gen_hook.get();
+        llama_cancel_hook * hook = s == frame_decode ? dec_hook.get() : mtmd_hook.get();
         const llama_cancel_hook_stats st0 = llama_cancel_hook_get_stats(hook);
-        llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-        rp.flag     = &bytes[w];
-        rp.gen_hook = w == hooks ? gen_hook.get() : nullptr;
+        const llama_cancel_gen_audio_params rp{&bytes[w], w == hooks ? mtmd_hook.get() : nullptr};
         double            t_store = 0.0;
         int32_t           st      = 0;
         std::atomic<bool> ready{false}, go{false};

@@ -118,7 +118,7 @@ int load_model(const std::string & path, common::model_ptr & model) {
 struct media_prompt {
     struct mtmd_free_t { void operator()(mtmd_context * m) const { mtmd_free(m); } };
     struct chunks_free_t { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-    common::hook_ptr                                     encode_hook{llama_cancel_hook_init(nullptr)};
+    common::hook_ptr                                     mtmd_hook{llama_cancel_hook_init(nullptr)};
     std::unique_ptr<mtmd_context, mtmd_free_t>        mctx;
     std::unique_ptr<mtmd_input_chunks, chunks_free_t> chunks;
 
@@ -128,7 +128,7 @@ struct media_prompt {
     int load(const generate_options & o, llama_model * model, size_t * n_pos) {
         mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
         llama_cancel_load_result lr;
-        mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, encode_hook.get(), o.threads, false,
+        mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, mtmd_hook.get(), o.threads, false,
                                                     ctrl_c::flag(), &lr));
         if (!mctx) {
             std::fprintf(stderr, "%s: %s\n", lr.status == LLAMA_CANCEL_CANCELLED ? "cancelled" : "error", lr.message);
@@ -158,8 +158,28 @@ struct media_prompt {
 
     int32_t generate(llama_context * ctx, const llama_cancel_generate_params & gp, std::vector<llama_token> & out,
                      llama_cancel_generate_result & r) {
-        return llama_cancel_generate_mtmd(mctx.get(), encode_hook.get(), ctx, chunks.get(), 0, 0, &gp, out.data(),
-                                          static_cast<int32_t>(out.size()), &r);
+        // The prompt's chunks, then the token loop from their last logits (n_prompt 0).
+        llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
+        mp.flag        = gp.flag;
+        mp.hook        = gp.hook;
+        mp.mtmd_hook   = mtmd_hook.get();
+        mp.seq_id      = gp.seq_id;
+        mp.n_batch     = gp.n_batch;
+        mp.max_stop_ms = gp.max_stop_ms;
+        llama_cancel_mtmd_result mr{};
+        const int32_t st = llama_cancel_mtmd_eval_chunks(mctx.get(), ctx, chunks.get(), 0, 0, &mp, &mr);
+        if (st != LLAMA_CANCEL_OK) {
+            r        = llama_cancel_generate_result{};
+            r.status = st;
+            r.stop_reason = st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR;
+            r.n_past = mr.n_past;
+            r.n_prompt_committed = mr.n_past;
+            std::snprintf(r.message, sizeof(r.message), "%s", mr.message);
+            return st;
+        }
+        const int32_t rc = llama_cancel_generate(ctx, nullptr, 0, &gp, out.data(), static_cast<int32_t>(out.size()), &r);
+        r.n_prompt_committed = mr.n_past;
+        return rc;
     }
 };
 #else

@@ -336,8 +336,8 @@ int tts_main(int argc, char ** argv) {
     pr.tty         = isatty(STDERR_FILENO) != 0;
     llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
     rp.flag          = ctrl_c::flag();
-    rp.decode_hook   = dec_hook.get();
-    rp.gen_hook      = gen_hook.get();
+    rp.hook   = dec_hook.get();
+    rp.mtmd_hook      = gen_hook.get();
     rp.on_frame      = progress::cb;
     rp.on_frame_data = &pr;
     std::fprintf(stderr, "%s on %s: \"%s\", %s frames, window %s, seed %u (Ctrl-C stops and keeps the audio so "
