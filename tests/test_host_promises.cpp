@@ -75,6 +75,29 @@ TEST_F(Promises, HostAbortCallbackFromContextParamsSurvivesOurDecode) {
 
 // A hook's stop is its graph's: after one stop, a call with params.hook NULL and the byte at 0
 // decodes cleanly, and so does a host's own llama_decode outside our calls.
+// The header's first promise: a call's byte is read only while that call runs. After it returned, a
+// graph the host runs itself with the same hook (and the same byte now set) is not stopped by it;
+// the hook's own byte (hook_params.flag, set_flag) is the one read outside calls.
+TEST_F(Promises, ACallsByteIsNotReadAfterTheCallReturned) {
+    auto h      = fixtures::make_hooked(suite_model(), k_n, k_u, nullptr);
+    auto prompt = common::make_prompt(suite_model(), 64, 3);
+    int8_t call_byte = 0;
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.flag = &call_byte;
+    common::seq_batch a(prompt, 0, 32, 0);
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+    call_byte = 1; // set after the call: no graph of the host's own may see it
+    common::seq_batch b(prompt, 32, 32, 32);
+    ASSERT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
+    EXPECT_FALSE(llama_cancel_hook_stopped(h.hook.get())) << "the call's byte was read after the call";
+    auto ref = fixtures::make_bound_context(suite_model(), nullptr, options());
+    common::seq_batch all(prompt, 0, 64, 0);
+    ASSERT_EQ(llama_decode(ref.get(), all.get()), 0);
+    EXPECT_EQ(row(llama_get_logits_ith(h.ctx.get(), -1)), row(llama_get_logits_ith(ref.get(), -1)))
+        << "the host's graph computed in full";
+}
+
 TEST_F(Promises, HookStopDoesNotStickToLaterGraphs) {
     int8_t flag = 0;
     node_trigger trig;
