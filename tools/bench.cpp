@@ -139,7 +139,16 @@ struct bench_report {
     cpu_targets          cpu;
     section              backends, mtmd, tts, memory, budgets, seq, plans;
     double               wall_s = 0.0; // the model's load to the last row, seconds
+    std::vector<std::pair<std::string, double>> section_s; // each section's wall time, seconds
 };
+
+// Runs `f` and notes its wall time under `name` in rep.section_s; returns what it returned.
+template <typename F> auto timed(bench_report & rep, const char * name, F f) {
+    const double t = common::now_ms();
+    auto         r = f();
+    rep.section_s.emplace_back(name, (common::now_ms() - t) / 1000.0);
+    return r;
+}
 
 // Without --model, the built-in synthetic model (generated once); false when it cannot be made.
 bool ensure_default_model(options & opt) {
@@ -228,6 +237,11 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["seq_targets_met"]                = target(rep.seq, rep.seq.ok);
     js["plans"]                          = rep.plans.json;
     js["plans_targets_met"]              = target(rep.plans, rep.plans.ok);
+    common::json sections                = common::json::object();
+    for (const auto & sec : rep.section_s) {
+        sections[sec.first] = common::printed(sec.second, "%.1f");
+    }
+    js["section_s"] = sections;
     return js;
 }
 
@@ -266,17 +280,21 @@ int bench_main(int argc, char ** argv) {
     }
     common::note_threads_override(); // the child processes say it again for their rows
 
-    rep.rows     = measure_cpu_rows(opt, model.get());
+    rep.rows     = timed(rep, "cpu", [&] { return measure_cpu_rows(opt, model.get()); });
     rep.cpu      = print_cpu_rows(rep.rows);
-    rep.backends = backend_rows(opt);
-    rep.mtmd     = mtmd_rows(opt, model.get());
-    rep.tts      = tts_rows(opt);
-    rep.memory   = memory_rows(opt);
-    rep.budgets  = budget_rows(opt, builtin_model);
-    rep.seq      = seq_rows(opt);
-    rep.plans    = plans_rows(opt);
+    rep.backends = timed(rep, "backends", [&] { return backend_rows(opt); });
+    rep.mtmd     = timed(rep, "mtmd", [&] { return mtmd_rows(opt, model.get()); });
+    rep.tts      = timed(rep, "tts", [&] { return tts_rows(opt); });
+    rep.memory   = timed(rep, "memory", [&] { return memory_rows(opt); });
+    rep.budgets  = timed(rep, "budgets", [&] { return budget_rows(opt, builtin_model); });
+    rep.seq      = timed(rep, "seq", [&] { return seq_rows(opt); });
+    rep.plans    = timed(rep, "plans", [&] { return plans_rows(opt); });
     rep.wall_s   = (common::now_ms() - t0) / 1000.0;
-    std::printf("\nbench: %.0f s (%s)\n", rep.wall_s, opt.all ? "--all" : "headline rows; --all for every row");
+    std::printf("\nbench: %.0f s (%s):", rep.wall_s, opt.all ? "--all" : "headline rows; --all for every row");
+    for (const auto & s : rep.section_s) {
+        std::printf(" %s %.0f s", s.first.c_str(), s.second);
+    }
+    std::printf("\n");
 
     if (!write_bench_json(opt, rep)) {
         return 1;
