@@ -19,10 +19,12 @@ import sys
 
 from . import abi, libraries, llama, mtmd
 from .abi import (CANCELLED, ERROR, MTMD_BATCH_ENCODE, OK,  # noqa: F401
+                  REACH_CALLS, REACH_CPU, REACH_GRAPH, REACH_NAMES,
                   STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,
                   TTS_STEP_BACKBONE, TTS_STEP_BETWEEN, TTS_STEP_GEN_CODE, TTS_STEP_GEN_WAV, TTS_STEP_NONE,
                   TTS_STEP_PROMPT, TTS_STEP_VOICE,
-                  llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_generate_params,
+                  llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_gen_audio_params,
+                  llama_cancel_gen_audio_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
                   llama_cancel_snapshot_stats,
                   llama_cancel_load_result, llama_cancel_mtmd_params, llama_cancel_mtmd_result,
@@ -87,7 +89,7 @@ def _candidate_paths():
     found = ctypes.util.find_library("llama-cancel")
     if found:
         paths.append(found)
-    # libllama-cancel.so.1 and .so, libllama-cancel.1.dylib and .dylib, llama-cancel.dll and libllama-cancel.dll
+    # libllama-cancel.so.2 and .so, libllama-cancel.2.dylib and .dylib, llama-cancel.dll and libllama-cancel.dll
     paths += [name for name in library_files("llama-cancel")[0] if name not in paths]
     return paths
 
@@ -230,10 +232,12 @@ class Library:
     def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
                n_seq=0, max_stop_ms=0.0, seq_flags=None, seqs=None):
         """llama_cancel_decode: (status, llama_cancel_decode_result, list of llama_cancel_seq_result).
-        seq_flags: a Flag (or None) per sequence; setting one drops that sequence alone. The per-sequence
-        results have len(seq_flags) entries, else n_seq (0: none). `seqs`: an array of
-        llama_cancel_seq_result of that length (or any, without seq_flags and n_seq) to write into
-        instead, for a thread that polls seqs[s].cancelled while the call runs."""
+        result.reach (REACH_GRAPH, REACH_CPU, REACH_CALLS) says where the byte was read: REACH_CPU on a
+        context with layers off the CPU means a stop there waited for whole graphs (bind a hook:
+        context(model, hook=hook(flag))). seq_flags: a Flag (or None) per sequence; setting one drops
+        that sequence alone. The per-sequence results have len(seq_flags) entries, else n_seq (0:
+        none). `seqs`: an array of llama_cancel_seq_result of that length (or any, without seq_flags
+        and n_seq) to write into instead, for a thread that polls seqs[s].cancelled while the call runs."""
         p = self._c.llama_cancel_decode_default_params()
         p.flag = flag.ptr if flag else None
         p.hook = hook
@@ -301,10 +305,12 @@ class Library:
 
     # --- multimodal (llama_cancel_has_mtmd()) ---
 
-    def mtmd_init(self, mmproj_path, model, encode_hook=None, n_threads=0, use_gpu=False, flag=None):
-        """llama_cancel_mtmd_init_from_file: (mtmd context or None, llama_cancel_load_result)."""
+    def mtmd_init(self, mmproj_path, model, mtmd_hook=None, n_threads=0, use_gpu=False, flag=None):
+        """llama_cancel_mtmd_init_from_file: (mtmd context or None, llama_cancel_load_result).
+        mtmd_hook: the hook that becomes the context's cb_eval (its encodes', or for text-to-speech its
+        GEN_CODE and GEN_WAV graphs'); pass the same as mtmd_hook= to the calls on that context."""
         result = llama_cancel_load_result()
-        mctx = self._c.llama_cancel_mtmd_init_from_file(mmproj_path.encode(), model, encode_hook, n_threads,
+        mctx = self._c.llama_cancel_mtmd_init_from_file(mmproj_path.encode(), model, mtmd_hook, n_threads,
                                                         use_gpu, flag.ptr if flag else None, C.byref(result))
         return mctx, result
 
@@ -320,26 +326,49 @@ class Library:
             raise ValueError(f"mtmd_tokenize returned {ret}")
         return chunks
 
-    def _mtmd_params(self, flag, decode_hook, seq_id, n_batch, max_stop_ms, seq_flags):
+    def _mtmd_params(self, flag, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_flags, options, logits_last):
         p = self._c.llama_cancel_mtmd_default_params()
         p.flag = flag.ptr if flag else None
-        p.decode_hook, p.seq_id, p.n_batch, p.max_stop_ms = decode_hook, seq_id, n_batch, max_stop_ms
+        p.hook, p.mtmd_hook, p.seq_id, p.n_batch, p.max_stop_ms = hook, mtmd_hook, seq_id, n_batch, max_stop_ms
+        p.options, p.logits_last = options, 1 if logits_last else 0
         if seq_flags is not None:
             flags = (C.POINTER(C.c_int8) * len(seq_flags))(*[f.ptr if f else None for f in seq_flags])
             p.seq_flags, p.n_seq = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), len(seq_flags)
             p._keep = flags  # alive as long as the params
         return p
 
-    def mtmd_eval_chunks(self, mctx, encode_hook, lctx, chunks, first_chunk=0, n_past=0, flag=None,
-                         decode_hook=None, seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None, options=0):
-        """llama_cancel_mtmd_eval_chunks_ext (logits of the last token): (status, llama_cancel_mtmd_result).
-        seq_flags: a Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation.
-        options: 0 (llama_cancel_mtmd_eval_chunks) or abi.MTMD_BATCH_ENCODE; resume with the same."""
-        p = self._mtmd_params(flag, decode_hook, seq_id, n_batch, max_stop_ms, seq_flags)
+    def mtmd_eval_chunks(self, mctx, lctx, chunks, first_chunk=0, n_past=0, flag=None, hook=None, mtmd_hook=None,
+                         seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None, options=0, logits_last=True):
+        """llama_cancel_mtmd_eval_chunks: (status, llama_cancel_mtmd_result). hook / mtmd_hook: the
+        hooks bound to lctx and mctx (None: found). CANCELLED or ERROR: resume with
+        first_chunk=result.n_chunks_done, n_past=result.n_past (and the same options). seq_flags: a
+        Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation. options: 0 or
+        MTMD_BATCH_ENCODE. logits_last: the last chunk's last token gets logits, from which
+        generate(lctx, [], n_predict) goes on (generate_mtmd() does both)."""
+        p = self._mtmd_params(flag, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_flags, options, logits_last)
         result = llama_cancel_mtmd_result()
-        status = self._c.llama_cancel_mtmd_eval_chunks_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
-                                                           C.byref(p), options, C.byref(result))
+        status = self._c.llama_cancel_mtmd_eval_chunks(mctx, lctx, chunks, first_chunk, n_past, C.byref(p),
+                                                       C.byref(result))
         return status, result
+
+    def generate_mtmd(self, mctx, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None, hook=None,
+                      mtmd_hook=None, seq_id=0, sampler=None, on_token=None, on_token_data=None, max_stop_ms=0.0,
+                      n_batch=0, options=0):
+        """A multimodal generation, as 2.0 makes it: mtmd_eval_chunks() of chunks[first_chunk:] from
+        n_past, then, once every chunk is in, generate(lctx, [], n_predict) from the prompt's last
+        logits. (status, prompt, result, tokens): prompt, the evaluation's llama_cancel_mtmd_result
+        (n_chunks_done, n_past: where the prompt stands); result, the token loop's
+        llama_cancel_generate_result, or None when the prompt stopped or failed (status is then the
+        evaluation's: call again with first_chunk=prompt.n_chunks_done, n_past=prompt.n_past and the
+        same options). A token loop that stopped resumes as generate()'s does (its unfinished
+        tokens as the prompt), not through this."""
+        status, prompt = self.mtmd_eval_chunks(mctx, lctx, chunks, first_chunk, n_past, flag, hook, mtmd_hook,
+                                               seq_id, n_batch, max_stop_ms, options=options)
+        if status != OK:
+            return status, prompt, None, []
+        status, result, tokens = self.generate(lctx, [], n_predict, flag, hook, seq_id, sampler, on_token,
+                                               on_token_data, max_stop_ms, n_batch)
+        return status, prompt, result, tokens
 
     # --- text-to-speech (libmtmd's audio generation; llama_cancel_has_mtmd()) ---
 
@@ -347,14 +376,14 @@ class Library:
             seed=None, seq_id=None, n_batch=None, max_frames=None, window=None):
         """llama_cancel_tts_init: (Tts or None, llama_cancel_tts_result). lctx: the pipeline's
         backbone, created with embeddings=True (and a decode hook bound, or the stateless callback);
-        mctx: its generation projector (lc.mtmd_init(mmproj, model, gen_hook)). text: str (UTF-8) or
+        mctx: its generation projector (lc.mtmd_init(mmproj, model, mtmd_hook)). text: str (UTF-8) or
         bytes; lang: Qwen3-TTS's language (None: english); voice: an mtmd bitmap of reference audio;
         sampler: a llama_sampler chain for codebook 0 (None: greedy), kept until the Tts is closed.
         The other arguments left None keep llama_cancel_tts_default_params()'s values (seed 1, the
         pipeline's sampling and window, no frame limit, sequence 0, the context's n_batch). None with
         result.status ERROR and result.message when anything is wrong (no text, an unknown language,
         a sequence that is not empty, an mctx that generates no audio, a library without libmtmd).
-        On the thread that owns lctx and mctx."""
+        On the thread that owns lctx and mctx. The Tts keeps the last call's result (state())."""
         p = self._c.llama_cancel_tts_default_params()
         keep = [voice, sampler]  # what the library keeps pointers to until free
         p.text = text.encode() if isinstance(text, str) else text
@@ -366,39 +395,28 @@ class Library:
                 setattr(p, name, value)
         result = llama_cancel_tts_result()
         ptr = self._c.llama_cancel_tts_init(lctx, mctx, C.byref(p), C.byref(result))
-        return (Tts(self, ptr, keep) if ptr else None), result
+        return (Tts(self, ptr, keep, result) if ptr else None), result
 
-    def tts_run_params(self, flag=None, decode_hook=None, gen_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
+    def tts_run_params(self, flag=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
                        on_frame_data=None):
-        """A llama_cancel_tts_run_params; on_frame: a native callback's address (native_address()),
-        or None. Tts.generate() also takes a Python callable."""
+        """A llama_cancel_tts_run_params; hook / mtmd_hook: the hooks bound to lctx and mctx (None:
+        found); on_frame: a native callback's address (native_address()), or None. Tts.generate()
+        also takes a Python callable."""
         rp = self._c.llama_cancel_tts_run_default_params()
         rp.flag = flag.ptr if flag else None
-        rp.decode_hook, rp.gen_hook, rp.n_frames, rp.max_stop_ms = decode_hook, gen_hook, n_frames, max_stop_ms
+        rp.hook, rp.mtmd_hook, rp.n_frames, rp.max_stop_ms = hook, mtmd_hook, n_frames, max_stop_ms
         rp.on_frame, rp.on_frame_data = on_frame, on_frame_data
         return rp
 
-    def gen_audio_process(self, mctx, inp, out, flag=None, gen_hook=None):
+    def gen_audio_process(self, mctx, inp, out, flag=None, mtmd_hook=None):
         """llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under `flag`: (status,
-        llama_cancel_tts_result). inp: an mtmd.mtmd_gen_inp (lc.mtmd.mtmd_gen_inp_default(mctx)),
-        out: an mtmd.mtmd_gen_out, filled on OK (owned by mctx until its next call) and zeroed on
-        CANCELLED; gen_hook: the hook bound to mctx (None: found)."""
-        rp = self.tts_run_params(flag, gen_hook=gen_hook)
-        result = llama_cancel_tts_result()
+        llama_cancel_gen_audio_result: status, step, message). inp: an mtmd.mtmd_gen_inp
+        (lc.mtmd.mtmd_gen_inp_default(mctx)), out: an mtmd.mtmd_gen_out, filled on OK (owned by mctx
+        until its next call) and zeroed on CANCELLED; mtmd_hook: the hook bound to mctx (None: found)."""
+        p = llama_cancel_gen_audio_params(flag.ptr if flag else None, mtmd_hook)
+        result = llama_cancel_gen_audio_result()
         status = self._c.llama_cancel_mtmd_gen_audio_process(mctx, C.byref(inp) if inp is not None else None,
-                                                             C.byref(out) if out is not None else None, C.byref(rp),
+                                                             C.byref(out) if out is not None else None, C.byref(p),
                                                              C.byref(result))
         return status, result
 
-    def generate_mtmd(self, mctx, encode_hook, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None,
-                      hook=None, seq_id=0, sampler=None, on_token=None, on_token_data=None, max_stop_ms=0.0,
-                      n_batch=0, options=0):
-        """llama_cancel_generate_mtmd_ext: (status, llama_cancel_generate_result, generated tokens);
-        result.n_chunks_done and result.n_past say where a stopped prompt resumes. options: 0
-        (llama_cancel_generate_mtmd) or abi.MTMD_BATCH_ENCODE; resume with the same."""
-        p = self._generate_params(n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
-        out = (C.c_int32 * max(n_predict, 1))()
-        result = llama_cancel_generate_result()
-        status = self._c.llama_cancel_generate_mtmd_ext(mctx, encode_hook, lctx, chunks, first_chunk, n_past,
-                                                        C.byref(p), options, out, n_predict, C.byref(result))
-        return status, result, list(out[:result.n_generated])

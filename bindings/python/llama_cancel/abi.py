@@ -8,16 +8,21 @@ import re
 from ._layouts import LAYOUTS
 
 # The header version this module was written against (LLAMA_CANCEL_VERSION_MAJOR/MINOR/PATCH).
-VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 1, 4, 1
+VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH = 2, 0, 0
 
 # enum llama_cancel_status
 OK, CANCELLED, ERROR = 0, 1, -1
 # enum llama_cancel_stop_reason
 STOP_LENGTH, STOP_EOG, STOP_CANCELLED, STOP_ERROR = 0, 1, 2, 3
+# enum llama_cancel_reach: where a decode's byte was read (llama_cancel_decode_result.reach). GRAPH:
+# inside every graph (a llama-cancel eval callback ran in it: every backend); CPU: the abort
+# callback alone (another device's split ran to its end: bind a hook); CALLS: between llama_decode calls.
+REACH_GRAPH, REACH_CPU, REACH_CALLS = 0, 1, 2
+REACH_NAMES = ("graph", "cpu", "calls")
 
 HOOK_DEFAULT_INTERVAL_MS = 10.0
 
-# options of llama_cancel_mtmd_eval_chunks_ext
+# bits of llama_cancel_mtmd_params.options (LLAMA_CANCEL_MTMD_*)
 MTMD_BATCH_ENCODE = 1
 
 # enum llama_cancel_tts_step: the text-to-speech step that stopped (CANCELLED) or failed (ERROR)
@@ -86,6 +91,8 @@ llama_cancel_mtmd_result = _BY_NAME["llama_cancel_mtmd_result"]
 llama_cancel_tts_params = _BY_NAME["llama_cancel_tts_params"]
 llama_cancel_tts_run_params = _BY_NAME["llama_cancel_tts_run_params"]
 llama_cancel_tts_result = _BY_NAME["llama_cancel_tts_result"]
+llama_cancel_gen_audio_params = _BY_NAME["llama_cancel_gen_audio_params"]
+llama_cancel_gen_audio_result = _BY_NAME["llama_cancel_gen_audio_result"]
 
 
 def prototypes(llama):
@@ -125,15 +132,8 @@ def prototypes(llama):
                                         C.POINTER(llama_cancel_load_result)]),
         "llama_cancel_mtmd_init_from_file": (P, [C.c_char_p, P, P, I32, B, _flag, C.POINTER(llama_cancel_load_result)]),
         "llama_cancel_mtmd_default_params": (llama_cancel_mtmd_params, []),
-        "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
+        "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
                                                 C.POINTER(llama_cancel_mtmd_result)]),
-        "llama_cancel_mtmd_eval_chunks_ext": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
-                                                    C.c_uint32, C.POINTER(llama_cancel_mtmd_result)]),
-        "llama_cancel_generate_mtmd": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
-                                             C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
-        "llama_cancel_generate_mtmd_ext": (I32, [P, P, P, P, I32, llama_pos, C.POINTER(llama_cancel_generate_params),
-                                                 C.c_uint32, C.POINTER(llama_token), I32,
-                                                 C.POINTER(llama_cancel_generate_result)]),
         "llama_cancel_tts_default_params": (llama_cancel_tts_params, []),
         "llama_cancel_tts_run_default_params": (llama_cancel_tts_run_params, []),
         "llama_cancel_tts_init": (P, [P, P, C.POINTER(llama_cancel_tts_params), tts_result]),
@@ -141,7 +141,7 @@ def prototypes(llama):
         "llama_cancel_tts_generate": (I32, [P, tts_run, tts_result]),
         "llama_cancel_tts_flush": (I32, [P, tts_run, tts_result]),
         "llama_cancel_tts_get_pcm": (F, [P, C.POINTER(C.c_int64)]),
-        "llama_cancel_tts_get_state": (llama_cancel_tts_result, [P]),
         # inp, out: mtmd.h's struct mtmd_gen_inp and mtmd_gen_out (mtmd.py declares them)
-        "llama_cancel_mtmd_gen_audio_process": (I32, [P, P, P, tts_run, tts_result]),
+        "llama_cancel_mtmd_gen_audio_process": (I32, [P, P, P, C.POINTER(llama_cancel_gen_audio_params),
+                                                      C.POINTER(llama_cancel_gen_audio_result)]),
     }

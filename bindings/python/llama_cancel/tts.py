@@ -1,14 +1,15 @@
-"""Text-to-speech (llama_cancel_tts_*, header 1.3): a generation as an object.
+"""Text-to-speech (llama_cancel_tts_*): a generation as an object.
 
     tts, r = lc.tts(lctx, mctx, "Hello world.", seed=42)   # None and r.message when refused
-    worker = tts.start(flag, decode_hook=dec, gen_hook=gen) # generate on a threading.Thread
+    worker = tts.start(flag, hook=dec, mtmd_hook=gen)       # generate on a threading.Thread
     flag.set()                                              # any thread: CANCELLED at the last committed step
     status, r = worker.wait(20)                             # r.step: where it stopped
     flag.clear(); status, r = tts.generate(flag)            # resumes: the uninterrupted run's PCM (CPU)
     samples = tts.pcm()                                     # array('f'), mono at r.sample_rate
 
 One call at a time: generate, flush, pcm and state refuse (RuntimeError) while a call of the same
-Tts runs on another thread. The contexts it was made on stay the caller's: close the Tts before
+Tts runs on another thread. state() is the Tts's copy of its last call's result (the header has no
+getter since 2.0). The contexts it was made on stay the caller's: close the Tts before
 freeing them (and, the model's, before the hooks)."""
 import array
 import ctypes as C
@@ -21,9 +22,13 @@ class Tts:
     """One generation (llama_cancel_tts *): its prompt, frames, streaming state and PCM. Made by
     Library.tts(); close() (or a `with` block) frees it."""
 
-    def __init__(self, lib, ptr, keep=()):
+    def __init__(self, lib, ptr, keep=(), result=None):
         self._lib, self.ptr = lib, ptr
         self._keep = list(keep)  # the voice bitmap and the sampler the library points to until free
+        # The last call's result (init's until one ran), a copy: state() gives copies of it.
+        self._last = abi.llama_cancel_tts_result()
+        if result is not None:
+            self._last = abi.llama_cancel_tts_result.from_buffer_copy(result)
         self._lock = threading.Lock()
         self._busy = False
 
@@ -58,7 +63,7 @@ class Tts:
 
     # --- the calls ---
 
-    def _call(self, fn, flag, decode_hook, gen_hook, n_frames, max_stop_ms, on_frame, on_frame_data):
+    def _call(self, fn, flag, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data):
         callback, raised = None, []
         if callable(on_frame):
             user = on_frame
@@ -71,11 +76,12 @@ class Tts:
                     return False
             callback = abi.tts_frame_callback_t(trampoline)
             on_frame = C.cast(callback, C.c_void_p).value
-        rp = self._lib.tts_run_params(flag, decode_hook, gen_hook, n_frames, max_stop_ms, on_frame, on_frame_data)
+        rp = self._lib.tts_run_params(flag, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data)
         result = abi.llama_cancel_tts_result()
         self._enter()
         try:
             status = fn(self.ptr, C.byref(rp), C.byref(result))  # ctypes releases the GIL meanwhile
+            self._last = abi.llama_cancel_tts_result.from_buffer_copy(result)  # before an on_frame error is raised
         finally:
             self._leave()
         del callback  # alive until here: the library called it during the call only
@@ -83,23 +89,23 @@ class Tts:
             raise raised[0]
         return status, result
 
-    def generate(self, flag=None, decode_hook=None, gen_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
+    def generate(self, flag=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
                  on_frame_data=None):
         """llama_cancel_tts_generate: (status, llama_cancel_tts_result). Runs the generation on from
         where it is, n_frames frames more (0: to its end). OK: done (result.finished 1 at the end,
         every frame then in the PCM); CANCELLED: the byte stopped it at a committed step
-        (result.step says which), call again to resume; ERROR: result.message. decode_hook /
-        gen_hook: the hooks bound to lctx and mctx (None: found). on_frame: a Python callable
+        (result.step says which), call again to resume; ERROR: result.message. hook / mtmd_hook:
+        the hooks bound to lctx and mctx (None: found). on_frame: a Python callable
         f(n_frames, n_samples) -> bool, called on the generating thread after each committed frame
         (between the steps, never inside a graph; false stops: CANCELLED, step BETWEEN; an
         exception stops too and is raised here), or a native callback's address with on_frame_data."""
-        return self._call(self._lib._c.llama_cancel_tts_generate, flag, decode_hook, gen_hook, n_frames, max_stop_ms,
+        return self._call(self._lib._c.llama_cancel_tts_generate, flag, hook, mtmd_hook, n_frames, max_stop_ms,
                           on_frame, on_frame_data)
 
-    def flush(self, flag=None, decode_hook=None, gen_hook=None):
+    def flush(self, flag=None, hook=None, mtmd_hook=None):
         """llama_cancel_tts_flush: GEN_WAV of the frames not yet in the PCM, now, for a host that ends
         a stopped generation and wants all its audio; the generation is then finished. (status, result)."""
-        return self._call(self._lib._c.llama_cancel_tts_flush, flag, decode_hook, gen_hook, 0, 0.0, None, None)
+        return self._call(self._lib._c.llama_cancel_tts_flush, flag, hook, mtmd_hook, 0, 0.0, None, None)
 
     def start(self, flag=None, **run):
         """generate(flag, **run) on a new threading.Thread (a daemon), started: a TtsWorker, whose
@@ -131,11 +137,12 @@ class Tts:
         return out
 
     def state(self):
-        """llama_cancel_tts_get_state: where the generation stands (status, stop_reason and step of
-        the last call, frames, samples, finished)."""
+        """Where the generation stands: a copy of the llama_cancel_tts_result of the last generate or
+        flush (status, stop_reason and step of that call, frames, samples, finished; init's result
+        before any), which this object keeps."""
         self._enter()
         try:
-            return self._lib._c.llama_cancel_tts_get_state(self.ptr)
+            return abi.llama_cancel_tts_result.from_buffer_copy(self._last)
         finally:
             self._leave()
 

@@ -116,6 +116,12 @@ class Abi(unittest.TestCase):
                 self.lib._c.llama_cancel_version = v
             self.assertEqual(problems == [], ok, (fake, problems))
 
+    def test_reach_constants_are_the_headers(self):
+        want = {name: int(v) for name, v in re.findall(r"\bLLAMA_CANCEL_REACH_(\w+)\s*=\s*(\d+)", self.header)}
+        self.assertEqual(list(want), ["GRAPH", "CPU", "CALLS"], "the parse")
+        self.assertEqual({name: getattr(llama_cancel, "REACH_" + name) for name in want}, want)
+        self.assertEqual([llama_cancel.REACH_NAMES[v] for v in want.values()], [n.lower() for n in want])
+
     def test_status_names(self):
         self.assertEqual(self.lib.llama_cancel_status_str(llama_cancel.CANCELLED), b"cancelled")
 

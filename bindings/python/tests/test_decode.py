@@ -104,6 +104,51 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         self.assertIn(b"NULL", result.message)
 
 
+class DecodeReportsItsReach(unittest.TestCase):
+    """result.reach says where the byte was read: with a hook bound to the context, inside every
+    graph (REACH_GRAPH: every backend); without an eval callback, at the abort callback's CPU nodes
+    alone (REACH_CPU: a GPU's graph would have run to its end)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib = host.lib()
+        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
+        assert cls.model, res.message
+        cls.flag = llama_cancel.Flag()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lib.llama.llama_model_free(cls.model)
+
+    def reach(self, hook):
+        """The reach of a clean 32-token decode on a new context, `hook` bound to it (None: none)."""
+        ctx = self.lib.context(self.model, hook=hook, n_ctx=64, n_batch=32, n_ubatch=32, n_threads=2,
+                               n_threads_batch=2)
+        self.assertTrue(ctx, "context created")
+        try:
+            batch, keep = self.lib.tokens_batch(host.tokens(32))
+            status, result, _ = self.lib.decode(ctx, batch, self.flag, hook=hook)
+            self.assertEqual(status, llama_cancel.OK, result.message)
+            self.assertEqual(result.n_committed, 32)
+            return result.reach
+        finally:
+            self.lib.llama.llama_free(ctx)
+
+    def test_a_bound_hook_reaches_every_graph(self):
+        hook = self.lib.hook(self.flag)
+        try:
+            reach = self.reach(hook)
+        finally:
+            self.lib.llama_cancel_hook_free(hook)
+        self.assertEqual(reach, llama_cancel.REACH_GRAPH)
+        self.assertEqual(llama_cancel.REACH_NAMES[llama_cancel.REACH_GRAPH], "graph")
+
+    def test_no_eval_callback_reaches_the_cpu_nodes_alone(self):
+        reach = self.reach(None)
+        self.assertEqual(reach, llama_cancel.REACH_CPU)
+        self.assertEqual(llama_cancel.REACH_NAMES[llama_cancel.REACH_CPU], "cpu")
+
+
 class AskCounter:
     """An eval callback chained behind the hook that counts the scheduler's asks and, at ask
     `stop_at`, asks for the node (a checkpoint there) and stores 1 into the byte once it is computed:

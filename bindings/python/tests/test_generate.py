@@ -51,7 +51,7 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
         self.fresh()
         status, result, out = self.generate(self.prompt, N_PREDICT, n_batch=8)  # the context's n_batch is 16
         self.assertEqual(status, llama_cancel.OK, result.message)
-        self.assertEqual((result.n_prompt_committed, result.n_chunks_done), (N_PROMPT, 0))
+        self.assertEqual((result.n_prompt_committed, result.n_past), (N_PROMPT, N_PROMPT + result.n_generated_committed))
         self.assertEqual(out, ref)
 
     def test_stop_between_tokens(self):

@@ -1,6 +1,8 @@
 """Multimodal: llama_cancel_mtmd_eval_chunks on a worker thread, stopped from the main thread
 inside the clip encode of an image chunk (synthetic projector), then resumed to the logits of an
-uninterrupted evaluation, bit for bit. A library built without libmtmd answers with a clear error."""
+uninterrupted evaluation, bit for bit; the token loop goes on from those logits (generate_mtmd: the
+evaluation, then llama_cancel_generate with no prompt). A library built without libmtmd answers with
+a clear error."""
 import ctypes as C
 import unittest
 
@@ -13,7 +15,7 @@ class MtmdNullArguments(unittest.TestCase):
     def test_clear_error(self):
         """Without libmtmd every call says so; with it, NULL contexts are named."""
         lib = host.lib()
-        status, result = lib.mtmd_eval_chunks(None, None, None, None)
+        status, result = lib.mtmd_eval_chunks(None, None, None)
         self.assertEqual(status, llama_cancel.ERROR)
         if lib.has_mtmd:
             self.assertIn(b"NULL", result.message)
@@ -21,23 +23,24 @@ class MtmdNullArguments(unittest.TestCase):
             self.assertEqual(result.message, b"built without libmtmd")
 
     def test_unknown_option_bits(self):
-        """llama_cancel_mtmd_eval_chunks_ext refuses option bits it does not know before anything else."""
+        """llama_cancel_mtmd_eval_chunks refuses option bits it does not know before anything else."""
         lib = host.lib()
-        status, result = lib.mtmd_eval_chunks(None, None, None, None, options=llama_cancel.MTMD_BATCH_ENCODE | 4)
+        status, result = lib.mtmd_eval_chunks(None, None, None, options=llama_cancel.MTMD_BATCH_ENCODE | 4)
         self.assertEqual(status, llama_cancel.ERROR)
         self.assertEqual(result.message, b"options 0x5 has unknown bits 0x4; nothing was evaluated"
                          if lib.has_mtmd else b"built without libmtmd")
-
 
     def test_generate_unknown_option_bits(self):
-        """generate_mtmd passes its options to llama_cancel_generate_mtmd_ext, which refuses unknown bits."""
+        """generate_mtmd passes its options to the evaluation, which refuses unknown bits: no token
+        loop runs (result None), and the prompt stands where it was."""
         lib = host.lib()
-        status, result, out = lib.generate_mtmd(None, None, None, None, 1, first_chunk=2, n_past=7,
-                                                options=llama_cancel.MTMD_BATCH_ENCODE | 4)
+        status, prompt, result, out = lib.generate_mtmd(None, None, None, 1, first_chunk=2, n_past=7,
+                                                        options=llama_cancel.MTMD_BATCH_ENCODE | 4)
         self.assertEqual(status, llama_cancel.ERROR)
-        self.assertEqual((result.n_chunks_done, result.n_past, out), (2, 7, []))
-        self.assertEqual(result.message, b"options 0x5 has unknown bits 0x4; nothing was evaluated"
+        self.assertEqual((prompt.status, prompt.n_chunks_done, prompt.n_past, result, out), (status, 2, 7, None, []))
+        self.assertEqual(prompt.message, b"options 0x5 has unknown bits 0x4; nothing was evaluated"
                          if lib.has_mtmd else b"built without libmtmd")
+
 
 class MtmdCancelledFromMainThread(unittest.TestCase):
     @classmethod
@@ -51,8 +54,8 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         cls.mem = lib.llama.llama_get_memory(cls.ctx)
         cls.flag = llama_cancel.Flag()
         cls.probe = host.Probe(cls.flag)
-        cls.encode_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
-        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_VISION_MMPROJ"), cls.model, cls.encode_hook, n_threads=2)
+        cls.mtmd_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_VISION_MMPROJ"), cls.model, cls.mtmd_hook, n_threads=2)
         assert cls.mctx, res.message
         pixels = (C.c_ubyte * (64 * 64 * 3))(*[(i * 37) % 251 for i in range(64 * 64 * 3)])
         cls.bitmap = lib.mtmd.mtmd_bitmap_init(64, 64, pixels)
@@ -66,14 +69,14 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         m.mtmd_input_chunks_free(cls.chunks)
         m.mtmd_bitmap_free(cls.bitmap)
         m.mtmd_free(cls.mctx)
-        cls.lib.llama_cancel_hook_free(cls.encode_hook)
+        cls.lib.llama_cancel_hook_free(cls.mtmd_hook)
         ll.llama_free(cls.ctx)
         ll.llama_model_free(cls.model)
         cls.probe.close()
 
-    def evaluate(self, first_chunk=0, n_past=0):
-        return self.lib.mtmd_eval_chunks(self.mctx, self.encode_hook, self.ctx, self.chunks, first_chunk, n_past,
-                                         self.flag, n_batch=32)
+    def evaluate(self, first_chunk=0, n_past=0, **kw):
+        return self.lib.mtmd_eval_chunks(self.mctx, self.ctx, self.chunks, first_chunk, n_past, self.flag,
+                                         mtmd_hook=self.mtmd_hook, n_batch=32, **kw)
 
     def test_stop_inside_the_encode_and_resume(self):
         self.assertGreaterEqual(self.n_chunks, 2)
@@ -102,14 +105,20 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         self.assertEqual(self.lib.last_logits(self.ctx), want, "resumed logits are bit-identical")
         self.assertEqual(resumed.n_chunks_done, self.n_chunks)
 
-        # The token loop after the chunks: a stop-free run from the start generates from those logits.
+        # The token loop after the chunks, from their last logits: the resumed evaluation's, and a
+        # stop-free generate_mtmd's from the start (the same two calls) generate the same tokens.
+        status, after, tokens = self.lib.generate(self.ctx, [], 4, self.flag)
+        self.assertEqual(status, llama_cancel.OK, after.message)
+        self.assertEqual((after.n_prompt_committed, after.n_past), (0, resumed.n_past + after.n_generated_committed))
+        self.assertGreater(after.n_generated, 0)
         self.lib.llama.llama_memory_clear(self.mem, True)
-        status, gen, out = self.lib.generate_mtmd(self.mctx, self.encode_hook, self.ctx, self.chunks, 4, flag=self.flag,
-                                                  n_batch=32)
+        status, prompt, gen, out = self.lib.generate_mtmd(self.mctx, self.ctx, self.chunks, 4, flag=self.flag,
+                                                          mtmd_hook=self.mtmd_hook, n_batch=32)
         self.assertEqual(status, llama_cancel.OK, gen.message)
-        self.assertEqual((gen.n_chunks_done, gen.n_past), (self.n_chunks, resumed.n_past + gen.n_generated_committed))
+        self.assertEqual((prompt.n_chunks_done, prompt.n_past), (self.n_chunks, resumed.n_past))
+        self.assertEqual(gen.n_past, prompt.n_past + gen.n_generated_committed)
         self.assertEqual(len(out), gen.n_generated)
-        self.assertGreater(gen.n_generated, 0)
+        self.assertEqual(out, tokens, "the same tokens from the same logits")
         print(f"\npython mtmd: encode stopped from the main thread {ms:.2f} ms after the store "
               f"({100 * ms / eval_ms:.1f}% of the {eval_ms:.1f} ms evaluation), resumed bit-identical", flush=True)
 

@@ -43,16 +43,16 @@ class TtsCases:
         assert cls.model, res.message
         cls.flag = llama_cancel.Flag()
         cls.probe = host.Probe(cls.flag)
-        cls.dec_hook = lib.hook(cls.flag)
+        cls.hook = lib.hook(cls.flag)
         # The projector's hook (its cb_eval) with the probe chained behind it: GEN_CODE and GEN_WAV
         # graph nodes are counted, and one of them can wait for the main thread's store.
-        cls.gen_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.mtmd_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
         # The backbone's context: embeddings on (its hidden states feed GEN_CODE).
-        cls.lctx = lib.context(cls.model, hook=cls.dec_hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=1,
+        cls.lctx = lib.context(cls.model, hook=cls.hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=1,
                                n_threads_batch=1, embeddings=True, op_offload=False, no_perf=True)
         assert cls.lctx, "no backbone context"
         cls.mem = lib.llama.llama_get_memory(cls.lctx)
-        cls.mctx, res = lib.mtmd_init(host.env(cls.MMPROJ_ENV), cls.model, cls.gen_hook, n_threads=1)
+        cls.mctx, res = lib.mtmd_init(host.env(cls.MMPROJ_ENV), cls.model, cls.mtmd_hook, n_threads=1)
         assert cls.mctx, res.message
         cls.kind = lib.mtmd.mtmd_gen_audio_get_info(cls.mctx).type
 
@@ -68,8 +68,8 @@ class TtsCases:
     def tearDownClass(cls):
         cls.lib.mtmd.mtmd_free(cls.mctx)
         cls.lib.llama.llama_free(cls.lctx)
-        cls.lib.llama_cancel_hook_free(cls.gen_hook)
-        cls.lib.llama_cancel_hook_free(cls.dec_hook)
+        cls.lib.llama_cancel_hook_free(cls.mtmd_hook)
+        cls.lib.llama_cancel_hook_free(cls.hook)
         cls.lib.llama.llama_model_free(cls.model)
         cls.probe.close()
 
@@ -84,7 +84,7 @@ class TtsCases:
 
     @classmethod
     def run_all(cls, t, **kw):
-        return t.generate(cls.flag, decode_hook=cls.dec_hook, gen_hook=cls.gen_hook, **kw)
+        return t.generate(cls.flag, hook=cls.hook, mtmd_hook=cls.mtmd_hook, **kw)
 
     @classmethod
     def run_counting(cls, t):
@@ -138,7 +138,7 @@ class TtsCases:
         with self.new() as t:
             hold_at = self.gen_asks // 2
             self.probe.arm(hold_at)
-            worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook)
+            worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook)
             started = self.probe.so.host_probe_wait_started(self.probe.ptr, GEN_WAIT_S * 1000)
             self.flag.set()  # the cancel: one byte store, from the main thread
             status, r = worker.wait(GEN_WAIT_S)
@@ -174,7 +174,7 @@ class TtsCases:
 
         with self.new() as t:
             self.probe.arm(0)
-            worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook, on_frame=on_frame)
+            worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook, on_frame=on_frame)
             self.assertTrue(reported.wait(GEN_WAIT_S), "the worker never reported frame 2")
             with self.assertRaises(RuntimeError):
                 t.pcm()  # a call is running: refused, not read while it writes
@@ -240,9 +240,11 @@ class TtsCases:
             other = lib.hook(self.flag)
             try:
                 before = lib.llama.llama_memory_seq_pos_max(self.mem, 0)
-                status, r = t.generate(self.flag, decode_hook=self.dec_hook, gen_hook=other)
+                status, r = t.generate(self.flag, hook=self.hook, mtmd_hook=other)
                 self.assertEqual(status, llama_cancel.ERROR)
-                self.assertIn(b"gen_hook", r.message)
+                self.assertIn(b"mtmd_hook", r.message)
+                self.assertEqual((t.state().status, t.state().message), (llama_cancel.ERROR, r.message),
+                                 "state(): the last call's result")
                 self.assertEqual(lib.llama.llama_memory_seq_pos_max(self.mem, 0), before)
             finally:
                 lib.llama_cancel_hook_free(other)
@@ -252,19 +254,30 @@ class TtsCases:
 
         # llama_cancel_mtmd_gen_audio_process: no input, a clear error; a GEN_CODE step runs.
         status, r = lib.gen_audio_process(self.mctx, None, mtmd.mtmd_gen_out(), self.flag)
-        self.assertEqual(status, llama_cancel.ERROR)
-        self.assertNotEqual(r.message, b"")
+        self.assertIsInstance(r, llama_cancel.llama_cancel_gen_audio_result)
+        self.assertEqual((status, r.status), (llama_cancel.ERROR, llama_cancel.ERROR))
+        self.assertEqual(r.message, b"inp is NULL")
         inp = lib.mtmd.mtmd_gen_inp_default(self.mctx)
         h = (C.c_float * lib.llama.llama_model_n_embd(self.model))(*([0.01] * lib.llama.llama_model_n_embd(self.model)))
         inp.type, inp.embd, inp.seed = mtmd.MTMD_GEN_PROCESS_TYPE_GEN_CODE, h, 7
         out = mtmd.mtmd_gen_out()
         self.probe.arm(0)
-        status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, gen_hook=self.gen_hook)
+        status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, mtmd_hook=self.mtmd_hook)
         self.assertEqual(status, llama_cancel.OK, r.message)
+        self.assertEqual((r.status, r.step, r.message), (llama_cancel.OK, llama_cancel.TTS_STEP_NONE, b""))
         if self.KIND == mtmd.MTMD_GEN_AUDIO_TYPE_QWEN3TTS:
             self.assertGreater(out.n_codes, 0, "the code predictor's codebooks")
         else:
             self.assertEqual((out.n_codes, out.n_feats > 0), (0, True), "the flow step's latent")
+        # The byte set: CANCELLED at GEN_CODE, libmtmd's garbage output zeroed.
+        self.flag.set()
+        try:
+            status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, mtmd_hook=self.mtmd_hook)
+        finally:
+            self.flag.clear()
+        self.assertEqual((status, r.status, r.step), (llama_cancel.CANCELLED, llama_cancel.CANCELLED,
+                                                      llama_cancel.TTS_STEP_GEN_CODE))
+        self.assertEqual((out.n_codes, out.n_feats, bool(out.embd)), (0, 0, False))
 
 
 class TestQwen3Tts(TtsCases, unittest.TestCase):
@@ -313,7 +326,7 @@ class TestPocketTts(TtsCases, unittest.TestCase):
             with self.new(LONG_TEXT, max_frames=frames, voice=voice) as t:
                 hold_at = (asks[first + 2] + asks[first + 3]) // 2  # inside frame first + 3's graphs
                 self.probe.arm(hold_at)
-                worker = t.start(self.flag, decode_hook=self.dec_hook, gen_hook=self.gen_hook)
+                worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook)
                 started = self.probe.so.host_probe_wait_started(self.probe.ptr, GEN_WAIT_S * 1000)
                 self.flag.set()  # the cancel, from the main thread
                 status, r = worker.wait(GEN_WAIT_S)
