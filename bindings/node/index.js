@@ -7,8 +7,8 @@
 //   const done = lc.decodeAsync(ctx, batch, { flag });   // koffi runs it on a worker thread
 //   flag.set();                                          // main thread: the decode returns CANCELLED
 //
-// Text-to-speech (header 1.3): lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs
-// on koffi's worker thread while the main thread stores the byte; generate again to resume.
+// Text-to-speech: lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs on koffi's
+// worker thread while the main thread stores the byte; generate again to resume.
 //
 // The struct layouts below: llama-cancel.h's from layouts.js (generated from the header by
 // scripts/gen_layouts.py), llama.h's copied by hand; load() compares each with the library
@@ -18,10 +18,14 @@ const koffi = require('koffi');
 const nodePath = require('node:path');
 const LAYOUTS = require('./layouts');
 
-const VERSION = [1, 4, 1]; // the header version these declarations follow
+const VERSION = [2, 0, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
 const STOP = { LENGTH: 0, EOG: 1, CANCELLED: 2, ERROR: 3 };
-const MTMD_BATCH_ENCODE = 1; // an option of llama_cancel_mtmd_eval_chunks_ext
+// enum llama_cancel_reach: where a decode's byte was read (result.reach). GRAPH: inside every graph
+// (a llama-cancel eval callback ran in it: every backend); CPU: the abort callback alone (another
+// device's split ran to its end: bind a hook); CALLS: between llama_decode calls.
+const REACH = { GRAPH: 0, CPU: 1, CALLS: 2 };
+const MTMD_BATCH_ENCODE = 1; // a bit of llama_cancel_mtmd_params.options (LLAMA_CANCEL_MTMD_BATCH_ENCODE)
 // enum llama_cancel_tts_step: the text-to-speech step that stopped (CANCELLED) or failed (ERROR)
 const TTS_STEP = { NONE: 0, VOICE: 1, PROMPT: 2, GEN_CODE: 3, BACKBONE: 4, GEN_WAV: 5, BETWEEN: 6 };
 // enum mtmd_gen_audio_type (mtmd.h)
@@ -120,10 +124,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_model_load', P, ['const char *', T.llama_model_params, P, P]],
     ['llama_cancel_mtmd_init_from_file', P, ['const char *', P, P, 'int32_t', 'bool', P, P]],
     ['llama_cancel_mtmd_default_params', T.llama_cancel_mtmd_params, []],
-    ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P]],
-    ['llama_cancel_mtmd_eval_chunks_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P]],
-    ['llama_cancel_generate_mtmd', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, P, 'int32_t', P]],
-    ['llama_cancel_generate_mtmd_ext', 'int32_t', [P, P, P, P, 'int32_t', 'int32_t', P, 'uint32_t', P, 'int32_t', P]],
+    ['llama_cancel_mtmd_eval_chunks', 'int32_t', [P, P, P, 'int32_t', 'int32_t', P, P]],
     ['llama_cancel_tts_default_params', T.llama_cancel_tts_params, []],
     ['llama_cancel_tts_run_default_params', T.llama_cancel_tts_run_params, []],
     ['llama_cancel_tts_init', P, [P, P, koffi.pointer(T.llama_cancel_tts_params), P]],
@@ -131,7 +132,6 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_tts_generate', 'int32_t', [P, P, P]],
     ['llama_cancel_tts_flush', 'int32_t', [P, P, P]],
     ['llama_cancel_tts_get_pcm', P, [P, P]],
-    ['llama_cancel_tts_get_state', T.llama_cancel_tts_result, [P]],
     // inp, out: mtmd.h's struct mtmd_gen_inp and mtmd_gen_out, in native memory the host fills
     ['llama_cancel_mtmd_gen_audio_process', 'int32_t', [P, P, P, P, P]],
 ];
@@ -570,8 +570,10 @@ class Library {
 
     // llama_cancel_decode on this thread: { status, result, seqs }, seqs[s] = { n_committed, output
     // (llama_get_logits_ith index of its last output, -1: none), cancelled (1: dropped) } per
-    // sequence. opts: flag, hook, abortCallback / abortCallbackData (native), maxStopMs, seqFlags (a
-    // Flag or null per sequence: setting one drops that sequence alone), nSeq (results without bytes).
+    // sequence. result.reach (REACH.GRAPH, .CPU, .CALLS) says where the byte was read: REACH.CPU on a
+    // context with layers off the CPU means a stop there waited for whole graphs (bind a hook). opts:
+    // flag, hook, abortCallback / abortCallbackData (native), maxStopMs, seqFlags (a Flag or null per
+    // sequence: setting one drops that sequence alone), nSeq (results without bytes).
     decode(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return finish(this.c.llama_cancel_decode(...args));
@@ -625,12 +627,13 @@ class Library {
 
     // --- multimodal and text-to-speech (llama_cancel_has_mtmd()) ---
 
-    // llama_cancel_mtmd_init_from_file: { mctx (pointer or null), status, message }. encodeHook: the
-    // hook that becomes mctx's cb_eval (for text-to-speech: the hook of its GEN_CODE and GEN_WAV graphs).
-    mtmdInit(mmprojPath, model, { encodeHook = null, nThreads = 0, useGpu = false, flag = null } = {}) {
+    // llama_cancel_mtmd_init_from_file: { mctx (pointer or null), status, message }. mtmdHook: the
+    // hook that becomes mctx's cb_eval (its encodes'; for text-to-speech, its GEN_CODE and GEN_WAV
+    // graphs'), passed again as mtmdHook to the calls on mctx.
+    mtmdInit(mmprojPath, model, { mtmdHook = null, nThreads = 0, useGpu = false, flag = null } = {}) {
         const result = nativeStruct(T.llama_cancel_load_result);
         try {
-            const mctx = this.c.llama_cancel_mtmd_init_from_file(mmprojPath, model, encodeHook, nThreads, useGpu,
+            const mctx = this.c.llama_cancel_mtmd_init_from_file(mmprojPath, model, mtmdHook, nThreads, useGpu,
                 flag ? flag.ptr : null, result);
             return { mctx, ...koffi.decode(result, T.llama_cancel_load_result) };
         } finally {
@@ -640,7 +643,7 @@ class Library {
 
     // llama_cancel_tts_init: { tts (a Tts, or null), status, message, result }. lctx: the pipeline's
     // backbone, made with { embeddings: true } (and a decode hook bound, or the stateless callback);
-    // mctx: its generation projector (mtmdInit(mmproj, model, { encodeHook: genHook })). opts: lang
+    // mctx: its generation projector (mtmdInit(mmproj, model, { mtmdHook })). opts: lang
     // (Qwen3-TTS; null: english), voice (an mtmd bitmap of reference audio), sampler (a llama_sampler
     // for codebook 0, kept until free), topP, temp, topK, seed, seqId, nBatch, maxFrames, window; one
     // left out keeps llama_cancel_tts_default_params()'s value. null with status ERROR and message
@@ -659,24 +662,25 @@ class Library {
         try {
             const ptr = this.c.llama_cancel_tts_init(lctx, mctx, p, result);
             const r = ttsResult(result);
-            return { tts: ptr ? new Tts(this, ptr) : null, status: r.status, message: r.message, result: r };
+            return { tts: ptr ? new Tts(this, ptr, r) : null, status: r.status, message: r.message, result: r };
         } finally {
             koffi.free(result);
         }
     }
 
-    // llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under opts.flag (opts.genHook: the hook
-    // bound to mctx; null: found): { status, result }. inp and out: native memory holding mtmd.h's
-    // struct mtmd_gen_inp and mtmd_gen_out (out is libmtmd's on OK, zeroed on CANCELLED).
+    // llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under opts.flag (opts.mtmdHook: the hook
+    // bound to mctx; null: found): { status, result }, result a llama_cancel_gen_audio_result
+    // { status, step, message } (step TTS_STEP.GEN_CODE or .GEN_WAV when stopped or failed). inp and
+    // out: native memory holding mtmd.h's struct mtmd_gen_inp and mtmd_gen_out (out is libmtmd's on
+    // OK, zeroed on CANCELLED).
     genAudioProcess(mctx, inp, out, opts = {}) {
-        const params = nativeStruct(T.llama_cancel_tts_run_params, {
-            ...this.c.llama_cancel_tts_run_default_params(), flag: opts.flag ? opts.flag.ptr : null,
-            gen_hook: opts.genHook || null,
+        const params = nativeStruct(T.llama_cancel_gen_audio_params, {
+            flag: opts.flag ? opts.flag.ptr : null, mtmd_hook: opts.mtmdHook || null,
         });
-        const result = nativeStruct(T.llama_cancel_tts_result);
+        const result = nativeStruct(T.llama_cancel_gen_audio_result);
         try {
             const status = this.c.llama_cancel_mtmd_gen_audio_process(mctx, inp, out, params, result);
-            return { status, result: ttsResult(result) };
+            return { status, result: koffi.decode(result, T.llama_cancel_gen_audio_result) };
         } finally {
             koffi.free(params);
             koffi.free(result);
@@ -684,9 +688,9 @@ class Library {
     }
 }
 
-// A llama_cancel_tts_result, in native memory (`at`) or returned by value, as an object whose
-// n_samples is a Number.
-function ttsResult(at, value = koffi.decode(at, T.llama_cancel_tts_result)) {
+// A llama_cancel_tts_result in native memory, as an object whose n_samples is a Number.
+function ttsResult(at) {
+    const value = koffi.decode(at, T.llama_cancel_tts_result);
     return { ...value, n_samples: Number(value.n_samples) };
 }
 
@@ -694,10 +698,12 @@ function ttsResult(at, value = koffi.decode(at, T.llama_cancel_tts_result)) {
 // and PCM. One call at a time: generate, flush, pcm and state throw while an asynchronous call of
 // the same Tts runs. free() it before the contexts it was made on.
 class Tts {
-    constructor(lib, ptr) {
+    // `result`: llama_cancel_tts_init's, kept as state() until a call runs.
+    constructor(lib, ptr, result = null) {
         this.lib = lib;
         this.ptr = ptr;
         this.busy = false;
+        this.last = result ? { ...result } : null;
     }
 
     free() {
@@ -735,13 +741,14 @@ class Tts {
         }
         const params = nativeStruct(T.llama_cancel_tts_run_params, {
             ...this.lib.c.llama_cancel_tts_run_default_params(),
-            flag: opts.flag ? opts.flag.ptr : null, decode_hook: opts.decodeHook || null,
-            gen_hook: opts.genHook || null, on_frame: onFrame, on_frame_data: opts.onFrameData || null,
+            flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
+            mtmd_hook: opts.mtmdHook || null, on_frame: onFrame, on_frame_data: opts.onFrameData || null,
             max_stop_ms: opts.maxStopMs || 0, n_frames: opts.nFrames || 0,
         });
         const result = nativeStruct(T.llama_cancel_tts_result);
         const finish = (status) => {
             const r = ttsResult(result);
+            this.last = { ...r }; // state(), before an onFrame error is thrown
             koffi.free(params);
             koffi.free(result);
             if (registered) koffi.unregister(registered);
@@ -788,8 +795,8 @@ class Tts {
     // llama_cancel_tts_generate on this thread: { status, result }. Runs the generation on from where
     // it is, opts.nFrames frames more (0: to its end). OK: done (result.finished 1 at the end, every
     // frame then in the PCM); CANCELLED: the byte stopped it at a committed step (result.step, one of
-    // TTS_STEP), call again to resume; ERROR: result.message. opts: flag, decodeHook, genHook (the
-    // hooks bound to lctx and mctx; null: found), nFrames, maxStopMs, onFrame / onFrameData.
+    // TTS_STEP), call again to resume; ERROR: result.message. opts: flag, hook, mtmdHook (the hooks
+    // bound to lctx and mctx; null: found), nFrames, maxStopMs, onFrame / onFrameData.
     generate(opts = {}) { return this.call('llama_cancel_tts_generate', opts); }
 
     // The same on koffi's worker thread, while this (the main) thread stays free to store the byte;
@@ -815,12 +822,13 @@ class Tts {
         }
     }
 
-    // llama_cancel_tts_get_state: where the generation stands (status, stop_reason and step of the
-    // last call, frames, samples, finished).
+    // Where the generation stands: a copy of the llama_cancel_tts_result of the last generate or
+    // flush (status, stop_reason and step of that call, frames, samples, finished; init's before
+    // any), which this object keeps (the header has no getter since 2.0).
     state() {
         this.enter();
         try {
-            return ttsResult(null, this.lib.c.llama_cancel_tts_get_state(this.ptr));
+            return { ...this.last };
         } finally {
             this.busy = false;
         }
@@ -829,6 +837,6 @@ class Tts {
 
 module.exports = {
     load, Library, Tts, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
-    OK, CANCELLED, ERROR, STOP, MTMD_BATCH_ENCODE, TTS_STEP, MTMD_GEN_AUDIO_TYPE,
+    OK, CANCELLED, ERROR, STOP, REACH, MTMD_BATCH_ENCODE, TTS_STEP, MTMD_GEN_AUDIO_TYPE,
     ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };

@@ -10,7 +10,8 @@ const { env, library, llamaCancel, moduleDir } = require('./host');
 test('version and every layout match the library', () => {
     const lib = library();
     const members = Object.keys(llamaCancel.types.llama_cancel_decode_result.members);
-    assert.deepEqual(members.slice(0, 3), ['status', 'decode_ret', 'n_committed'], 'koffi lists the fields checked');
+    assert.deepEqual(members.slice(0, 5), ['status', 'n_committed', 'output_base', 'n_seq_cancelled', 'reach'],
+        'koffi lists the fields checked');
     assert.deepEqual(lib.version(), llamaCancel.VERSION);
     const pkg = JSON.parse(fs.readFileSync(path.join(moduleDir, 'package.json'), 'utf8'));
     assert.equal(pkg.version, llamaCancel.VERSION.join('.'), "package.json's version is the header's");
@@ -76,6 +77,14 @@ function headerDeclarations(text) {
     const functions = [...body.matchAll(/LLAMA_CANCEL_API\s+[^;(]*?\b(llama_cancel_\w+)\s*\(/g)].map((m) => m[1]);
     return { structs, functions };
 }
+
+test("the binding's REACH is the header's enum llama_cancel_reach", () => {
+    const header = fs.readFileSync(env('LLAMA_CANCEL_HEADER'), 'utf8');
+    const want = Object.fromEntries([...header.matchAll(/\bLLAMA_CANCEL_REACH_(\w+)\s*=\s*(\d+)/g)]
+        .map((m) => [m[1], Number(m[2])]));
+    assert.deepEqual(Object.keys(want), ['GRAPH', 'CPU', 'CALLS'], 'the parse');
+    assert.deepEqual(llamaCancel.REACH, want);
+});
 
 test('the binding declares every struct, field and function of the header', () => {
     const lib = library();

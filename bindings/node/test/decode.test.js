@@ -130,6 +130,39 @@ test('a byte per sequence: a set one drops its sequence, one of a sequence witho
     lib.llama.llama_model_free(model);
 });
 
+test('a decode reports where its byte was read: every graph with a hook bound, the CPU nodes without', () => {
+    // result.reach: REACH.GRAPH when a llama-cancel eval callback ran in every graph (the hook: every
+    // backend), REACH.CPU when the abort callback alone read the byte (a GPU's graph runs to its end).
+    const lib = library();
+    const flag = new llamaCancel.Flag();
+    const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
+    assert.equal(loadStatus, llamaCancel.OK, message);
+    const reachOf = (hook) => {
+        const ctx = lib.context(model, { n_ctx: 64, n_batch: 32, n_ubatch: 32, n_threads: 2, n_threads_batch: 2 },
+            hook);
+        assert.ok(ctx, 'context created');
+        const { batch, tokens: native } = lib.tokensBatch(tokens(32));
+        try {
+            const r = lib.decode(ctx, batch, { flag, hook });
+            assert.equal(r.status, llamaCancel.OK, r.result.message);
+            assert.equal(r.result.n_committed, 32);
+            return r.result.reach;
+        } finally {
+            native.free();
+            lib.llama.llama_free(ctx);
+        }
+    };
+    const hook = lib.hook(flag);
+    try {
+        assert.equal(reachOf(hook), llamaCancel.REACH.GRAPH, 'a hook bound');
+    } finally {
+        lib.c.llama_cancel_hook_free(hook);
+    }
+    assert.equal(reachOf(null), llamaCancel.REACH.CPU, 'no eval callback');
+    lib.llama.llama_model_free(model);
+    flag.free();
+});
+
 // An eval callback chained behind the hook that counts the scheduler's asks and, at ask `stopAt`,
 // asks for the node (a checkpoint there) and stores 1 into the byte once it is computed: the store
 // comes from inside the computation, at a node chosen by count. A JavaScript callback (koffi.register),

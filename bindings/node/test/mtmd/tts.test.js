@@ -106,19 +106,19 @@ function pipelineTests(pipeline) {
         const { model, message } = lib.modelLoad(env(pipeline.model));
         assert.ok(model, message);
         s.model = model;
-        s.decodeHook = lib.hook(s.flag);
-        s.genHook = lib.hook(s.flag, { chain: s.probe.evalCallback, chainData: s.probe.ptr });
+        s.hook = lib.hook(s.flag);
+        s.mtmdHook = lib.hook(s.flag, { chain: s.probe.evalCallback, chainData: s.probe.ptr });
         // The backbone's context: embeddings on (its hidden states feed GEN_CODE).
         s.lctx = lib.context(model, {
             n_ctx: 1024, n_batch: 16, n_ubatch: 16, n_threads: 1, n_threads_batch: 1, embeddings: true,
             op_offload: false, no_perf: true,
-        }, s.decodeHook);
+        }, s.hook);
         assert.ok(s.lctx, 'the backbone context');
         s.mem = lib.llama.llama_get_memory(s.lctx);
-        const m = lib.mtmdInit(env(pipeline.mmproj), model, { encodeHook: s.genHook, nThreads: 1 });
+        const m = lib.mtmdInit(env(pipeline.mmproj), model, { mtmdHook: s.mtmdHook, nThreads: 1 });
         assert.ok(m.mctx, m.message);
         s.mctx = m.mctx;
-        s.run = { flag: s.flag, decodeHook: s.decodeHook, genHook: s.genHook };
+        s.run = { flag: s.flag, hook: s.hook, mtmdHook: s.mtmdHook };
 
         // The uninterrupted run, on the worker.
         s.probe.arm(0);
@@ -134,8 +134,8 @@ function pipelineTests(pipeline) {
         if (!s.lib) return;
         if (s.mctx) s.lib.mtmd.mtmd_free(s.mctx);
         if (s.lctx) s.lib.llama.llama_free(s.lctx);
-        if (s.genHook) s.lib.c.llama_cancel_hook_free(s.genHook);
-        if (s.decodeHook) s.lib.c.llama_cancel_hook_free(s.decodeHook);
+        if (s.mtmdHook) s.lib.c.llama_cancel_hook_free(s.mtmdHook);
+        if (s.hook) s.lib.c.llama_cancel_hook_free(s.hook);
         if (s.model) s.lib.llama.llama_model_free(s.model);
         if (s.probe) s.probe.free();
         if (s.flag) s.flag.free();
@@ -169,6 +169,7 @@ function pipelineTests(pipeline) {
             assert.ok([TTS_STEP.GEN_CODE, TTS_STEP.GEN_WAV].includes(g.result.step), `step ${g.result.step}`);
             assert.ok(g.result.n_frames < FRAMES && g.result.finished === 0);
             assert.ok(same(t.pcm(), s.want.subarray(0, g.result.n_samples)), "the finished windows' PCM");
+            assert.deepEqual(t.state(), g.result, "state(): the last call's result");
             console.log(`node tts (${pipeline.name}): stopped from the main thread in step ${g.result.step} after ` +
                 `${g.result.n_frames} frames, ${inGraph.ms.toFixed(2)} ms after the store`);
             await resumeAndCheck(t);
@@ -235,9 +236,9 @@ function pipelineTests(pipeline) {
             assert.equal(bad.tts, null);
             assert.notEqual(bad.message, '');
         }
-        const nul = s.lib.genAudioProcess(s.mctx, null, null, { flag: s.flag });
+        const nul = s.lib.genAudioProcess(s.mctx, null, null, { flag: s.flag, mtmdHook: s.mtmdHook });
         assert.equal(nul.status, ERROR);
-        assert.match(nul.result.message, /NULL/);
+        assert.deepEqual(nul.result, { status: ERROR, step: TTS_STEP.NONE, message: 'inp is NULL' });
     });
 
     if (pipeline.kind !== MTMD_GEN_AUDIO_TYPE.POCKETTTS) return;
