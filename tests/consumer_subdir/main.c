@@ -11,9 +11,9 @@
 typedef int32_t (*version_fn)(void);
 typedef int64_t (*size_fn)(const char *);
 typedef bool (*has_mtmd_fn)(void);
-typedef int32_t (*eval_chunks_fn)(struct mtmd_context *, struct llama_cancel_hook *, struct llama_context *,
-                                  const struct mtmd_input_chunks *, int32_t, llama_pos,
-                                  const struct llama_cancel_mtmd_params *, struct llama_cancel_mtmd_result *);
+typedef int32_t (*eval_chunks_fn)(struct mtmd_context *, struct llama_context *, const struct mtmd_input_chunks *,
+                                  int32_t, llama_pos, const struct llama_cancel_mtmd_params *,
+                                  struct llama_cancel_mtmd_result *);
 
 static void * need(void * lib, const char * name) {
     void * sym = dlsym(lib, name);
@@ -40,7 +40,7 @@ int main(int argc, char ** argv) {
     need(lib, "llama_cancel_decode");
     need(lib, "llama_cancel_abort_callback");
     struct llama_cancel_mtmd_result r;
-    const int32_t st = ((eval_chunks_fn) need(lib, "llama_cancel_mtmd_eval_chunks"))(NULL, NULL, NULL, NULL, 0, 0, NULL, &r);
+    const int32_t st = ((eval_chunks_fn) need(lib, "llama_cancel_mtmd_eval_chunks"))(NULL, NULL, NULL, 0, 0, NULL, &r);
     printf("host library: version %d, decode params %lld bytes, mtmd %d, mtmd_eval_chunks(NULL): %d '%s'\n",
            version, (long long) params, has_mtmd, st, r.message);
     const bool mtmd_answer_ok = expect_mtmd ? strstr(r.message, "NULL") != NULL
