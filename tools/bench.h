@@ -23,16 +23,16 @@ struct options {
     std::vector<std::string> backends = {"vulkan"};
     int              backend_batch = 128;
     // Multimodal rows, where the CLI was built with libmtmd.
-    std::vector<std::string> mtmd = {"vision", "qwen3a"};
+    std::vector<std::string> mtmd = {"qwen3a"};
     // Text-to-speech rows (libmtmd too): PIPELINE or PIPELINE:BACKEND on generated bench pairs.
     std::vector<std::string> tts = {"qwen3tts"};
     // Memory-kind rows: the rollback's cost on a generated bench model of each architecture.
-    std::vector<std::string> archs = {"mamba2"};
+    std::vector<std::string> archs;
     std::string              arch_preset = "bench"; // make_model.py preset of those models
     // Stop-time budget rows, ms, on the default model and on a larger one (batch 512).
     std::vector<float>       budgets;
     // Per-sequence cancel rows (4 sequences x 128 tokens): backends, and n_ubatch of each.
-    std::vector<std::string> seq_backends = {"cpu"};
+    std::vector<std::string> seq_backends;
     // Plan stability rows (bench-plans): where each call's checkpoints fell, call after call.
     std::vector<std::string> plans = {"cpu"};
     std::vector<int>         seq_ubatches = {128};

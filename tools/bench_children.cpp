@@ -205,6 +205,9 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
         if (is_eval_kind(kind)) {
             args.insert(args.end(), {"--runs", std::to_string(std::min(opt.runs, k_eval_runs_max)), "--repeats",
                                      std::to_string(k_eval_repeats), "--backend", backend, "--no-header"});
+            if (!opt.all) {
+                args.insert(args.end(), {"--repeat-for", "0"}); // the headline: the repeats, no more
+            }
         } else {
             args.insert(args.end(), {"--runs", std::to_string(opt.runs)});
         }
