@@ -35,13 +35,8 @@ int parse_options(int argc, char ** argv, check_options & o) {
     if (rc >= 0) {
         return rc;
     }
-#ifdef LLAMA_CANCEL_HAVE_MTMD
-    const bool have_mtmd = true;
-#else
-    const bool have_mtmd = false;
-#endif
     return p.check({{o.model.empty(), "--model is required"},
-                    {!have_mtmd && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
+                    {!llama_cancel_has_mtmd() && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
                     {o.threads < 1, "--threads must be at least 1"}});
 }
 

@@ -82,13 +82,8 @@ int parse_options(int argc, char ** argv, generate_options & o) {
     if (rc >= 0) {
         return rc;
     }
-#ifdef LLAMA_CANCEL_HAVE_MTMD
-    const bool have_mtmd = true;
-#else
-    const bool have_mtmd = false;
-#endif
     return p.check({{o.mmproj.empty() != o.media.empty(), "--mmproj and --image/--audio go together"},
-                    {!have_mtmd && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
+                    {!llama_cancel_has_mtmd() && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
                     {o.n_predict < 0, "--n-predict must be at least 0"},
                     {o.threads < 1, "--threads must be at least 1"},
                     {o.batch < 1, "--batch must be at least 1"},
