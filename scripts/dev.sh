@@ -31,7 +31,7 @@ packages=(
     libllama-dev libggml-dev libgtest-dev nlohmann-json3-dev
     python3 python3-gguf python3-numpy python3-pytest python3-pip python3-setuptools
     libggml0-backend-vulkan mesa-vulkan-drivers libggml0-backend-rpc libggml0-backend-blas
-    llama.cpp-tools llama.cpp-tools-extra
+    llama.cpp-tools llama.cpp-tools-extra llama.cpp-examples ffmpeg
     nodejs npm
 )
 apt_opt='Acquire::Check-Valid-Until "false"'
