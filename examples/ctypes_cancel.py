@@ -21,7 +21,7 @@ import time
 import llama_cancel
 
 
-def hold_inside_decode(flag, node):
+def hold_inside_decode(byte, node):
     """The test probe, when given: (abort_callback, its data) that hold graph node `node` until the
     byte is set, and a wait for that moment. A real host has no such thing: its user presses stop."""
     path = os.environ.get("LLAMA_CANCEL_PROBE")
@@ -31,7 +31,7 @@ def hold_inside_decode(flag, node):
     so.host_probe_new.restype, so.host_probe_new.argtypes = C.c_void_p, [C.c_void_p]
     so.host_probe_arm.argtypes = [C.c_void_p, C.c_int32]
     so.host_probe_wait_started.restype, so.host_probe_wait_started.argtypes = C.c_int32, [C.c_void_p, C.c_int32]
-    probe = so.host_probe_new(flag.address)
+    probe = so.host_probe_new(byte.address)
     so.host_probe_arm(probe, node)
 
     def wait():
@@ -49,15 +49,15 @@ mem = lc.llama.llama_get_memory(ctx)
 n = 512
 tokens = [3 + (i * 7919) % 1000 for i in range(n)]
 batch, keep = lc.tokens_batch(tokens)    # `keep` holds the token array the batch points into
-flag = llama_cancel.Flag()               # the host owns the byte; it must outlive the decode
-probe_cb, probe, wait_inside = hold_inside_decode(flag, 300)
+byte = llama_cancel.Byte()               # the host owns the byte; it must outlive the decode
+probe_cb, probe, wait_inside = hold_inside_decode(byte, 300)
 out = {}
-worker = threading.Thread(target=lambda: out.update(r=lc.decode(ctx, batch, flag, abort_callback=probe_cb,
+worker = threading.Thread(target=lambda: out.update(r=lc.decode(ctx, batch, byte, abort_callback=probe_cb,
                                                                 abort_callback_data=probe)),
                           daemon=True)          # should it hang, the assert below ends the process
 worker.start()
 wait_inside()
-flag.set()                               # the user presses "stop": one byte store, from any thread
+byte.set()                               # the user presses "stop": one byte store, from any thread
 t_store = time.perf_counter()
 worker.join(60)
 assert not worker.is_alive(), "llama_cancel_decode did not return within 60 s of the store"
@@ -71,9 +71,9 @@ if probe:                                # held inside the prefill: stopped ther
     assert status == llama_cancel.CANCELLED and 0 < result.n_committed < n, (status, result.n_committed)
 
 # Resume: decode the rest from the committed position (positions continue automatically).
-flag.clear()
+byte.clear()
 rest, keep = lc.tokens_batch(tokens[result.n_committed:])
-status, result, _ = lc.decode(ctx, rest, flag)
+status, result, _ = lc.decode(ctx, rest, byte)
 print(f"resumed: status {lc.llama_cancel_status_str(status).decode()}, "
       f"memory ends at {lc.llama.llama_memory_seq_pos_max(mem, 0)}")
 assert status == llama_cancel.OK and lc.llama.llama_memory_seq_pos_max(mem, 0) == n - 1

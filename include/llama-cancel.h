@@ -6,7 +6,7 @@
 // The byte is owned by the caller (a host's `malloc<Int8>(1)`, a ctypes c_int8, a C int8_t). Any
 // thread stores a nonzero value into it to ask for a stop; the library only loads it (relaxed
 // atomic loads). It keeps a byte's pointer while the call that received it runs, and a hook's
-// (llama_cancel_hook_params.flag) until llama_cancel_hook_set_flag or llama_cancel_hook_free.
+// (llama_cancel_hook_params.byte) until llama_cancel_hook_set_byte or llama_cancel_hook_free.
 //
 // Usage, on every backend (CPU, CUDA, Metal, Vulkan, RPC, BLAS); error checks left out:
 //
@@ -18,7 +18,7 @@
 //     struct llama_context * ctx = llama_init_from_model(model, cp);
 //
 //     struct llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-//     dp.flag = &stop;                         // the hook bound to ctx is found by itself
+//     dp.byte = &stop;                         // the hook bound to ctx is found by itself
 //     struct llama_cancel_decode_result dr;
 //     if (llama_cancel_decode(ctx, batch, &dp, &dr, NULL) == LLAMA_CANCEL_OK) {
 //         const float * logits = llama_cancel_get_logits_ith(ctx, &dr, -1);
@@ -109,14 +109,14 @@ extern "C" {
     // relaxed atomic load, nonzero = stop, NULL never stops. Backends whose registry takes an abort
     // callback (the CPU, after each node) call it on the decoding thread; llama_decode then returns
     // 2. On recurrent models that leaves a half-advanced state: llama_cancel_decode puts it back.
-    LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * flag);
+    LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * byte);
     // ggml_backend_sched_eval_callback for llama_context_params.cb_eval or mtmd_context_params.cb_eval,
     // cb_eval_user_data = the byte: the one hook that reaches GPU-API, RPC and BLAS backends and clip
     // encodes. Checkpoints about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart, on the same
     // nodes each time a graph runs again, none in a graph seen to fit in that (its byte is read as it
     // returns, or at the next graph's first node) (state kept per thread; docs/design.md#checkpoints). Beware: llama_decode and mtmd_encode_chunk return 0
     // after a graph it stopped; llama_cancel_decode and the mtmd functions report it as CANCELLED.
-    LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * flag);
+    LLAMA_CANCEL_API bool llama_cancel_eval_callback(struct ggml_tensor * t, bool ask, void * byte);
 
     //
     // Hook: the stateful eval callback (checkpoints placed by measured time, a chained cb_eval)
@@ -127,7 +127,7 @@ extern "C" {
     struct llama_cancel_hook; // opaque; one per context, used on that context's thread
     struct llama_cancel_hook_params {
         double                           interval_ms; // compute between checkpoints; <= 0: the default
-        const int8_t *                   flag;        // byte read outside llama_cancel_* calls; NULL: none
+        const int8_t *                   byte;        // byte read outside llama_cancel_* calls; NULL: none
         ggml_backend_sched_eval_callback chain;       // the caller's own cb_eval, asked about every node; NULL: none
         void *                           chain_data;  // its user data
     };
@@ -144,8 +144,8 @@ extern "C" {
     LLAMA_CANCEL_API bool llama_cancel_hook_bind(struct llama_cancel_hook * hook, struct llama_context_params * params);
     // The callback itself, user data = the hook: for mtmd_context_params and other schedulers.
     LLAMA_CANCEL_API bool llama_cancel_hook_eval_callback(struct ggml_tensor * t, bool ask, void * hook);
-    // Replaces the byte of hook_params.flag; only while no graph runs with the hook.
-    LLAMA_CANCEL_API void llama_cancel_hook_set_flag(struct llama_cancel_hook * hook, const int8_t * flag);
+    // Replaces the byte of hook_params.byte; only while no graph runs with the hook.
+    LLAMA_CANCEL_API void llama_cancel_hook_set_byte(struct llama_cancel_hook * hook, const int8_t * byte);
     // True when the hook stopped the graph it ran last (its results are garbage: a host running a graph
     // itself checks this after it returns 0). A stop is the graph's own: it ends when the next graph
     // begins (a graph a host runs is recognised by its first node coming again), never cuts it.
@@ -159,13 +159,13 @@ extern "C" {
 
     // Per-sequence data: arrays of params.n_seq entries, indexed by sequence id.
     struct llama_cancel_decode_params {
-        const int8_t *             flag;                // the byte; NULL: never cancels
+        const int8_t *             byte;                // the byte; NULL: never cancels
         struct llama_cancel_hook * hook;                // the hook bound to ctx (another: ERROR); NULL: found at its first ask
         ggml_abort_callback        abort_callback;      // the host's own, consulted too and installed on return; NULL: the hook's
         void *                     abort_callback_data; // its user data
-        const int8_t * const *     seq_flags;           // a byte per sequence (entries may be NULL): drops it alone; NULL: none
+        const int8_t * const *     seq_bytes;           // a byte per sequence (entries may be NULL): drops it alone; NULL: none
         float                      max_stop_ms;         // stop-time budget, ms; 0: none (docs/design.md#stop-time-budget)
-        int32_t                    n_seq;               // entries of seq_flags and of the `seqs` results; 0: none
+        int32_t                    n_seq;               // entries of seq_bytes and of the `seqs` results; 0: none
     };
 
     struct llama_cancel_seq_result {
@@ -253,7 +253,7 @@ extern "C" {
     typedef bool (*llama_cancel_token_callback)(llama_token token, void * user_data);
 
     struct llama_cancel_generate_params {
-        const int8_t *              flag;          // the byte; NULL: never cancels
+        const int8_t *              byte;          // the byte; NULL: never cancels
         struct llama_cancel_hook *  hook;          // as in decode params; NULL: found at its first ask
         struct llama_sampler *      sampler;       // the caller's sampler chain; NULL: greedy
         llama_cancel_token_callback on_token;      // NULL: none
@@ -304,7 +304,7 @@ extern "C" {
     // CANCELLED or ERROR (missing or unreadable file, a folder, not GGUF, corrupt). Blocks the
     // calling thread; `result` may be NULL.
     LLAMA_CANCEL_API struct llama_model * llama_cancel_model_load(const char * path,
-        struct llama_model_params params, const int8_t * flag, struct llama_cancel_load_result * result);
+        struct llama_model_params params, const int8_t * byte, struct llama_cancel_load_result * result);
 
     //
     // Multimodal (mtmd): declared without mtmd.h, always defined
@@ -318,17 +318,17 @@ extern "C" {
     // mtmd_context_params themselves set cb_eval and cb_eval_user_data the same way.
     LLAMA_CANCEL_API struct mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path,
         const struct llama_model * text_model, struct llama_cancel_hook * mtmd_hook, int32_t n_threads,
-        bool use_gpu, const int8_t * flag, struct llama_cancel_load_result * result);
+        bool use_gpu, const int8_t * byte, struct llama_cancel_load_result * result);
 
 #define LLAMA_CANCEL_MTMD_BATCH_ENCODE 1u // llama_cancel_mtmd_params.options: see llama_cancel_mtmd_eval_chunks
 
     struct llama_cancel_mtmd_params {
-        const int8_t *             flag;        // the byte; NULL: never cancels
+        const int8_t *             byte;        // the byte; NULL: never cancels
         struct llama_cancel_hook * hook;        // the hook bound to the llama context; NULL: found at its first ask
         struct llama_cancel_hook * mtmd_hook;   // the hook bound to the mtmd context; NULL: found at its first ask
-        const int8_t * const *     seq_flags;   // a byte per sequence, as in decode params; seq_id's stops it
+        const int8_t * const *     seq_bytes;   // a byte per sequence, as in decode params; seq_id's stops it
         float                      max_stop_ms; // stop-time budget of the causal decodes; 0: none
-        int32_t                    n_seq;       // entries of seq_flags
+        int32_t                    n_seq;       // entries of seq_bytes
         int32_t                    seq_id;      // the sequence the chunks go to
         int32_t                    n_batch;     // tokens per decode; <= 0: the context's; more: ERROR
         uint32_t                   options;     // LLAMA_CANCEL_MTMD_* bits; unknown bits: ERROR
@@ -421,7 +421,7 @@ extern "C" {
     typedef bool (*llama_cancel_tts_frame_callback)(int32_t n_frames, int64_t n_samples, void * user_data);
 
     struct llama_cancel_tts_run_params {
-        const int8_t *                  flag;          // the byte; NULL: never cancels
+        const int8_t *                  byte;          // the byte; NULL: never cancels
         struct llama_cancel_hook *      hook;          // the hook bound to lctx; NULL: found at its first ask
         struct llama_cancel_hook *      mtmd_hook;     // the hook bound to mctx; NULL: found at its first ask
         llama_cancel_tts_frame_callback on_frame;      // NULL: none
@@ -488,7 +488,7 @@ extern "C" {
 
     // One libmtmd generation step for a host that runs its own TTS loop.
     struct llama_cancel_gen_audio_params {
-        const int8_t *             flag;      // the byte; NULL: never cancels
+        const int8_t *             byte;      // the byte; NULL: never cancels
         struct llama_cancel_hook * mtmd_hook; // the hook bound to mctx; NULL: found at its first ask
     };
 
@@ -498,7 +498,7 @@ extern "C" {
         char    message[256]; // why, for LLAMA_CANCEL_ERROR
     };
 
-    // mtmd_gen_audio_process(mctx, inp, out) under params->flag: CANCELLED when the byte stopped its
+    // mtmd_gen_audio_process(mctx, inp, out) under params->byte: CANCELLED when the byte stopped its
     // graph (libmtmd returns 0 with garbage then: *out is zeroed, the caller's state_data stays
     // valid, call again to resume; a stopped GEN_CODE drew from clip's sampler, so the same draws
     // need a call with another seed first), OK with *out libmtmd's (owned by mctx until its next

@@ -3,7 +3,7 @@
 
 #include "checkpoint_policy.h"
 #include "clock.h"
-#include "flag.h"
+#include "byte.h"
 #include "slice_budget.h"
 
 namespace llama_cancel {
@@ -20,11 +20,11 @@ bool call::stop_requested() const {
     if (hold) {
         return false;
     }
-    if (flag_is_set(flag)) {
+    if (byte_is_set(byte)) {
         return true;
     }
-    for (const int8_t * f : seq_flags) {
-        if (flag_is_set(f)) {
+    for (const int8_t * f : seq_bytes) {
+        if (byte_is_set(f)) {
             return true;
         }
     }

@@ -21,8 +21,8 @@ class checkpoint_policy;
 
 struct call {
     // Set by the caller, read by the callbacks.
-    const int8_t *              flag = nullptr;     // the call's byte
-    std::vector<const int8_t *> seq_flags;          // bytes of the sequences still pending
+    const int8_t *              byte = nullptr;     // the call's byte
+    std::vector<const int8_t *> seq_bytes;          // bytes of the sequences still pending
     ggml_abort_callback         abort_callback = nullptr; // the caller's own, consulted beside the bytes
     void *                      abort_data     = nullptr;
     double                      cap_ms = 0.0;       // cap on the checkpoint interval (a budget's share); 0: none

@@ -28,14 +28,14 @@ struct clip_call_options {
     bool hold_if_short = false;
 };
 
-// Runs `fn` (returning libmtmd's int32_t) under a call holding `flag`, `seq_flag` (either may be
+// Runs `fn` (returning libmtmd's int32_t) under a call holding `byte`, `seq_byte` (either may be
 // NULL) and `hook` (NULL: the bound hook names itself).
 template <typename Fn>
-clip_outcome run_clip_call(const int8_t * flag, const int8_t * seq_flag, llama_cancel_hook * hook, Fn && fn,
+clip_outcome run_clip_call(const int8_t * byte, const int8_t * seq_byte, llama_cancel_hook * hook, Fn && fn,
                            int32_t * ret, clip_call_options * options = nullptr) {
     call c;
-    c.flag           = flag;
-    c.seq_flags      = {seq_flag};
+    c.byte           = byte;
+    c.seq_bytes      = {seq_byte};
     c.hook           = hook;
     c.projector      = true;
     c.interval_share = options != nullptr ? options->interval_share : 1.0;

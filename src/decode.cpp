@@ -4,7 +4,7 @@
 #include "abi_guard.h"
 #include "call.h"
 #include "decode_batch.h"
-#include "flag.h"
+#include "byte.h"
 #include "hook.h"
 #include "memory_snapshot.h"
 #include "pending_batch.h"
@@ -103,14 +103,14 @@ enum class call_end {
     failed,      // llama_decode failed
 };
 
-call_end classify(int32_t ret, bool eval_stopped, bool flag_set, bool seq_flagged) {
+call_end classify(int32_t ret, bool eval_stopped, bool byte_set, bool seq_flagged) {
     if (ret != 0 && ret != 2) {
         return call_end::failed;
     }
     if (ret == 0 && !eval_stopped) {
         return call_end::finished;
     }
-    return flag_set || !seq_flagged ? call_end::cancelled : call_end::seq_stopped;
+    return byte_set || !seq_flagged ? call_end::cancelled : call_end::seq_stopped;
 }
 
 struct outcome {
@@ -200,7 +200,7 @@ struct decode_run {
     // One llama_decode over the next n pending tokens.
     int32_t decode_next(int32_t n) {
         // Every pending sequence's byte, not only those in this call: a host waits for the drop.
-        call.seq_flags = pending.flags();
+        call.seq_bytes = pending.call_bytes()();
         call.begin_graph();
         budget.begin_call();
         const int32_t ret = llama_decode(ctx, pending.next(n));
@@ -224,7 +224,7 @@ struct decode_run {
                           "params.hook is not the hook bound to this context; nothing was decoded");
             return false;
         }
-        switch (classify(ret, call.eval_stopped, llama_cancel::flag_is_set(p.flag), pending.flagged())) {
+        switch (classify(ret, call.eval_stopped, llama_cancel::byte_is_set(p.byte), pending.flagged())) {
             case call_end::finished:
                 if (embeddings_came_on(n)) {
                     plan.sliced_end = 0;
@@ -262,7 +262,7 @@ struct decode_run {
             if (pending.size() == 0) {
                 break;
             }
-            if (o.n_calls > 0 && llama_cancel::flag_is_set(p.flag)) {
+            if (o.n_calls > 0 && llama_cancel::byte_is_set(p.byte)) {
                 o.stopped = true;
                 break;
             }
@@ -290,7 +290,7 @@ struct decode_run {
             }
             o.ret = o.ret == 2 ? 0 : o.ret; // a sequence's stop, handled: the decode goes on
         }
-        call.seq_flags.clear();
+        call.seq_bytes.clear();
     }
 
     // A dropped sequence's entry is stored at once: its memory is final from here on, and a host
@@ -314,8 +314,8 @@ bool check_params(const llama_cancel_decode_params & p, llama_cancel_decode_resu
         fail(result, "n_seq is %d; it must be 0 or more", p.n_seq);
         return false;
     }
-    if (p.n_seq == 0 && p.seq_flags != nullptr) {
-        fail(result, "%s", "seq_flags needs n_seq > 0 entries");
+    if (p.n_seq == 0 && p.seq_bytes != nullptr) {
+        fail(result, "%s", "seq_bytes needs n_seq > 0 entries");
         return false;
     }
     return true;
@@ -383,7 +383,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     if (!bad.empty()) {
         return fail(result, "%s", bad.data());
     }
-    if (llama_cancel::flag_is_set(p.flag)) {
+    if (llama_cancel::byte_is_set(p.byte)) {
         llama_cancel::set_status(result, LLAMA_CANCEL_CANCELLED, "%s", "");
         return LLAMA_CANCEL_CANCELLED;
     }
@@ -394,10 +394,10 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     const decode_plan plan      = make_plan(ctx, batch, p, embd_mode);
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
     pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)),
-                          llama_cancel::n_pos_per_token(ctx, batch), p.seq_flags, p.n_seq);
+                          llama_cancel::n_pos_per_token(ctx, batch), p.seq_bytes, p.n_seq);
 
     llama_cancel::call call;
-    call.flag = p.flag;
+    call.byte = p.byte;
     call.hook = p.hook;
     // The host's own abort callback: the params', else the one its hook was bound with (a hook
     // found at the first graph brings its own then).

@@ -14,7 +14,7 @@
 #include "call.h"
 #include "checkpoint_policy.h"
 #include "clock.h"
-#include "flag.h"
+#include "byte.h"
 #include "hook.h"
 #include "memory_snapshot.h"
 #include "work.h"
@@ -117,15 +117,15 @@ void note_stop(checkpoint_policy & policy, call * c) {
 // Stateless form: checkpoints by work and measured rate, as the hook places them, and at once when
 // a byte is already set while the scheduler is still grouping nodes. Inside a llama_cancel_* call
 // the call's bytes stop it too.
-extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * flag) {
-    const auto * byte = static_cast<const int8_t *>(flag);
+extern "C" bool llama_cancel_eval_callback(ggml_tensor * t, bool ask, void * user_data) {
+    const auto * byte = static_cast<const int8_t *>(user_data);
     if (byte == nullptr) {
         return !ask; // nothing can stop it: no checkpoint, no synchronize
     }
     call * c = llama_cancel::current_call();
     auto stop = [&] {
-        return c != nullptr ? c->stop_requested() || (!c->hold && llama_cancel::flag_is_set(byte))
-                            : llama_cancel::flag_is_set(byte);
+        return c != nullptr ? c->stop_requested() || (!c->hold && llama_cancel::byte_is_set(byte))
+                            : llama_cancel::byte_is_set(byte);
     };
     checkpoint_policy & policy = c != nullptr ? llama_cancel::stateless_policy_of(c, t_policy, t_projector_policy)
                                               : t_outside_policies.of(t);
@@ -173,7 +173,7 @@ struct llama_cancel_hook {
 
     // Inside a call, the call's bytes; outside, the hook's own.
     bool stop_requested(const call * c) const {
-        return c != nullptr ? c->stop_requested() : llama_cancel::flag_is_set(params.flag);
+        return c != nullptr ? c->stop_requested() : llama_cancel::byte_is_set(params.byte);
     }
 
     // At an ask inside call `c`: names the hook to a call that has none, starts a new graph's stop
@@ -222,9 +222,9 @@ extern "C" void llama_cancel_hook_free(llama_cancel_hook * hook) {
     delete hook;
 }
 
-extern "C" void llama_cancel_hook_set_flag(llama_cancel_hook * hook, const int8_t * flag) {
+extern "C" void llama_cancel_hook_set_byte(llama_cancel_hook * hook, const int8_t * byte) {
     if (hook != nullptr) {
-        hook->params.flag = flag;
+        hook->params.byte = byte;
     }
 }
 

@@ -3,7 +3,7 @@
 
 #include "abi_guard.h"
 #include "checks.h"
-#include "flag.h"
+#include "byte.h"
 #include "seq_batch.h"
 #include "status.h"
 
@@ -53,7 +53,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     const int32_t       n_vocab = llama_vocab_n_tokens(vocab);
 
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag        = p.flag;
+    dp.byte        = p.byte;
     dp.hook        = p.hook;
     dp.max_stop_ms = p.max_stop_ms;
     llama_cancel_decode_result dr{};
@@ -87,7 +87,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
 
     // Token loop: the byte is read inside every decode and between tokens.
     for (int32_t i = 0; i < p.n_predict; ++i) {
-        if (llama_cancel::flag_is_set(p.flag)) {
+        if (llama_cancel::byte_is_set(p.byte)) {
             return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
         }
         const llama_token tok = p.sampler != nullptr ? llama_sampler_sample(p.sampler, ctx, -1) : greedy(ctx, n_vocab);

@@ -1,7 +1,7 @@
 // The GGUF file check and the load progress callback of src/gguf_file.h.
 #include "gguf_file.h"
 
-#include "flag.h"
+#include "byte.h"
 #include "ggml.h"
 
 #include <cerrno>
@@ -47,7 +47,7 @@ bool llama_cancel::check_gguf_file(const char * path, char * message, size_t siz
 // llama.cpp and libmtmd call this while they read tensors; false aborts the load (NULL then).
 bool llama_cancel::load_progress::on_progress(float progress, void * user_data) {
     auto * p = static_cast<load_progress *>(user_data);
-    if (flag_is_set(p->flag)) {
+    if (byte_is_set(p->byte)) {
         p->cancelled = true;
         return false;
     }

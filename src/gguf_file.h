@@ -18,7 +18,7 @@ bool check_gguf_file(const char * path, char * message, size_t size);
 struct load_progress {
     using callback = bool (*)(float progress, void * user_data);
 
-    const int8_t * flag;
+    const int8_t * byte;
     callback       chain      = nullptr;
     void *         chain_data = nullptr;
     bool           cancelled     = false; // the byte stopped the load

@@ -3,7 +3,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
-#include "flag.h"
+#include "byte.h"
 #include "gguf_file.h"
 #include "status.h"
 
@@ -13,19 +13,19 @@ namespace {
 
 using llama_cancel::fail_null;
 
-llama_model * load(const char * path, llama_model_params params, const int8_t * flag,
+llama_model * load(const char * path, llama_model_params params, const int8_t * byte,
                    llama_cancel_load_result * result) {
     if (path == nullptr) {
         return fail_null(result, LLAMA_CANCEL_ERROR, "model path is NULL");
     }
-    if (llama_cancel::flag_is_set(flag)) {
+    if (llama_cancel::byte_is_set(byte)) {
         return fail_null(result, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
     }
     char why[256];
     if (!llama_cancel::check_gguf_file(path, why, sizeof(why))) {
         return fail_null(result, LLAMA_CANCEL_ERROR, "%s", why);
     }
-    llama_cancel::load_progress progress{flag, params.progress_callback, params.progress_callback_user_data};
+    llama_cancel::load_progress progress{byte, params.progress_callback, params.progress_callback_user_data};
     params.progress_callback           = llama_cancel::load_progress::on_progress;
     params.progress_callback_user_data = &progress;
     llama_model * model = llama_model_load_from_file(path, params);
@@ -48,11 +48,11 @@ llama_model * load(const char * path, llama_model_params params, const int8_t * 
 
 } // namespace
 
-extern "C" llama_model * llama_cancel_model_load(const char * path, llama_model_params params, const int8_t * flag,
+extern "C" llama_model * llama_cancel_model_load(const char * path, llama_model_params params, const int8_t * byte,
                                                  llama_cancel_load_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     return llama_cancel::abi_guard(result, static_cast<llama_model *>(nullptr),
-                                   [&] { return load(path, params, flag, result); });
+                                   [&] { return load(path, params, byte, result); });
 }

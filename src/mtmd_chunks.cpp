@@ -28,7 +28,7 @@
 #include "call.h"
 #include "clip_call.h"
 #include "checks.h"
-#include "flag.h"
+#include "byte.h"
 #include "hook.h"
 #include "memory_snapshot.h"
 #include "seq_batch.h"
@@ -122,25 +122,25 @@ struct eval_state {
     const llama_cancel_mtmd_params & p;
     int32_t                          n_batch;
     llama_cancel::seq_batch &        batch;
-    const int8_t *                   seq_flag; // the byte of p.seq_id among p.seq_flags, or NULL
+    const int8_t *                   seq_byte; // the byte of p.seq_id among p.seq_bytes, or NULL
     const mtmd_input_chunks *        chunks;
     bool                             batch_encode; // LLAMA_CANCEL_MTMD_BATCH_ENCODE
     media_batch                      media;
 
-    bool stop_set() const { return llama_cancel::flag_is_set(p.flag) || llama_cancel::flag_is_set(seq_flag); }
+    bool stop_set() const { return llama_cancel::byte_is_set(p.byte) || llama_cancel::byte_is_set(seq_byte); }
 };
 
 // The byte of the evaluated sequence among the per-sequence bytes, or NULL.
-const int8_t * seq_flag_of(const llama_cancel_mtmd_params & p) {
-    return p.seq_flags != nullptr && p.seq_id < p.n_seq ? p.seq_flags[p.seq_id] : nullptr;
+const int8_t * seq_byte_of(const llama_cancel_mtmd_params & p) {
+    return p.seq_bytes != nullptr && p.seq_id < p.n_seq ? p.seq_bytes[p.seq_id] : nullptr;
 }
 
 // Text and embedding decodes: the chunk's last output is read by negative index (llama_get_logits_ith(-1)).
 // A stop-time budget slices causal decodes only: non-causal attention must see the slice whole.
 llama_cancel_decode_params decode_params(const llama_cancel_mtmd_params & p, bool causal = true) {
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag        = p.flag;
-    dp.seq_flags   = p.seq_flags; // the sequence's own byte drops it: the decode is then cancelled
+    dp.byte        = p.byte;
+    dp.seq_bytes   = p.seq_bytes; // the sequence's own byte drops it: the decode is then cancelled
     dp.n_seq       = p.n_seq;
     dp.hook        = p.hook;
     dp.max_stop_ms = causal ? p.max_stop_ms : 0.0f;
@@ -189,7 +189,7 @@ bool is_media(const mtmd_input_chunks * chunks, size_t i) {
 // stateless callback) bound to mctx reads its bytes and reports a graph it stopped, which libmtmd
 // still returns 0 for. CANCELLED, the wrong hook's error, or OK with *ret the encode's return.
 template <typename Encode> chunk_outcome run_encode(eval_state & s, Encode encode_fn, int32_t * ret) {
-    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.flag, s.seq_flag, s.p.mtmd_hook, encode_fn, ret);
+    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.byte, s.seq_byte, s.p.mtmd_hook, encode_fn, ret);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
         return chunk_fail("mtmd_hook is not the hook bound to mctx; nothing was encoded");
     }
@@ -345,8 +345,8 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
     if (!llama_cancel::check_seq_id(lctx, p.seq_id, r)) {
         return LLAMA_CANCEL_ERROR;
     }
-    if (p.n_seq < 0 || (p.seq_flags != nullptr && p.n_seq == 0)) {
-        return fail(r, "n_seq is %d; seq_flags needs n_seq > 0 entries", p.n_seq);
+    if (p.n_seq < 0 || (p.seq_bytes != nullptr && p.n_seq == 0)) {
+        return fail(r, "n_seq is %d; seq_bytes needs n_seq > 0 entries", p.n_seq);
     }
     if (!llama_cancel::resolve_n_batch(lctx, p.n_batch, r, n_batch)) {
         return LLAMA_CANCEL_ERROR;
@@ -382,7 +382,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_context * lctx, const mtmd_input_
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
 
     llama_cancel::seq_batch batch(n_batch, p.seq_id);
-    eval_state  s{mctx, lctx, p, n_batch, batch, seq_flag_of(p), chunks,
+    eval_state  s{mctx, lctx, p, n_batch, batch, seq_byte_of(p), chunks,
                  (p.options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, {}};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its

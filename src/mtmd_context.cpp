@@ -3,7 +3,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
-#include "flag.h"
+#include "byte.h"
 #include "gguf_file.h"
 #include "status.h"
 
@@ -16,14 +16,14 @@ namespace {
 using llama_cancel::fail_null;
 
 mtmd_context * init(const char * path, const llama_model * model, llama_cancel_hook * hook, int32_t n_threads,
-                    bool use_gpu, const int8_t * flag, llama_cancel_load_result * r) {
+                    bool use_gpu, const int8_t * byte, llama_cancel_load_result * r) {
     if (path == nullptr) {
         return fail_null(r, LLAMA_CANCEL_ERROR, "mmproj path is NULL");
     }
     if (model == nullptr) {
         return fail_null(r, LLAMA_CANCEL_ERROR, "text model is NULL");
     }
-    if (llama_cancel::flag_is_set(flag)) {
+    if (llama_cancel::byte_is_set(byte)) {
         return fail_null(r, LLAMA_CANCEL_CANCELLED, "cancelled before loading %s", path);
     }
     char why[256];
@@ -36,7 +36,7 @@ mtmd_context * init(const char * path, const llama_model * model, llama_cancel_h
     if (n_threads > 0) {
         mp.n_threads = n_threads;
     }
-    llama_cancel::load_progress progress{flag, mp.progress_callback, mp.progress_callback_user_data};
+    llama_cancel::load_progress progress{byte, mp.progress_callback, mp.progress_callback_user_data};
     mp.progress_callback           = llama_cancel::load_progress::on_progress;
     mp.progress_callback_user_data = &progress;
     if (hook != nullptr) {
@@ -66,12 +66,12 @@ mtmd_context * init(const char * path, const llama_model * model, llama_cancel_h
 
 extern "C" mtmd_context * llama_cancel_mtmd_init_from_file(const char * mmproj_path, const llama_model * text_model,
                                                            llama_cancel_hook * mtmd_hook, int32_t n_threads,
-                                                           bool use_gpu, const int8_t * flag,
+                                                           bool use_gpu, const int8_t * byte,
                                                            llama_cancel_load_result * result) {
     if (result != nullptr) {
         std::memset(result, 0, sizeof(*result));
     }
     return llama_cancel::abi_guard(result, static_cast<mtmd_context *>(nullptr), [&] {
-        return init(mmproj_path, text_model, mtmd_hook, n_threads, use_gpu, flag, result);
+        return init(mmproj_path, text_model, mtmd_hook, n_threads, use_gpu, byte, result);
     });
 }

@@ -1,6 +1,6 @@
 #include "pending_batch.h"
 
-#include "flag.h"
+#include "byte.h"
 
 #include <algorithm>
 
@@ -24,9 +24,9 @@ llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_emb
 } // namespace
 
 pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
-                             int32_t n_pos_per_token, const int8_t * const * seq_flags, int32_t n_seq_flags)
-    : batch_(batch), pos_(pos), n_embd_(n_embd), n_pos_(batch.pos != nullptr ? n_pos_per_token : 1), flags_(seq_flags),
-      n_flags_(seq_flags != nullptr ? n_seq_flags : 0) {
+                             int32_t n_pos_per_token, const int8_t * const * seq_bytes, int32_t n_seq_bytes)
+    : batch_(batch), pos_(pos), n_embd_(n_embd), n_pos_(batch.pos != nullptr ? n_pos_per_token : 1), bytes_(seq_bytes),
+      n_bytes_(seq_bytes != nullptr ? n_seq_bytes : 0) {
     index_.resize(batch.n_tokens);
     seqs_.resize(batch.n_tokens);
     whole_.assign(batch.n_tokens, true);
@@ -36,7 +36,7 @@ pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_
             seqs_[i].push_back(batch_seq_of(batch, i, k));
         }
     }
-    dropped_.assign(n_flags_, false);
+    dropped_.assign(n_bytes_, false);
 }
 
 bool pending_batch::dropped(llama_seq_id s) const {
@@ -49,7 +49,7 @@ bool pending_batch::drop_flagged() {
     }
     std::vector<llama_seq_id> now;
     for (llama_seq_id s : seqs_in(size())) {
-        if (s < n_flags_ && flag_is_set(flags_[s])) {
+        if (s < n_bytes_ && byte_is_set(bytes_[s])) {
             now.push_back(s);
         }
     }
@@ -82,7 +82,7 @@ bool pending_batch::flagged() const {
         return false;
     }
     for (llama_seq_id s : seqs_in(size())) {
-        if (s < n_flags_ && flag_is_set(flags_[s])) {
+        if (s < n_bytes_ && byte_is_set(bytes_[s])) {
             return true;
         }
     }
@@ -114,14 +114,14 @@ std::vector<llama_seq_id> pending_batch::seqs_in(int32_t n) const {
     return seqs;
 }
 
-const std::vector<const int8_t *> & pending_batch::flags() {
-    call_flags_.clear();
+const std::vector<const int8_t *> & pending_batch::call_bytes() {
+    call_bytes_.clear();
     for (llama_seq_id s : seqs_in(size())) {
-        if (s < n_flags_ && flags_[s] != nullptr) {
-            call_flags_.push_back(flags_[s]);
+        if (s < n_bytes_ && bytes_[s] != nullptr) {
+            call_bytes_.push_back(bytes_[s]);
         }
     }
-    return call_flags_;
+    return call_bytes_;
 }
 
 void pending_batch::copy_positions(int32_t n) {
@@ -191,7 +191,7 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
         // A held output of a sequence that goes on: from it on, that sequence is decoded again.
         const bool output = is_output(i, n, k, embeddings_context);
         for (const llama_seq_id s : seqs_[i]) {
-            const bool going_on = !(s < n_flags_ && flag_is_set(flags_[s]));
+            const bool going_on = !(s < n_bytes_ && byte_is_set(bytes_[s]));
             const bool seen = std::any_of(again_from.begin(), again_from.end(), [&](const auto & r) { return r.first == s; });
             if (held[k] && output && going_on && !seen) {
                 again_from.emplace_back(s, pos_[i]);

@@ -1,6 +1,6 @@
 // The batch tokens a cancellable decode still has to decode, and the llama_batch of its next
 // llama_decode call. Without per-sequence bytes that is a plain slice of the caller's batch. With
-// them (llama_cancel_decode_params.seq_flags) a sequence whose byte is set is dropped from the
+// them (llama_cancel_decode_params.seq_bytes) a sequence whose byte is set is dropped from the
 // tokens not yet committed: a token of that sequence alone goes, a token shared with other
 // sequences loses that sequence id; the next calls' batches are then copies with explicit positions.
 #pragma once
@@ -26,11 +26,11 @@ class pending_batch {
   public:
     // `pos`: every batch token's position (explicit, or as llama_decode would assign it; for
     // M-RoPE, section t). `n_pos_per_token`: the sections batch.pos holds (n_pos_per_token()).
-    // `seq_flags`: n_seq_flags bytes indexed by sequence id, entries may be NULL; NULL: none.
+    // `seq_bytes`: n_seq_bytes bytes indexed by sequence id, entries may be NULL; NULL: none.
     pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
-                  int32_t n_pos_per_token, const int8_t * const * seq_flags, int32_t n_seq_flags);
+                  int32_t n_pos_per_token, const int8_t * const * seq_bytes, int32_t n_seq_bytes);
 
-    bool    per_seq() const { return n_flags_ > 0 && flags_ != nullptr; }
+    bool    per_seq() const { return n_bytes_ > 0 && bytes_ != nullptr; }
     int32_t size() const { return static_cast<int32_t>(index_.size()) - next_; }
     // Batch index of the next token (the batch's size when none is left).
     int32_t next_index() const { return size() > 0 ? index_[next_] : batch_.n_tokens; }
@@ -45,7 +45,7 @@ class pending_batch {
     bool one_token_per_seq(int32_t n) const;
     // The bytes (not NULL) of the sequences with tokens left, for the abort callback and the hook
     // during the next call: a byte stops it even when its sequence's tokens come in a later call.
-    const std::vector<const int8_t *> & flags();
+    const std::vector<const int8_t *> & call_bytes();
     // The next `n` tokens as a llama_batch: valid until the next call of next().
     llama_batch next(int32_t n);
     // The next `n` tokens are committed; remembers them as the last call's, for outputs.
@@ -85,8 +85,8 @@ class pending_batch {
     const std::vector<llama_pos> & pos_;
     int32_t                        n_embd_;
     int32_t                        n_pos_;  // positions per token in batch_.pos (M-RoPE embeddings: 4)
-    const int8_t * const *         flags_;
-    int32_t                        n_flags_;
+    const int8_t * const *         bytes_;
+    int32_t                        n_bytes_;
 
     std::vector<int32_t>                   index_;  // batch indices still to decode, in order
     int32_t                                next_ = 0;
@@ -104,7 +104,7 @@ class pending_batch {
     std::vector<int32_t>       n_seq_;
     std::vector<llama_seq_id *> seq_ptr_;
     std::vector<int8_t>        logits_;
-    std::vector<const int8_t *> call_flags_;
+    std::vector<const int8_t *> call_bytes_;
 };
 
 } // namespace llama_cancel

@@ -24,7 +24,7 @@
 #include "abi_guard.h"
 #include "checks.h"
 #include "clip_call.h"
-#include "flag.h"
+#include "byte.h"
 #include "seq_batch.h"
 #include "status.h"
 #include "tts_code0.h"
@@ -146,8 +146,8 @@ int32_t clip_step(tts & t, const llama_cancel_tts_run_params & rp, int32_t step,
     const bool code = step == LLAMA_CANCEL_TTS_STEP_GEN_CODE;
     llama_cancel::clip_call_options o;
     o.interval_share = code ? k_gen_code_interval_share : 1.0;
-    o.hold_if_short  = code && !llama_cancel::flag_is_set(rp.flag);
-    const auto c     = llama_cancel::run_clip_call(rp.flag, nullptr, rp.mtmd_hook, fn, &ret, &o);
+    o.hold_if_short  = code && !llama_cancel::byte_is_set(rp.byte);
+    const auto c     = llama_cancel::run_clip_call(rp.byte, nullptr, rp.mtmd_hook, fn, &ret, &o);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
         return failed(t, step, "mtmd_hook is not the hook bound to mctx; nothing was computed");
     }
@@ -227,7 +227,7 @@ int32_t decode_rows(tts & t, const llama_cancel_tts_run_params & rp, const float
     llama_cancel::seq_batch batch(n, t.p.seq_id);
     const llama_batch b = batch.get_media(embd, n, 0, all, n, sections, output);
     llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-    dp.flag        = rp.flag;
+    dp.byte        = rp.byte;
     dp.hook        = rp.hook;
     dp.max_stop_ms = rp.max_stop_ms;
     llama_cancel_decode_result dr{};
@@ -310,7 +310,7 @@ int32_t ensure_reseed(tts & t, const llama_cancel_tts_run_params & rp, uint32_t 
     }
     static const int8_t stop_now = 1;
     llama_cancel_tts_run_params quick = rp;
-    quick.flag       = &stop_now;
+    quick.byte       = &stop_now;
     mtmd_gen_inp inp = t.defaults;
     inp.type  = MTMD_GEN_PROCESS_TYPE_GEN_CODE;
     inp.code0 = t.pending.has_code0 ? t.pending.code0 - t.prompt.codec_0 : 0;
@@ -511,7 +511,7 @@ int32_t generate(tts & t, const llama_cancel_tts_run_params & rp) {
     if (t.state.finished) {
         return LLAMA_CANCEL_OK;
     }
-    if (llama_cancel::flag_is_set(rp.flag)) {
+    if (llama_cancel::byte_is_set(rp.byte)) {
         return stopped(t, LLAMA_CANCEL_TTS_STEP_BETWEEN);
     }
     if (!t.voice_done) {
@@ -527,7 +527,7 @@ int32_t generate(tts & t, const llama_cancel_tts_run_params & rp) {
         }
     }
     for (int32_t added = 0; rp.n_frames <= 0 || added < rp.n_frames;) {
-        if (llama_cancel::flag_is_set(rp.flag)) {
+        if (llama_cancel::byte_is_set(rp.byte)) {
             return stopped(t, LLAMA_CANCEL_TTS_STEP_BETWEEN);
         }
         const int32_t before = t.n_frames;
@@ -655,7 +655,7 @@ extern "C" int32_t llama_cancel_tts_generate(llama_cancel_tts * tts, const llama
 extern "C" int32_t llama_cancel_tts_flush(llama_cancel_tts * tts, const llama_cancel_tts_run_params * params,
                                           llama_cancel_tts_result * result) {
     return run_call(tts, params, result, [](llama_cancel_tts & t, const llama_cancel_tts_run_params & rp) {
-        if (llama_cancel::flag_is_set(rp.flag)) {
+        if (llama_cancel::byte_is_set(rp.byte)) {
             return stopped(t, LLAMA_CANCEL_TTS_STEP_BETWEEN);
         }
         const int32_t st = flush_window(t, rp);
@@ -686,14 +686,14 @@ extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context * mctx, cons
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
         if (params != nullptr) {
-            rp.flag      = params->flag;
+            rp.byte      = params->byte;
             rp.mtmd_hook = params->mtmd_hook;
         }
         llama_cancel_tts t;
         t.mctx = mctx;
         const int32_t step = inp->type == MTMD_GEN_PROCESS_TYPE_GEN_CODE ? LLAMA_CANCEL_TTS_STEP_GEN_CODE
                                                                          : LLAMA_CANCEL_TTS_STEP_GEN_WAV;
-        const int32_t st = llama_cancel::flag_is_set(rp.flag) ? stopped(t, step) : process(t, rp, *inp, *out);
+        const int32_t st = llama_cancel::byte_is_set(rp.byte) ? stopped(t, step) : process(t, rp, *inp, *out);
         if (st != LLAMA_CANCEL_OK) {
             *out = mtmd_gen_out{}; // garbage after a stop, nothing after an error
         }

@@ -17,7 +17,7 @@ failures = []
 
 
 class ffi_probe(C.Structure):
-    _fields_ = [("flag", C.POINTER(C.c_int8)), ("owner_tid", C.c_int64), ("calls", C.c_int64),
+    _fields_ = [("byte", C.POINTER(C.c_int8)), ("owner_tid", C.c_int64), ("calls", C.c_int64),
                 ("off_thread", C.c_int64), ("started", C.c_int32), ("hold_at", C.c_int32)]
 
 
@@ -46,18 +46,18 @@ ctx = llama.llama_init_from_model(model, cp)
 check(bool(ctx), "context created")
 mem = llama.llama_get_memory(ctx)
 tokens = (C.c_int32 * 256)(*[3 + (i * 7919) % 200 for i in range(256)])
-flag = C.c_int8(0)  # the host's byte, like Dart's malloc<Int8>(1)
+byte = C.c_int8(0)  # the host's byte, like Dart's malloc<Int8>(1)
 
 # 1. Exported reader by address, byte already set: llama_decode stops after its first node.
-llama.llama_set_abort_callback(ctx, reader, C.addressof(flag))
-flag.value = 1
+llama.llama_set_abort_callback(ctx, reader, C.addressof(byte))
+byte.value = 1
 ret = llama.llama_decode(ctx, llama.llama_batch_get_one(tokens, 256))
 check(ret == 2, f"llama_decode with the exported reader and the byte set returns 2 (got {ret})")
 check(llama.llama_memory_seq_pos_max(mem, 0) == -1, "the stopped ubatch left nothing in memory")
 
 # 2. Worker thread decodes (ctypes releases the GIL); the main thread stores 1 mid-decode.
-flag.value = 0
-probe = ffi_probe(flag=C.pointer(flag), hold_at=20)  # node 20 waits for the store, then stops
+byte.value = 0
+probe = ffi_probe(byte=C.pointer(byte), hold_at=20)  # node 20 waits for the store, then stops
 llama.llama_set_abort_callback(ctx, probe_reader, C.addressof(probe))
 result = {}
 
@@ -73,7 +73,7 @@ deadline = time.monotonic() + 60
 while not probe.started and t.is_alive() and time.monotonic() < deadline:  # the graph runs on the worker
     time.sleep(0.001)
 check(probe.started, "the decode reached reader call 20 on the worker (waited at most 60 s)")
-flag.value = 1  # the cancel: one byte store from another thread (it also releases a held probe)
+byte.value = 1  # the cancel: one byte store from another thread (it also releases a held probe)
 t.join(timeout=60)
 check(not t.is_alive(), "worker returned")
 check(result.get("ret") == 2, f"llama_decode on the worker returned 2 after the store (got {result.get('ret')})")
@@ -82,9 +82,9 @@ check(probe.calls == 20 and probe.off_thread == 0,
 
 # 3. The cancellable decode by name: byte at 0 decodes everything, byte set returns cancelled.
 llama.llama_set_abort_callback(ctx, None, None)
-flag.value = 0
+byte.value = 0
 params = cancel.llama_cancel_decode_default_params()
-params.flag = C.pointer(flag)
+params.byte = C.pointer(byte)
 params.n_seq = 1  # no per-sequence bytes: n_seq sizes the results array alone
 res = llama_cancel_decode_result()
 seqs = (llama_cancel_seq_result * 1)((-7, -7, -7))  # impossible values: each one must be written
@@ -97,7 +97,7 @@ logits = cancel.llama_cancel_get_logits_ith(ctx, C.byref(res), 63)
 address = lambda ptr: C.cast(ptr, C.c_void_p).value  # noqa: E731
 check(bool(logits) and address(logits) == address(llama.llama_get_logits_ith(ctx, -1)),
       "llama_cancel_get_logits_ith(batch index 63) is the last output")
-flag.value = 1
+byte.value = 1
 status = cancel.llama_cancel_decode(ctx, llama.llama_batch_get_one(tokens, 64), C.byref(params), C.byref(res), seqs)
 check(status == 1 and llama.llama_memory_seq_pos_max(mem, 0) == 63, "byte set on entry: cancelled, memory kept")
 status = cancel.llama_cancel_decode(None, llama.llama_batch_get_one(tokens, 4), C.byref(params), C.byref(res), None)

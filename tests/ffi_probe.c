@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 struct ffi_probe {
-    const int8_t * flag;
+    const int8_t * byte;
     int64_t        owner_tid;   /* native id of the thread that calls llama_decode */
     int64_t        calls;
     int64_t        off_thread;
@@ -25,11 +25,11 @@ bool ffi_probe_abort_callback(void * data) {
     }
     if (p->hold_at > 0 && p->calls == p->hold_at) {
         __atomic_store_n(&p->started, 1, __ATOMIC_SEQ_CST);
-        for (long i = 0; i < 20000 && !llama_cancel_abort_callback((void *) p->flag); ++i) {
+        for (long i = 0; i < 20000 && !llama_cancel_abort_callback((void *) p->byte); ++i) {
             usleep(1000);
         }
     }
-    return llama_cancel_abort_callback((void *) p->flag);
+    return llama_cancel_abort_callback((void *) p->byte);
 }
 
 /* The host probe: what the Python and Node binding tests install to make a cross-thread store land
@@ -41,7 +41,7 @@ bool ffi_probe_abort_callback(void * data) {
 #include <time.h>
 
 struct host_probe {
-    const int8_t * flag;
+    const int8_t * byte;
     int32_t        hold_at;    /* call that waits for the byte; 0: none (counting only) */
     int32_t        calls;      /* callback calls (asks, for the eval callback) since armed */
     int32_t        started;    /* set once call hold_at waits: the graph is running */
@@ -54,10 +54,10 @@ static int64_t host_probe_tid(void) {
     return (int64_t) syscall(SYS_gettid);
 }
 
-struct host_probe * host_probe_new(const int8_t * flag) {
+struct host_probe * host_probe_new(const int8_t * byte) {
     struct host_probe * p = calloc(1, sizeof(*p));
     if (p != NULL) {
-        p->flag = flag;
+        p->byte = byte;
     }
     return p;
 }
@@ -89,10 +89,10 @@ static void host_probe_call(struct host_probe * p) {
     }
     __atomic_store_n(&p->started, 1, __ATOMIC_SEQ_CST);
     const struct timespec step = {0, 20000}; /* 20 us: the store is seen within that */
-    for (long i = 0; i < 1000000 && !llama_cancel_abort_callback((void *) p->flag); ++i) {
+    for (long i = 0; i < 1000000 && !llama_cancel_abort_callback((void *) p->byte); ++i) {
         nanosleep(&step, NULL);
     }
-    p->timed_out = !llama_cancel_abort_callback((void *) p->flag);
+    p->timed_out = !llama_cancel_abort_callback((void *) p->byte);
 }
 
 /* For llama_cancel_decode_params.abort_callback (consulted beside the byte). */

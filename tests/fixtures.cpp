@@ -123,15 +123,15 @@ bool node_trigger::eval_cb(ggml_tensor * t, bool ask, void * data) {
             tr->graph_ends.push_back(tr->calls);
         }
         if (tr->while_grouping) {
-            if (tr->calls == tr->at && tr->flag != nullptr) {
-                __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+            if (tr->calls == tr->at && tr->byte != nullptr) {
+                __atomic_store_n(tr->byte, 1, __ATOMIC_RELAXED);
             }
             return false;
         }
         return tr->calls == tr->at;
     }
-    if (tr->flag != nullptr) {
-        __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+    if (tr->byte != nullptr) {
+        __atomic_store_n(tr->byte, 1, __ATOMIC_RELAXED);
     }
     return true;
 }
@@ -141,8 +141,8 @@ bool node_trigger::abort_cb(void * data) {
     if (tr->record_threads) {
         tr->threads.push_back(std::this_thread::get_id());
     }
-    if (++tr->calls == tr->at && tr->flag != nullptr) {
-        __atomic_store_n(tr->flag, 1, __ATOMIC_RELAXED);
+    if (++tr->calls == tr->at && tr->byte != nullptr) {
+        __atomic_store_n(tr->byte, 1, __ATOMIC_RELAXED);
     }
     return false;
 }
@@ -160,7 +160,7 @@ bool gate::cb(void * data) {
     if (++g->calls == g->hold_at) {
         g->started = true;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (__atomic_load_n(g->flag, __ATOMIC_RELAXED) == 0) {
+        while (__atomic_load_n(g->byte, __ATOMIC_RELAXED) == 0) {
             if (std::chrono::steady_clock::now() > deadline) {
                 g->timed_out = true; // released without the store: the test fails on it
                 break;

@@ -73,9 +73,9 @@ struct backend_environment_options {
 // The program's backend setup and model (empty outside the environment).
 const test_backend_state & test_backend();
 
-// Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to: as an
+// Stores 1 into `byte` at a chosen graph node, so that tests stop a graph where they mean to: as an
 // eval callback (a hook's chain, or a context's cb_eval) it answers true at ask number `at` and
-// stores the byte (when `flag` is set) once that node is computed; as an abort callback it stores at
+// stores the byte (when `byte` is set) once that node is computed; as an abort callback it stores at
 // call number `at`. Counts calls either way; as an eval callback it records the ask number of each
 // decode graph's last node ("result_output"), and with `record_threads` the thread of every call.
 // With `while_grouping`, the eval callback asks for no node and stores the byte at ask `at` itself:
@@ -84,7 +84,7 @@ const test_backend_state & test_backend();
 struct node_trigger {
     int                          calls          = 0;
     int                          at             = -1;
-    int8_t *                     flag           = nullptr;
+    int8_t *                     byte           = nullptr;
     bool                         record_threads = false;
     bool                         while_grouping = false;
     std::vector<int>             graph_ends;
@@ -92,7 +92,7 @@ struct node_trigger {
 
     static bool eval_cb(ggml_tensor * t, bool ask, void * data);
     static bool abort_cb(void * data);
-    // Calls, `at`, graph ends and threads back to their start; the flag and the modes stay.
+    // Calls, `at`, graph ends and threads back to their start; the byte and the modes stay.
     void reset();
 };
 
@@ -102,7 +102,7 @@ struct node_trigger {
 struct gate {
     std::atomic<bool>            started{false};
     std::atomic<bool>            timed_out{false};
-    int8_t *                     flag    = nullptr;
+    int8_t *                     byte    = nullptr;
     int                          hold_at = 1;
     int                          calls   = 0;
     std::vector<std::thread::id> threads;

@@ -76,9 +76,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     b.seq_id   = (mode & 32) && validate_only ? nullptr : seq_ptr.data();
     b.logits   = (mode & 64) ? nullptr : logits.data();
 
-    int8_t flag = validate_only ? 1 : 0;
+    int8_t byte = validate_only ? 1 : 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     llama_cancel_decode_result r;
     llama_cancel_seq_result seqs[2] = {{-1, -1, -1}, {-1, -1, -1}};
     p.n_seq = static_cast<int32_t>(in.u8() % 4) - 1; // -1..2, seqs holds 2

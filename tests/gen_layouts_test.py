@@ -23,7 +23,7 @@ SYNTHETIC = """
 struct llama_cancel_hook; // opaque: no definition
 /* a block comment: struct llama_cancel_not_a_struct { int x; }; */
     struct llama_cancel_every_kind {
-        const int8_t *             flag;     // a byte
+        const int8_t *             byte;     // a byte
         const int8_t * const *     flags;    // bytes
         const char*                text;     // a string
         struct llama_cancel_hook * hook;     // handles and callbacks
@@ -84,7 +84,7 @@ class GenLayouts(unittest.TestCase):
     def test_every_kind(self):
         r = self.synthetic()
         self.assertEqual(r.returncode, 0, r.stderr)
-        want = [("flag", "byte"), ("flags", "bytes"), ("text", "str"), ("hook", "ptr"), ("cb", "ptr"), ("ms", "f64"),
+        want = [("byte", "byte"), ("flags", "bytes"), ("text", "str"), ("hook", "ptr"), ("cb", "ptr"), ("ms", "f64"),
                 ("count", "u64"), ("samples", "i64"), ("scale", "f32"), ("seed", "u32"), ("status", "i32"),
                 ("message", "char[256]")]
         scope = {}

@@ -85,7 +85,7 @@ add_test(NAME make_mrope_models
 set_tests_properties(make_mrope_models PROPERTIES FIXTURES_SETUP mrope_models FIXTURES_REQUIRED "models;mmproj")
 set(mrope_program SOURCES test_mtmd_mrope.cpp INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY})
 
-# The name suffix and SERIAL flag of a test on `backend`: no suffix on the CPU, "_<backend>" and SERIAL
+# The name suffix and SERIAL byte of a test on `backend`: no suffix on the CPU, "_<backend>" and SERIAL
 # (one device run at a time) elsewhere. SERIAL_ON_CPU makes the CPU test serial too.
 function(llama_cancel_backend_variant backend suffix_var serial_var)
     cmake_parse_arguments(V "SERIAL_ON_CPU" "" "" ${ARGN})

@@ -31,7 +31,7 @@ inline int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * mtmd_hook,
                              const llama_cancel_generate_params * gp, llama_token * out, int32_t n_out_max,
                              generate_mtmd_result * r, uint32_t options = 0) {
     llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
-    mp.flag        = gp->flag;
+    mp.byte        = gp->byte;
     mp.hook        = gp->hook;
     mp.seq_id      = gp->seq_id;
     mp.n_batch     = gp->n_batch;

@@ -61,15 +61,15 @@ std::vector<float> embeddings(mtmd_context * mctx, const mtmd_input_chunk * chun
 // hook, each hook chaining a trigger.
 struct setup {
     fixtures::node_trigger enc_trig, dec_trig;
-    int8_t            flag = 0;
+    int8_t            byte = 0;
     hook_ptr          enc_hook;
     hook_ptr          dec_hook;
     mtmd_ptr          mctx;
     common::context_ptr  lctx;
 
     setup(const std::string & mmproj) {
-        enc_trig.flag = &flag;
-        dec_trig.flag = &flag;
+        enc_trig.byte = &byte;
+        dec_trig.byte = &byte;
         enc_hook      = fixtures::make_hook(&enc_trig);
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(mmproj, llama_cancel_hook_eval_callback, enc_hook.get());
@@ -80,7 +80,7 @@ struct setup {
 
     llama_cancel_mtmd_params params(int32_t n_batch) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-        p.flag        = &flag;
+        p.byte        = &byte;
         p.hook        = dec_hook.get();
         p.n_batch     = n_batch;
         return p;
@@ -94,7 +94,7 @@ struct setup {
 
     // Clears the byte and the triggers, as a host does before resuming.
     void rearm() {
-        flag = 0;
+        byte = 0;
         enc_trig.reset();
         dec_trig.reset();
     }

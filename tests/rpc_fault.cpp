@@ -58,9 +58,9 @@ int main(int argc, char ** argv) {
     opt.cb_eval_data = &killer;
     auto ctx = common::make_context(model.get(), opt);
     auto prompt = common::make_prompt(model.get(), 256);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     for (int i = 0; i < 100; ++i) {
         llama_memory_clear(llama_get_memory(ctx.get()), true);
         common::seq_batch b(prompt, 0, 256, 0);

@@ -96,9 +96,9 @@ struct seq_stop {
 
     llama_cancel_decode_params params(llama_seq_id seq, int at) {
         trigger.at   = at;
-        trigger.flag = seq >= 0 ? &bytes[seq] : nullptr;
+        trigger.byte = seq >= 0 ? &bytes[seq] : nullptr;
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.seq_flags = flags;
+        p.seq_bytes = flags;
         p.n_seq     = k_seqs;
         if (seq >= 0) {
             p.abort_callback      = fixtures::node_trigger::abort_cb;

@@ -272,11 +272,11 @@ std::vector<uint8_t> seq_state(llama_context * ctx) {
 struct store_at {
     int      calls = 0;
     int      at    = -1;
-    int8_t * flag  = nullptr;
+    int8_t * byte  = nullptr;
     static bool cb(void * data) {
         auto * s = static_cast<store_at *>(data);
         if (++s->calls == s->at) {
-            *s->flag = 1; // the decoding thread itself: no other thread reads it meanwhile
+            *s->byte = 1; // the decoding thread itself: no other thread reads it meanwhile
         }
         return false;
     }
@@ -291,11 +291,11 @@ TEST(EndToEnd, CheckpointsOnlyWhereTheAbortCallbackCannotReach) {
     context_ptr ctx = make_context(hook);
     ASSERT_NE(ctx, nullptr);
     test_batch  batch(k_tokens);
-    int8_t      flag = 0;
+    int8_t      byte = 0;
     store_at    trigger;
-    trigger.flag                          = &flag;
+    trigger.byte                          = &byte;
     llama_cancel_decode_params p          = llama_cancel_decode_default_params();
-    p.flag                                = &flag;
+    p.byte                                = &byte;
     p.hook                                = hook;
     p.abort_callback                      = store_at::cb;
     p.abort_callback_data                 = &trigger;

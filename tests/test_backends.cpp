@@ -57,9 +57,9 @@ TEST_F(Backend, ByteAtZeroLeavesResultsUnchanged) {
 
     auto h = make_hooked(test_backend().model.get(), n, 64);
     ASSERT_NE(h.ctx, nullptr);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     p.hook = h.hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
@@ -88,11 +88,11 @@ TEST_F(Backend, PlainDecodeReportsStoppedGraphAsSuccess) {
     const int n = 64;
     auto prompt = common::make_prompt(test_backend().model.get(), n, 5);
     node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
+    int8_t byte = 0;
+    trig.byte = &byte;
     trig.at   = 10;
     auto h = make_hooked(test_backend().model.get(), n, n, &trig);
-    llama_cancel_hook_set_flag(h.hook.get(), &flag);
+    llama_cancel_hook_set_byte(h.hook.get(), &byte);
     common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_decode(h.ctx.get(), b.get()), 0);
     EXPECT_TRUE(llama_cancel_hook_stopped(h.hook.get())) << "the hook saw the byte and stopped the graph";
@@ -107,7 +107,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     // Nodes asked per ubatch, counted on an uninterrupted run.
     node_trigger count;
     int8_t unused = 0;
-    count.flag = &unused;
+    count.byte = &unused;
     {
         auto h = make_hooked(test_backend().model.get(), u, u, &count);
         common::seq_batch b(prompt, 0, u, 0);
@@ -117,12 +117,12 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     ASSERT_GT(per_ubatch, 8);
 
     node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
+    int8_t byte = 0;
+    trig.byte = &byte;
     trig.at   = per_ubatch + per_ubatch / 2; // inside the second ubatch's graph
     auto h = make_hooked(test_backend().model.get(), n, u, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag  = &flag;
+    p.byte  = &byte;
     p.hook  = h.hook.get(); // default params otherwise: finished slices are kept
     p.n_seq = 1;
     llama_cancel_decode_result r;
@@ -134,7 +134,7 @@ TEST_F(Backend, CancelMidGraphKeepsOnlyWholeUbatchesAndResumesIdentically) {
     EXPECT_EQ(pos_max(h.ctx.get()), u - 1) << "the stopped ubatch's cells are removed";
     EXPECT_TRUE(llama_cancel_hook_stopped(h.hook.get()));
 
-    flag = 0;
+    byte = 0;
     trig.at = -1;
     common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), rest.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -156,14 +156,14 @@ TEST_F(Backend, ByteSetWhileGroupingStopsAtOnce) {
     auto prompt = common::make_prompt(test_backend().model.get(), n, 11);
     // The trigger stores the byte at its third ask without asking for the node: the hook must
     // checkpoint at the very next node instead of waiting for its work budget.
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger trig;
-    trig.flag           = &flag;
+    trig.byte           = &byte;
     trig.at             = 3;
     trig.while_grouping = true;
     auto h = make_hooked(test_backend().model.get(), n, n, &trig);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     p.hook = h.hook.get();
     common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_cancel_decode(h.ctx.get(), b.get(), &p, nullptr, nullptr), LLAMA_CANCEL_CANCELLED);
@@ -188,7 +188,7 @@ TEST_F(Backend, BudgetSlicesFromTheEvalCallbacksEstimate) {
         }
         ASSERT_NE(h.ctx, nullptr);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag        = &byte;
+        p.byte        = &byte;
         p.hook        = stateless ? nullptr : h.hook.get();
         p.max_stop_ms = 1e-3f;
         llama_cancel_decode_result r;
@@ -221,14 +221,14 @@ TEST_F(Backend, PerSequenceCancelThroughTheHookKeepsTheOtherSequence) {
     int8_t bytes[2] = {0, 0};
     const int8_t * flags[2] = {&bytes[0], &bytes[1]};
     node_trigger trig;
-    trig.flag = &bytes[1];
+    trig.byte = &bytes[1];
     trig.at   = 12;
     auto h = make_hooked(test_backend().model.get(), 2 * n, 2 * n, &trig, 2);
     ASSERT_NE(h.ctx, nullptr);
     llama_cancel_seq_result seqs[2] = {{INT32_MIN, INT32_MIN, INT32_MIN}, {INT32_MIN, INT32_MIN, INT32_MIN}};
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook      = h.hook.get();
-    p.seq_flags = flags;
+    p.seq_bytes = flags;
     p.n_seq     = 2;
     llama_cancel_decode_result r;
     const int32_t status = llama_cancel_decode(h.ctx.get(), b, &p, &r, seqs);
@@ -414,7 +414,7 @@ TEST_F(Stateless, CancellableDecodeNeverReportsAStoppedGraphAsSuccess) {
     arm_while_grouping(ctx.get(), prompt, probe);
     llama_memory_clear(llama_get_memory(ctx.get()), true);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &probe.byte; // the same byte the callback reads
+    p.byte = &probe.byte; // the same byte the callback reads
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;

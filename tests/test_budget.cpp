@@ -55,9 +55,9 @@ class Budget : public fixtures::model_suite<Budget> {
         return common::last_logits(ctx);
     }
 
-    static llama_cancel_decode_params params(int8_t * flag, float budget_ms) {
+    static llama_cancel_decode_params params(int8_t * byte, float budget_ms) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag        = flag;
+        p.byte        = byte;
         p.max_stop_ms = budget_ms;
         return p;
     }
@@ -69,8 +69,8 @@ TEST_F(Budget, SlicesTheBatchAndLeavesWhatPlainDecodesOfThoseSlicesLeave) {
     auto prompt = common::make_prompt(suite_model(), k_n, 31);
     slice_recorder rec;
     auto ctx = context(&rec);
-    int8_t flag = 0;
-    const llama_cancel_decode_params p = params(&flag, 5.0f);
+    int8_t byte = 0;
+    const llama_cancel_decode_params p = params(&byte, 5.0f);
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -101,11 +101,11 @@ TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
     auto prompt = common::make_prompt(suite_model(), k_n, 32);
     slice_recorder rec;
     auto ctx = context(&rec);
-    int8_t flag = 0;
+    int8_t byte = 0;
     fixtures::node_trigger trig;
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.at   = 200; // a few slices in: the bench model's graphs have well over 100 nodes
-    llama_cancel_decode_params p = params(&flag, 5.0f);
+    llama_cancel_decode_params p = params(&byte, 5.0f);
     p.abort_callback      = fixtures::node_trigger::abort_cb;
     p.abort_callback_data = &trig;
     llama_cancel_decode_result r;
@@ -121,7 +121,7 @@ TEST_F(Budget, CancelKeepsWholeSlicesAndResumesIdentically) {
 
     const std::vector<int> before(rec.slices.begin(), rec.slices.end() - 1);
     rec.slices.clear();
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;

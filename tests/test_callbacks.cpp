@@ -8,19 +8,19 @@
 #include <cstdint>
 #include <thread>
 
-TEST(AbortCallback, NullFlagNeverStops) {
+TEST(AbortCallback, NullByteNeverStops) {
     EXPECT_FALSE(llama_cancel_abort_callback(nullptr));
 }
 
 TEST(AbortCallback, ZeroContinuesAnyNonzeroStops) {
-    int8_t flag = 0;
-    EXPECT_FALSE(llama_cancel_abort_callback(&flag));
+    int8_t byte = 0;
+    EXPECT_FALSE(llama_cancel_abort_callback(&byte));
     for (int v : {1, 2, 127, -1, -128}) {
-        flag = static_cast<int8_t>(v);
-        EXPECT_TRUE(llama_cancel_abort_callback(&flag)) << "byte value " << v;
+        byte = static_cast<int8_t>(v);
+        EXPECT_TRUE(llama_cancel_abort_callback(&byte)) << "byte value " << v;
     }
-    flag = 0;
-    EXPECT_FALSE(llama_cancel_abort_callback(&flag));
+    byte = 0;
+    EXPECT_FALSE(llama_cancel_abort_callback(&byte));
 }
 
 TEST(AbortCallback, NeverWritesTheByte) {
@@ -35,22 +35,22 @@ TEST(AbortCallback, NeverWritesTheByte) {
 
 // A store from another thread becomes visible to a reader spinning on the byte (no hoisted load).
 TEST(AbortCallback, SeesStoreFromAnotherThread) {
-    int8_t flag = 0;
+    int8_t byte = 0;
     std::atomic<bool> spinning{false};
     std::atomic<bool> seen{false};
     std::thread reader([&] {
         spinning = true;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!llama_cancel_abort_callback(&flag) && std::chrono::steady_clock::now() < deadline) {
+        while (!llama_cancel_abort_callback(&byte) && std::chrono::steady_clock::now() < deadline) {
         }
-        seen = llama_cancel_abort_callback(&flag);
+        seen = llama_cancel_abort_callback(&byte);
     });
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!spinning && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::yield();
     }
     const bool started = spinning;
-    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // also ends a reader that starts late
+    __atomic_store_n(&byte, 1, __ATOMIC_RELAXED); // also ends a reader that starts late
     reader.join();
     ASSERT_TRUE(started) << "the reader thread did not start within 20 s";
     EXPECT_TRUE(seen);

@@ -34,9 +34,9 @@ class Decode : public fixtures::model_suite<Decode> {
 };
 
 // The abort callback of `counter` (fixtures::node_trigger: counts calls, stores the byte at call `at`).
-llama_cancel_decode_params params_with(int8_t * flag, node_trigger * counter = nullptr) {
+llama_cancel_decode_params params_with(int8_t * byte, node_trigger * counter = nullptr) {
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = flag;
+    p.byte = byte;
     if (counter != nullptr) {
         p.abort_callback      = node_trigger::abort_cb;
         p.abort_callback_data = counter;
@@ -66,8 +66,8 @@ class DecodeTest : public Decode {
         auto prompt = common::make_prompt(suite_model(), n);
         common::seq_batch b(prompt, 0, n, 0);
         node_trigger counter;
-        int8_t flag = 0;
-        auto p = params_with(&flag, &counter);
+        int8_t byte = 0;
+        auto p = params_with(&byte, &counter);
         EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
         return counter.calls;
     }
@@ -83,8 +83,8 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
     const auto want = common::last_logits(plain.get());
 
     auto ctx = context(n, 16);
-    int8_t flag = 0;
-    auto p = params_with(&flag);
+    int8_t byte = 0;
+    auto p = params_with(&byte);
     llama_cancel_decode_result r;
     llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
     p.n_seq = 1;
@@ -114,10 +114,10 @@ TEST_F(DecodeTest, ByteAtZeroDecodesLikeLlamaDecode) {
 TEST_F(DecodeTest, TheResultSaysWhereTheByteWasRead) {
     const int n      = 32;
     const auto prompt = common::make_prompt(suite_model(), n);
-    int8_t     flag   = 0;
+    int8_t     byte   = 0;
     auto reach_of = [&](common::context_ptr ctx) {
         common::seq_batch b(prompt, 0, n, 0);
-        llama_cancel_decode_params p = params_with(&flag);
+        llama_cancel_decode_params p = params_with(&byte);
         llama_cancel_decode_result r;
         r.reach = -1;
         EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -129,7 +129,7 @@ TEST_F(DecodeTest, TheResultSaysWhereTheByteWasRead) {
         << "a hook bound";
     common::context_options o = fixtures::context_options(n, n);
     o.cb_eval      = llama_cancel_eval_callback;
-    o.cb_eval_data = &flag;
+    o.cb_eval_data = &byte;
     EXPECT_EQ(reach_of(common::make_context(suite_model(), o)), LLAMA_CANCEL_REACH_GRAPH) << "the stateless name";
     o.cb_eval_data = nullptr; // the name bound without a byte reads none
     EXPECT_EQ(reach_of(common::make_context(suite_model(), o)), LLAMA_CANCEL_REACH_CPU);
@@ -143,9 +143,9 @@ TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     common::seq_batch first(prompt, 0, 16, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
-    int8_t flag = 1;
+    int8_t byte = 1;
     node_trigger counter;
-    auto p = params_with(&flag, &counter);
+    auto p = params_with(&byte, &counter);
     llama_cancel_decode_result r;
     llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
     p.n_seq = 1;
@@ -157,7 +157,7 @@ TEST_F(DecodeTest, BytePresetReturnsCancelledWithoutComputingOrTouchingMemory) {
     EXPECT_EQ(per_seq[0].n_committed, 0);
     EXPECT_EQ(counter.calls, 0);
     EXPECT_EQ(pos_max(ctx.get()), 15);
-    EXPECT_EQ(flag, 1) << "the byte is the caller's: never reset";
+    EXPECT_EQ(byte, 1) << "the byte is the caller's: never reset";
 }
 
 TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
@@ -170,11 +170,11 @@ TEST_F(DecodeTest, CancelInsideOnlyUbatchLeavesMemoryAsBefore) {
     common::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
 
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger counter;
-    counter.flag = &flag;
+    counter.byte = &byte;
     counter.at   = nodes / 2;
-    auto p = params_with(&flag, &counter);
+    auto p = params_with(&byte, &counter);
     llama_cancel_decode_result r;
     llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
     p.n_seq = 1;
@@ -193,11 +193,11 @@ TEST_F(DecodeTest, CancelInSecondUbatchKeepsFirst) {
 
     auto ctx = context(n, u);
     auto prompt = common::make_prompt(suite_model(), n);
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger counter;
-    counter.flag = &flag;
+    counter.byte = &byte;
     counter.at   = nodes + nodes / 2;
-    auto p = params_with(&flag, &counter);
+    auto p = params_with(&byte, &counter);
     llama_cancel_decode_result r;
     llama_cancel_seq_result per_seq[1] = {{-1, -1, -1}};
     p.n_seq = 1;
@@ -236,11 +236,11 @@ TEST_F(DecodeTest, CommittedCountsPerSequence) {
     logits[per - 1] = logits[2 * per - 1] = 1;
     llama_batch b{2 * per, tokens.data(), nullptr, pos.data(), n_seq_id.data(), seq_ptr.data(), logits.data()};
 
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger counter;
-    counter.flag = &flag;
+    counter.byte = &byte;
     counter.at   = 2 * nodes + nodes / 2;
-    auto p = params_with(&flag, &counter);
+    auto p = params_with(&byte, &counter);
     llama_cancel_decode_result r;
     llama_cancel_seq_result per_seq[2] = {{-1, -1, -1}, {-1, -1, -1}};
     p.n_seq = 2;
@@ -268,20 +268,20 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
     const auto want = common::last_logits(ref.get());
 
     auto ctx = context(n, u);
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger counter;
-    counter.flag = &flag;
+    counter.byte = &byte;
     counter.at   = 2 * nodes + 3;
-    auto p = params_with(&flag, &counter);
+    auto p = params_with(&byte, &counter);
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     ASSERT_EQ(r.n_committed, 2 * u);
     ASSERT_EQ(pos_max(ctx.get()), 2 * u - 1);
 
-    flag = 0;
+    byte = 0;
     node_trigger resume_counter;
-    auto p2 = params_with(&flag, &resume_counter);
+    auto p2 = params_with(&byte, &resume_counter);
     common::seq_batch rest(prompt, r.n_committed, n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p2, &r, nullptr), LLAMA_CANCEL_OK);
     EXPECT_EQ(resume_counter.calls, 2 * nodes) << "only the two missing ubatches are computed";
@@ -294,9 +294,9 @@ TEST_F(DecodeTest, ResumeFromCommittedIsBitIdenticalAndSkipsCommittedUbatches) {
 TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
     auto ctx = context(64, 64);
     auto prompt = common::make_prompt(suite_model(), 64);
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger mine;
-    auto p = params_with(&flag, &mine);
+    auto p = params_with(&byte, &mine);
     common::seq_batch a(prompt, 0, 16, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
     const int during = mine.calls;
@@ -304,32 +304,32 @@ TEST_F(DecodeTest, CallersAbortCallbackIsConsultedAndRestored) {
 
     // After the call the caller's callback, not the byte reader, is installed: a set byte does not
     // stop a plain llama_decode, and the caller's callback still counts.
-    flag = 1;
+    byte = 1;
     common::seq_batch b(prompt, 16, 16, 16);
     EXPECT_EQ(llama_decode(ctx.get(), b.get()), 0);
     EXPECT_GT(mine.calls, during);
 
     // With no caller callback, none is left installed either.
-    flag = 0;
-    auto bare = params_with(&flag);
+    byte = 0;
+    auto bare = params_with(&byte);
     common::seq_batch c(prompt, 32, 16, 32);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), c.get(), &bare, nullptr, nullptr), LLAMA_CANCEL_OK);
-    flag = 1;
+    byte = 1;
     common::seq_batch d(prompt, 48, 16, 48);
     EXPECT_EQ(llama_decode(ctx.get(), d.get()), 0);
 }
 
 // The plain reader (no caller callback) stops the graph; the byte is stored from an eval callback.
 TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger trig; // the context's cb_eval: stores the byte once node 5 is computed
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.at   = 5;
     auto ctx = fixtures::make_bound_context(suite_model(), nullptr,
                                             fixtures::context_options(32, 32, 1, node_trigger::eval_cb, &trig));
     auto prompt = common::make_prompt(suite_model(), 32);
     common::seq_batch b(prompt, 0, 32, 0);
-    auto p = params_with(&flag);
+    auto p = params_with(&byte);
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.decode_ret, 2);
@@ -341,11 +341,11 @@ TEST_F(DecodeTest, ExportedReaderStopsGraphWithoutCallerCallback) {
 TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
     auto ctx = context(256, 256);
     auto prompt = common::make_prompt(suite_model(), 256);
-    int8_t flag = 0;
+    int8_t byte = 0;
     gate g;
-    g.flag    = &flag;
+    g.byte    = &byte;
     g.hold_at = 1;
-    llama_cancel_decode_params p = params_with(&flag);
+    llama_cancel_decode_params p = params_with(&byte);
     p.abort_callback      = gate::cb;
     p.abort_callback_data = &g;
 
@@ -357,7 +357,7 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
         status = llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr);
     });
     const bool started = wait_until([&] { return g.started.load(); });
-    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // also releases a worker that is still starting
+    __atomic_store_n(&byte, 1, __ATOMIC_RELAXED); // also releases a worker that is still starting
     worker.join();
     ASSERT_TRUE(started) << "the decode never reached its first graph node within 20 s";
     EXPECT_FALSE(g.timed_out) << "the gate released the graph without seeing the store";
@@ -370,8 +370,8 @@ TEST_F(DecodeTest, StoreFromAnotherThreadStopsDecodeOnWorkerThread) {
 }
 
 TEST_F(DecodeTest, NullContextIsAClearError) {
-    int8_t flag = 0;
-    auto p = params_with(&flag);
+    int8_t byte = 0;
+    auto p = params_with(&byte);
     auto prompt = common::make_prompt(suite_model(), 4);
     common::seq_batch b(prompt, 0, 4, 0);
     llama_cancel_decode_result r;
@@ -386,8 +386,8 @@ TEST_F(DecodeTest, BatchLargerThanNBatchIsAClearErrorAndLosesNothing) {
     auto prompt = common::make_prompt(suite_model(), 40);
     common::seq_batch first(prompt, 0, 8, 0);
     ASSERT_EQ(llama_decode(ctx.get(), first.get()), 0);
-    int8_t flag = 0;
-    auto p = params_with(&flag);
+    int8_t byte = 0;
+    auto p = params_with(&byte);
     llama_cancel_decode_result r;
     common::seq_batch big(prompt, 0, 40, 8);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), big.get(), &p, &r, nullptr), LLAMA_CANCEL_ERROR);
@@ -424,12 +424,12 @@ TEST_F(DecodeTest, InvalidTokensAndSequencesAreClearErrors) {
 TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
     auto ctx = context(64, 32);
     auto prompt = common::make_prompt(suite_model(), 64);
-    int8_t flag = 0;
-    auto p = params_with(&flag);
+    int8_t byte = 0;
+    auto p = params_with(&byte);
     common::seq_batch a(prompt, 0, 32, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
     const auto logits = common::last_logits(ctx.get());
-    __atomic_store_n(&flag, 1, __ATOMIC_RELAXED); // too late for that decode
+    __atomic_store_n(&byte, 1, __ATOMIC_RELAXED); // too late for that decode
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 32, 32, 32);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
@@ -442,11 +442,11 @@ TEST_F(DecodeTest, CancelAfterTheDecodeReturnedOnlyAffectsTheNextCall) {
 TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     auto ctx = context(256, 64);
     auto prompt = common::make_prompt(suite_model(), 256);
-    int8_t flag = 0;
+    int8_t byte = 0;
     gate g;
-    g.flag    = &flag;
+    g.byte    = &byte;
     g.hold_at = 5; // inside the first ubatch
-    llama_cancel_decode_params p = params_with(&flag);
+    llama_cancel_decode_params p = params_with(&byte);
     p.abort_callback      = gate::cb;
     p.abort_callback_data = &g;
     llama_cancel_decode_result r;
@@ -460,7 +460,7 @@ TEST_F(DecodeTest, TwoThreadsCancellingAtOnce) {
     auto cancel = [&] {
         ready.fetch_add(1);
         EXPECT_TRUE(wait_until([&] { return ready.load() >= 2; })) << "the other storing thread never started";
-        __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&byte, 1, __ATOMIC_RELAXED);
     };
     std::thread c1(cancel), c2(cancel);
     c1.join();

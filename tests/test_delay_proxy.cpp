@@ -60,7 +60,7 @@ class echo_server {
     int port() const { return port_; }
 
   private:
-    // Polls with a timeout so that the destructor's stop flag is seen within 100 ms.
+    // Polls with a timeout so that the destructor's stop byte is seen within 100 ms.
     void serve() {
         while (!stop_) {
             if (!readable(fd_, 100)) {

@@ -44,9 +44,9 @@ TEST_F(Generate, GreedyMatchesPlainLoopAndLeavesContextReady) {
     auto prompt = common::make_prompt(suite_model(), 40, 2);
     const auto want = reference(prompt, 8);
     auto s = fixtures::make_hooked(suite_model(), 16, 16);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
-    p.flag      = &flag;
+    p.byte      = &byte;
     p.n_predict = 8;
     p.hook      = s.hook.get();
     std::vector<llama_token> out(8, -1);
@@ -84,19 +84,19 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
 
     fixtures::node_trigger count;
     int8_t unused = 0;
-    count.flag = &unused;
+    count.byte = &unused;
     {
         auto c = fixtures::make_hooked(suite_model(), u, u, &count);
         common::seq_batch b(prompt, 0, u, 0);
         ASSERT_EQ(llama_decode(c.ctx.get(), b.get()), 0);
     }
     fixtures::node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
+    int8_t byte = 0;
+    trig.byte = &byte;
     trig.at   = 2 * count.calls + count.calls / 2; // inside the third prefill ubatch
     auto s = fixtures::make_hooked(suite_model(), u, u, &trig);
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
-    p.flag      = &flag;
+    p.byte      = &byte;
     p.n_predict = 6;
     p.hook      = s.hook.get();
     std::vector<llama_token> out(6, -1);
@@ -107,7 +107,7 @@ TEST_F(Generate, CancelDuringPrefillThenResumeGivesTheSameTokens) {
     EXPECT_EQ(r.n_generated, 0);
     EXPECT_EQ(r.n_past, 2 * u);
 
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     ASSERT_EQ(llama_cancel_generate(s.ctx.get(), prompt.data() + r.n_past, 64 - r.n_past, &p, out.data(), 6, &r),
               LLAMA_CANCEL_OK)
@@ -119,20 +119,20 @@ TEST_F(Generate, StopsBetweenTokensAndReportsWhatIsInMemory) {
     auto prompt = common::make_prompt(suite_model(), 8, 6);
     struct stopper {
         int      seen = 0;
-        int8_t * flag;
+        int8_t * byte;
         static bool cb(llama_token, void * d) {
             auto * s = static_cast<stopper *>(d);
             if (++s->seen == 3) {
-                __atomic_store_n(s->flag, 1, __ATOMIC_RELAXED); // the host's cancel, between tokens
+                __atomic_store_n(s->byte, 1, __ATOMIC_RELAXED); // the host's cancel, between tokens
             }
             return true;
         }
     };
     auto s = fixtures::make_hooked(suite_model(), 16, 16);
-    int8_t flag = 0;
-    stopper st{0, &flag};
+    int8_t byte = 0;
+    stopper st{0, &byte};
     llama_cancel_generate_params p = llama_cancel_generate_default_params();
-    p.flag          = &flag;
+    p.byte          = &byte;
     p.n_predict     = 10;
     p.on_token      = stopper::cb;
     p.on_token_data = &st;

@@ -61,9 +61,9 @@ TEST_F(Promises, HostAbortCallbackFromContextParamsSurvivesOurDecode) {
     common::hook_ptr hook = fixtures::make_hook(nullptr);
     auto ctx = fixtures::make_bound_context(suite_model(), hook.get(), o);
     auto prompt = common::make_prompt(suite_model(), 64);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag; // no hook named, no abort callback passed: the hook's are found
+    p.byte = &byte; // no hook named, no abort callback passed: the hook's are found
     common::seq_batch a(prompt, 0, 32, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), a.get(), &p, nullptr, nullptr), LLAMA_CANCEL_OK);
     EXPECT_GT(host.calls, 0) << "the host's callback is consulted during our decode";
@@ -77,13 +77,13 @@ TEST_F(Promises, HostAbortCallbackFromContextParamsSurvivesOurDecode) {
 // decodes cleanly, and so does a host's own llama_decode outside our calls.
 // The header's first promise: a call's byte is read only while that call runs. After it returned, a
 // graph the host runs itself with the same hook (and the same byte now set) is not stopped by it;
-// the hook's own byte (hook_params.flag, set_flag) is the one read outside calls.
+// the hook's own byte (hook_params.byte, set_flag) is the one read outside calls.
 TEST_F(Promises, ACallsByteIsNotReadAfterTheCallReturned) {
     auto h      = fixtures::make_hooked(suite_model(), k_n, k_u, nullptr);
     auto prompt = common::make_prompt(suite_model(), 64, 3);
     int8_t call_byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &call_byte;
+    p.byte = &call_byte;
     common::seq_batch a(prompt, 0, 32, 0);
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -99,19 +99,19 @@ TEST_F(Promises, ACallsByteIsNotReadAfterTheCallReturned) {
 }
 
 TEST_F(Promises, HookStopDoesNotStickToLaterGraphs) {
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger trig;
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.at   = 5;
     auto h = fixtures::make_hooked(suite_model(), k_n, k_u, &trig);
     auto prompt = common::make_prompt(suite_model(), 96, 3);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     common::seq_batch a(prompt, 0, 32, 0);
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_TRUE(llama_cancel_hook_stopped(h.hook.get())) << "true for the graph it stopped";
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
     EXPECT_FALSE(llama_cancel_hook_stopped(h.hook.get()));
@@ -119,8 +119,8 @@ TEST_F(Promises, HookStopDoesNotStickToLaterGraphs) {
 
     // Outside our calls: a graph the hook stopped through its own byte, then a clean one.
     int8_t own = 0;
-    llama_cancel_hook_set_flag(h.hook.get(), &own);
-    trig.flag = &own;
+    llama_cancel_hook_set_byte(h.hook.get(), &own);
+    trig.byte = &own;
     trig.at   = trig.calls + 5;
     common::seq_batch b(prompt, 32, 32, 32);
     EXPECT_EQ(llama_decode(h.ctx.get(), b.get()), 0) << "llama.cpp reports an eval-callback stop as success";
@@ -146,9 +146,9 @@ TEST_F(Promises, WrongHookIsAClearErrorAndLosesNothing) {
     common::seq_batch a(prompt, 0, 32, 0);
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), nullptr, nullptr, nullptr), LLAMA_CANCEL_OK);
     const auto before = fixtures::seq_state(h.ctx.get(), 0);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     p.hook = other.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 32, 32, 32);
@@ -160,15 +160,15 @@ TEST_F(Promises, WrongHookIsAClearErrorAndLosesNothing) {
 
 // After CANCELLED no output exists, by batch index or by negative index.
 TEST_F(Promises, NegativeIndexAfterAStopReadsNothing) {
-    int8_t flag = 0;
+    int8_t byte = 0;
     node_trigger trig;
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.at   = 5;
     auto h = fixtures::make_hooked(suite_model(), k_n, k_n, &trig); // one ubatch: one llama_decode call
     auto prompt = common::make_prompt(suite_model(), 64, 5);
     common::seq_batch a(prompt, 0, 64, 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(h.ctx.get(), a.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_decode_calls, 1);
@@ -193,7 +193,7 @@ TEST_F(Promises, PerSequenceBytesKeepOutputsReadableByBatchIndex) {
     const int8_t * flags[2] = {&b0, &b1};
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
     p.hook      = h.hook.get(); // named, as 1.1's hosts did (1.1 then moved the outputs last)
-    p.seq_flags = flags;
+    p.seq_bytes = flags;
     p.n_seq     = 2;
     llama_cancel_decode_result r;
     llama_cancel_seq_result seqs[2];
@@ -231,9 +231,9 @@ TEST_F(Promises, ChainedStopInAHeldStepThatCommittedIsOk) {
     ASSERT_EQ(llama_cancel_decode(ctx.get(), llama_batch_get_one(prompt.data(), 8), nullptr, nullptr, nullptr),
               LLAMA_CANCEL_OK);
     chain.at    = chain.calls + 3;
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     llama_cancel_decode_result r;
     common::seq_batch step(prompt, 8, 1, 8);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), step.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;

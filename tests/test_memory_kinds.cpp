@@ -91,7 +91,7 @@ reference clean(const std::vector<llama_token> & prompt, int n, uint32_t n_seq_m
 int nodes_per_slice(const std::vector<llama_token> & prompt, bool asks) {
     node_trigger count;
     int8_t unused = 0;
-    count.flag = &unused;
+    count.byte = &unused;
     common::hook_ptr hook = fixtures::make_hook(asks ? &count : nullptr);
     auto ctx = context(asks ? hook.get() : nullptr);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
@@ -113,12 +113,12 @@ enum class stop_path { abort, hook, stateless };
 // A stop inside the third slice's graph: the byte stored at that node by the trigger.
 struct third_slice_stop {
     node_trigger     trig;
-    int8_t           flag = 0;
+    int8_t           byte = 0;
     stop_path        path;
     common::hook_ptr hook;
 
     third_slice_stop(int per_slice, stop_path how) : path(how) {
-        trig.flag = &flag;
+        trig.byte = &byte;
         trig.at   = 2 * per_slice + per_slice / 2;
         hook      = fixtures::make_hook(path == stop_path::hook ? &trig : nullptr);
     }
@@ -131,9 +131,9 @@ struct third_slice_stop {
     static bool stateless_cb(ggml_tensor * t, bool ask, void * data) {
         auto * s = static_cast<third_slice_stop *>(data);
         if (ask && ++s->trig.calls == s->trig.at) {
-            __atomic_store_n(&s->flag, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->byte, 1, __ATOMIC_RELAXED);
         }
-        return llama_cancel_eval_callback(t, ask, &s->flag);
+        return llama_cancel_eval_callback(t, ask, &s->byte);
     }
 
     // The hook to bind to the context: NULL on the other paths.
@@ -152,7 +152,7 @@ struct third_slice_stop {
     // callback (abort path).
     llama_cancel_decode_params params() {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = &flag;
+        p.byte = &byte;
         p.hook = bound_hook();
         if (path == stop_path::abort) {
             p.abort_callback      = node_trigger::abort_cb;
@@ -239,7 +239,7 @@ class MemoryKinds : public ::testing::TestWithParam<outputs> {
         const reference want = clean(prompt, r.n_committed);
         expect_same_state(seq_state(ctx.get(), 0), want.state,
                           "memory differs from a clean decode of " + std::to_string(r.n_committed) + " tokens");
-        stop.flag    = 0;
+        stop.byte    = 0;
         stop.trig.at = -1;
         common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
         llama_cancel_decode_result r2;
@@ -270,9 +270,9 @@ TEST(MemoryKind, BytePresetLeavesMemoryUntouched) {
     auto ctx = context(nullptr);
     decode_plain(ctx.get(), prompt, 0, k_u);
     const auto before = seq_state(ctx.get(), 0);
-    int8_t flag = 1;
+    int8_t byte = 1;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, k_u, k_n - k_u, k_u);
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED);
@@ -349,7 +349,7 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
     const int per_slice = nodes_per_slice(prompt, true);
     third_slice_stop stop(per_slice, true);
     auto ctx = context(stop.bound_hook());
-    gp.flag = &stop.flag;
+    gp.byte = &stop.byte;
     gp.hook = stop.bound_hook();
     llama_cancel_generate_result r;
     ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data(), k_n, &gp, got.data(), n_predict, &r),
@@ -358,7 +358,7 @@ TEST(MemoryKind, TokenLoopResumesToTheSameTokens) {
     EXPECT_EQ(r.n_past, 2 * k_u);
     EXPECT_EQ(r.n_generated, 0);
 
-    stop.flag    = 0;
+    stop.byte    = 0;
     stop.trig.at = -1;
     ASSERT_EQ(llama_cancel_generate(ctx.get(), prompt.data() + r.n_past, k_n - r.n_past, &gp, got.data(), n_predict,
                                     &r), LLAMA_CANCEL_OK) << r.message;
@@ -466,7 +466,7 @@ TEST_P(SpareSequence, SnapshotSharesTheStateCell) {
     EXPECT_EQ(st.restores, stateful ? 1u : 0u);
     EXPECT_EQ(st.bytes == 0, !stateful || shares) << "copied exactly when not shared";
 
-    stop.flag    = 0;
+    stop.byte    = 0;
     stop.trig.at = -1;
     common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
     llama_cancel_decode_result r2;

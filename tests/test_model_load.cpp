@@ -17,45 +17,45 @@ class ModelLoad : public fixtures::model_suite<ModelLoad> {
 };
 
 TEST_F(ModelLoad, LoadsAndReportsOk) {
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_load_result r;
-    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
+    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &byte, &r);
     ASSERT_NE(m, nullptr) << r.message;
     EXPECT_EQ(r.status, LLAMA_CANCEL_OK);
     llama_model_free(m);
 }
 
 TEST_F(ModelLoad, BytePresetCancelsWithoutOpening) {
-    int8_t flag = 1;
+    int8_t byte = 1;
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load("/nonexistent.gguf", llama_model_default_params(), &flag, &r), nullptr);
+    EXPECT_EQ(llama_cancel_model_load("/nonexistent.gguf", llama_model_default_params(), &byte, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
 }
 
 TEST_F(ModelLoad, CancelDuringLoadReturnsNullWithReason) {
     struct first_call {
-        int8_t * flag;
+        int8_t * byte;
         int      calls = 0;
         static bool cb(float, void * d) {
             auto * f = static_cast<first_call *>(d);
             ++f->calls;
-            __atomic_store_n(f->flag, 1, __ATOMIC_RELAXED); // another thread's store, as it were
+            __atomic_store_n(f->byte, 1, __ATOMIC_RELAXED); // another thread's store, as it were
             return true;
         }
     };
-    int8_t flag = 0;
-    first_call fc{&flag};
+    int8_t byte = 0;
+    first_call fc{&byte};
     llama_model_params mp = llama_model_default_params();
     mp.progress_callback           = first_call::cb;
     mp.progress_callback_user_data = &fc;
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &flag, &r), nullptr);
+    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &byte, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_NE(std::string(r.message).find("cancelled"), std::string::npos);
     EXPECT_GE(fc.calls, 1) << "the caller's progress callback is chained";
     // And the same file loads afterwards.
-    flag = 0;
-    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &flag, &r);
+    byte = 0;
+    llama_model * m = llama_cancel_model_load(fixtures::suite_model_path().c_str(), llama_model_default_params(), &byte, &r);
     EXPECT_NE(m, nullptr);
     llama_model_free(m);
 }
@@ -68,9 +68,9 @@ TEST_F(ModelLoad, CallersProgressCallbackStopIsCancelled) {
     };
     llama_model_params mp = llama_model_default_params();
     mp.progress_callback = refuse::cb;
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_load_result r;
-    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &flag, &r), nullptr);
+    EXPECT_EQ(llama_cancel_model_load(fixtures::suite_model_path().c_str(), mp, &byte, &r), nullptr);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_NE(std::string(r.message).find("progress callback"), std::string::npos) << r.message;
 }

@@ -43,9 +43,9 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     auto     shared = fixtures::make_hook(&unused);
     auto     mctx   = make_mtmd(k.mmproj, llama_cancel_hook_eval_callback, shared.get());
     auto     lctx   = make_lctx(llama_cancel_hook_eval_callback, shared.get());
-    int8_t   flag   = 0;
+    int8_t   byte   = 0;
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag        = &flag;
+    p.byte        = &byte;
     p.hook = shared.get();
     p.n_batch     = k.n_batch;
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), shared.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
@@ -80,7 +80,7 @@ TEST_P(Mtmd, BytePresetCancelsWithMemoryUntouched) {
     ASSERT_EQ(r.n_chunks_done, 1);
     s.rearm();
 
-    s.flag = 1;
+    s.byte = 1;
     ASSERT_EQ(s.eval(chunks.get(), 1, r.n_past, k.n_batch, &r), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.status, LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_chunks_done, 1);
@@ -130,11 +130,11 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
     const int per_encode = c.enc_trig.calls / 2;
 
     int8_t seq0 = 0, seq1 = 1; // sequence 1's byte is set: it is not the one evaluated
-    const int8_t * seq_flags[2] = {&seq0, &seq1};
+    const int8_t * seq_bytes[2] = {&seq0, &seq1};
     const auto eval = [&](setup & s, int32_t first, llama_pos n_past) {
         llama_cancel_mtmd_params p = s.params(k.n_batch);
-        p.flag        = nullptr;
-        p.seq_flags   = seq_flags;
+        p.byte        = nullptr;
+        p.seq_bytes   = seq_bytes;
         p.n_seq       = 2;
         return mtmd_test::eval_chunks(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), first,
                                              n_past, &p, &r);
@@ -145,7 +145,7 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
         EXPECT_TRUE(same(common::last_logits(s.lctx.get()), common::last_logits(c.lctx.get())));
     }
     setup s(k.mmproj);
-    s.enc_trig.flag = &seq0;
+    s.enc_trig.byte = &seq0;
     s.enc_trig.at   = per_encode + per_encode / 2; // inside the second media chunk's encode
     ASSERT_EQ(eval(s, 0, 0), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_chunks_done, 3);
@@ -163,7 +163,7 @@ TEST_P(Mtmd, TheSequencesOwnByteStopsIt) {
 TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     setup c(k.mmproj);
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-    gp.flag      = &c.flag;
+    gp.byte      = &c.byte;
     gp.hook      = c.dec_hook.get();
     gp.n_predict = 6;
     std::vector<llama_token> want_tokens(6, -1), got(6, -1);
@@ -179,7 +179,7 @@ TEST_P(Mtmd, GenerateAfterMediaPromptCancelsAndResumes) {
     const int per_encode = c.enc_trig.calls / 2;
 
     setup s(k.mmproj);
-    gp.flag          = &s.flag;
+    gp.byte          = &s.byte;
     gp.hook          = s.dec_hook.get();
     s.enc_trig.at    = per_encode + per_encode / 2;
     ASSERT_EQ(mtmd_test::generate_mtmd(s.mctx.get(), s.enc_hook.get(), s.lctx.get(), chunks.get(), 0, 0, &gp,
@@ -208,7 +208,7 @@ TEST_P(Mtmd, GenerateBudgetReachesTheChunkDecodes) {
     std::vector<llama_token> out(2, -1);
     mtmd_test::generate_mtmd_result r;
     setup plain(k.mmproj);
-    gp.flag = &plain.flag;
+    gp.byte = &plain.byte;
     gp.hook = plain.dec_hook.get();
     ASSERT_EQ(mtmd_test::generate_mtmd(plain.mctx.get(), plain.enc_hook.get(), plain.lctx.get(), chunks.get(), 0, 0,
                                          &gp, out.data(), 2, &r),
@@ -217,7 +217,7 @@ TEST_P(Mtmd, GenerateBudgetReachesTheChunkDecodes) {
     ASSERT_GT(graphs_plain, 0u);
 
     setup budget(k.mmproj);
-    gp.flag        = &budget.flag;
+    gp.byte        = &budget.byte;
     gp.hook        = budget.dec_hook.get();
     gp.max_stop_ms = 1e-3f;
     ASSERT_EQ(mtmd_test::generate_mtmd(budget.mctx.get(), budget.enc_hook.get(), budget.lctx.get(), chunks.get(), 0,
@@ -298,16 +298,16 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     const int g = graphs_before(2) - 1; // last graph of chunk 1
     ASSERT_LT(g, static_cast<int>(count.graph_ends.size()));
 
-    int8_t  flag = 0;
+    int8_t  byte = 0;
     fixtures::node_trigger trig;
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.at   = count.graph_ends[g];
     fixtures::node_trigger enc;
     auto    enc_hook = fixtures::make_hook(&enc);
     auto    mctx     = make_mtmd(k.mmproj, llama_cancel_hook_eval_callback, enc_hook.get());
     auto    lctx     = make_lctx(fixtures::node_trigger::eval_cb, &trig);
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag    = &flag;
+    p.byte    = &byte;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
@@ -318,7 +318,7 @@ TEST_P(Mtmd, CancelBetweenChunks) {
     EXPECT_EQ(pos_max(lctx.get()), start[2] - 1);
     EXPECT_EQ(trig.calls, count.graph_ends[g]) << "no decode after the stop";
 
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     llama_cancel_mtmd_result r2;
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), r.n_chunks_done,

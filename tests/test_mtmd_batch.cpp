@@ -110,14 +110,14 @@ void upstream_eval(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
 // The two hooks, each chaining a trigger that stores the byte at a chosen node, and the contexts.
 struct setup {
     fixtures::node_trigger enc_trig, dec_trig;
-    int8_t                 flag = 0;
+    int8_t                 byte = 0;
     common::hook_ptr       enc_hook, dec_hook;
     mtmd_ptr               mctx;
     common::context_ptr    lctx;
 
     setup() {
-        enc_trig.flag = &flag;
-        dec_trig.flag = &flag;
+        enc_trig.byte = &byte;
+        dec_trig.byte = &byte;
         enc_hook      = fixtures::make_hook(&enc_trig);
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
@@ -127,14 +127,14 @@ struct setup {
     int32_t eval(const mtmd_input_chunks * chunks, int32_t first, llama_pos n_past, uint32_t options,
                  llama_cancel_mtmd_result * r) {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-        p.flag        = &flag;
+        p.byte        = &byte;
         p.hook = dec_hook.get();
         p.n_batch     = k_n_batch;
         return mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks, first, n_past, &p, r, options);
     }
 
     void rearm() {
-        flag = 0;
+        byte = 0;
         enc_trig.reset();
         dec_trig.reset();
     }
@@ -289,13 +289,13 @@ TEST_F(MtmdBatch, ChainedStopInsideBatchedEncodeDecodesNothingOfTheBatch) {
 
     chain_stop           chain;
     fixtures::node_trigger dec;
-    int8_t               flag     = 0;
+    int8_t               byte     = 0;
     auto                 enc_hook = common::make_hook(chain_stop::cb, &chain);
     auto                 dec_hook = fixtures::make_hook(&dec);
     auto                 mctx     = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
     auto                 lctx     = make_lctx(dec_hook.get());
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag        = &flag;
+    p.byte        = &byte;
     p.hook = dec_hook.get();
     p.n_batch     = k_n_batch;
     chain.at      = asks / 4; // inside the first batch's graph
@@ -303,7 +303,7 @@ TEST_F(MtmdBatch, ChainedStopInsideBatchedEncodeDecodesNothingOfTheBatch) {
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), enc_hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r, k_batch),
               LLAMA_CANCEL_CANCELLED)
         << r.message;
-    EXPECT_EQ(flag, 0);
+    EXPECT_EQ(byte, 0);
     EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_EQ(static_cast<int>(dec.graph_ends.size()), graphs_before(1)) << "no embedding of the batch decoded";
     EXPECT_EQ(fixtures::seq_state(lctx.get(), 0), memory_after(1));
@@ -366,7 +366,7 @@ TEST_F(MtmdBatch, StopInsideSecondImageDecodeKeepsTheFirst) {
 // cb_eval storing the byte after the last node of chunk 1's last decode graph, which completes; the
 // byte is seen before chunk 2. Chunk 1 stays; the resume from inside the batch gives the same logits.
 TEST_F(MtmdBatch, StopBetweenChunksOfABatch) {
-    const auto run = [&](fixtures::node_trigger & trig, int8_t * flag, int32_t first, llama_pos n_past,
+    const auto run = [&](fixtures::node_trigger & trig, int8_t * byte, int32_t first, llama_pos n_past,
                          common::context_ptr & lctx, mtmd_context * mctx, llama_cancel_hook * enc,
                          llama_cancel_mtmd_result * r) {
         if (!lctx) {
@@ -375,7 +375,7 @@ TEST_F(MtmdBatch, StopBetweenChunksOfABatch) {
                                                                             fixtures::node_trigger::eval_cb, &trig));
         }
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-        p.flag    = flag;
+        p.byte    = byte;
         p.n_batch = k_n_batch;
         return mtmd_test::eval_chunks(mctx, enc, lctx.get(), chunks.get(), first, n_past, &p, r, k_batch);
     };
@@ -389,23 +389,23 @@ TEST_F(MtmdBatch, StopBetweenChunksOfABatch) {
     const int g = graphs_before(2) - 1; // the last graph of chunk 1
     ASSERT_LT(g, static_cast<int>(count.graph_ends.size()));
 
-    int8_t                 flag = 0;
+    int8_t                 byte = 0;
     fixtures::node_trigger trig, enc;
-    trig.flag     = &flag;
+    trig.byte     = &byte;
     trig.at       = count.graph_ends[g];
     auto enc_hook = fixtures::make_hook(&enc);
     auto mctx     = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
     common::context_ptr lctx;
-    ASSERT_EQ(run(trig, &flag, 0, 0, lctx, mctx.get(), enc_hook.get(), &r), LLAMA_CANCEL_CANCELLED) << r.message;
+    ASSERT_EQ(run(trig, &byte, 0, 0, lctx, mctx.get(), enc_hook.get(), &r), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_chunks_done, 2) << "chunk 1 completed, chunk 2 never started";
     EXPECT_EQ(r.n_past, start[2]);
     EXPECT_EQ(fixtures::pos_max(lctx.get()), start[2] - 1);
     EXPECT_EQ(trig.calls, count.graph_ends[g]) << "no decode after the stop";
 
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     llama_cancel_mtmd_result r2;
-    ASSERT_EQ(run(trig, &flag, r.n_chunks_done, r.n_past, lctx, mctx.get(), enc_hook.get(), &r2), LLAMA_CANCEL_OK)
+    ASSERT_EQ(run(trig, &byte, r.n_chunks_done, r.n_past, lctx, mctx.get(), enc_hook.get(), &r2), LLAMA_CANCEL_OK)
         << r2.message;
     EXPECT_EQ(r2.n_past, want_n_past);
     EXPECT_TRUE(same(common::last_logits(lctx.get()), want)) << "resumed logits differ from an uninterrupted run";
@@ -445,7 +445,7 @@ TEST_F(MtmdBatch, GenerateWithBatchEncodeCancelsAndResumes) {
     const auto gen = [&](setup & x, int32_t first, llama_pos n_past, uint32_t options, std::vector<llama_token> & out,
                          mtmd_test::generate_mtmd_result * r) {
         llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-        gp.flag      = &x.flag;
+        gp.byte      = &x.byte;
         gp.hook      = x.dec_hook.get();
         gp.n_batch   = k_n_batch;
         gp.n_predict = n_predict;

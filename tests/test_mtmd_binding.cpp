@@ -42,7 +42,7 @@ TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
     store_at_ask_12();
     auto lctx = make_lctx();
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag    = &probe.byte;
+    p.byte    = &probe.byte;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
     EXPECT_EQ(mtmd_test::eval_chunks(mctx.get(), nullptr, lctx.get(), chunks.get(), 1, 0, &p, &r),
@@ -53,27 +53,27 @@ TEST_P(Mtmd, UpstreamEncodeReportsStoppedGraphAsSuccess) {
 
 TEST_P(Mtmd, InitFromFileBindsTheHook) {
     fixtures::node_trigger trig;
-    int8_t   flag = 0;
+    int8_t   byte = 0;
     auto     hook = fixtures::make_hook(&trig);
     llama_cancel_load_result lr;
-    mtmd_ptr mctx(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), hook.get(), 2, false, &flag, &lr));
+    mtmd_ptr mctx(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), hook.get(), 2, false, &byte, &lr));
     ASSERT_NE(mctx, nullptr) << lr.message;
     EXPECT_EQ(lr.status, LLAMA_CANCEL_OK);
 
     // Encodes through it stop on the byte.
-    trig.flag = &flag;
+    trig.byte = &byte;
     trig.calls = 0;
     trig.at   = 10;
     auto lctx = make_lctx();
     llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-    p.flag    = &flag;
+    p.byte    = &byte;
     p.n_batch = k.n_batch;
     llama_cancel_mtmd_result r;
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 0, 0, &p, &r),
               LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_chunks_done, 1);
     EXPECT_TRUE(llama_cancel_hook_stopped(hook.get()));
-    flag    = 0;
+    byte    = 0;
     trig.at = -1;
     ASSERT_EQ(mtmd_test::eval_chunks(mctx.get(), hook.get(), lctx.get(), chunks.get(), 1, r.n_past, &p, &r),
               LLAMA_CANCEL_OK)
@@ -83,19 +83,19 @@ TEST_P(Mtmd, InitFromFileBindsTheHook) {
 
 TEST_P(Mtmd, InitFromFileCancelsAndFailsClearly) {
     llama_cancel_load_result lr;
-    int8_t flag = 1;
-    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &flag, &lr), nullptr);
+    int8_t byte = 1;
+    EXPECT_EQ(llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &byte, &lr), nullptr);
     EXPECT_EQ(lr.status, LLAMA_CANCEL_CANCELLED);
 
     // The byte stored while libmtmd loads: from its log callback, on the loading thread, at the
     // first line it logs; its progress callback then reads the byte and aborts the load.
-    flag = 0;
+    byte = 0;
     mtmd_helper_log_set(
         [](ggml_log_level, const char *, void * f) { __atomic_store_n(static_cast<int8_t *>(f), 1, __ATOMIC_RELAXED); },
-        &flag);
-    mtmd_context * m = llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &flag, &lr);
+        &byte);
+    mtmd_context * m = llama_cancel_mtmd_init_from_file(k.mmproj.c_str(), fixtures::suite_model(), nullptr, 2, false, &byte, &lr);
     mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
-    EXPECT_EQ(flag, 1) << "libmtmd logged while loading";
+    EXPECT_EQ(byte, 1) << "libmtmd logged while loading";
     EXPECT_EQ(m, nullptr);
     EXPECT_EQ(lr.status, LLAMA_CANCEL_CANCELLED) << lr.message;
     EXPECT_NE(std::string(lr.message).find("cancelled"), std::string::npos) << lr.message;

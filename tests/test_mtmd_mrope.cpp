@@ -118,15 +118,15 @@ void expect_logits(const std::vector<float> & got, const std::vector<float> & wa
 // a trigger that stores the byte at a chosen node.
 struct setup {
     fixtures::node_trigger enc_trig, dec_trig;
-    int8_t                 flag = 0;
+    int8_t                 byte = 0;
     common::hook_ptr       enc_hook, dec_hook;
     mtmd_ptr               mctx;
     common::context_ptr    lctx;
     int32_t                n_batch;
 
     setup(int32_t n_batch_, uint32_t n_ubatch) : n_batch(n_batch_) {
-        enc_trig.flag = &flag;
-        dec_trig.flag = &flag;
+        enc_trig.byte = &byte;
+        dec_trig.byte = &byte;
         enc_hook      = fixtures::make_hook(&enc_trig);
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(llama_cancel_hook_eval_callback, enc_hook.get());
@@ -135,7 +135,7 @@ struct setup {
 
     llama_cancel_mtmd_params params() {
         llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-        p.flag      = &flag;
+        p.byte      = &byte;
         p.hook      = dec_hook.get();
         p.mtmd_hook = enc_hook.get();
         p.n_batch   = n_batch;
@@ -151,7 +151,7 @@ struct setup {
 
     // Clears the byte and the triggers, as a host does before resuming.
     void rearm() {
-        flag = 0;
+        byte = 0;
         enc_trig.reset();
         dec_trig.reset();
     }

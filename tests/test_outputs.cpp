@@ -57,9 +57,9 @@ TEST_F(Outputs, HookedDecodeReadsOutputsThroughResult) {
 
     common::hook_ptr hook = common::make_hook();
     auto ctx = context(hook.get());
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     p.hook = hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
@@ -95,15 +95,15 @@ TEST_F(Outputs, HookedStopKeepsFinishedSlicesAndResumesBitIdentical) {
     ASSERT_FALSE(want.empty());
 
     fixtures::node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
+    int8_t byte = 0;
+    trig.byte = &byte;
     const int asks = asks_per_ubatch(prompt, trig, &Outputs::context);
     ASSERT_GT(asks, 4);
     trig.at = asks + asks / 2; // inside the second ubatch's graph
     common::hook_ptr hook = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag  = &flag;
+    p.byte  = &byte;
     p.hook  = hook.get();
     p.n_seq = 1;
     llama_cancel_decode_result r;
@@ -117,7 +117,7 @@ TEST_F(Outputs, HookedStopKeepsFinishedSlicesAndResumesBitIdentical) {
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), k_u - 1);
     EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, k_n - 1), nullptr) << "no outputs after a cancel";
 
-    flag = 0;
+    byte = 0;
     trig.reset();
     common::seq_batch rest(prompt, r.n_committed, k_n - r.n_committed, r.n_committed);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), rest.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -130,15 +130,15 @@ TEST_F(Outputs, HookedStopKeepsFinishedSlicesAndResumesBitIdentical) {
 TEST_F(Outputs, HookedBatchWithEarlyOutputRollsBackWhole) {
     auto prompt = common::make_prompt(suite_model(), k_n, 17);
     fixtures::node_trigger trig;
-    int8_t flag = 0;
-    trig.flag = &flag;
+    int8_t byte = 0;
+    trig.byte = &byte;
     const int asks = asks_per_ubatch(prompt, trig, &Outputs::context);
     ASSERT_GT(asks, 4);
     trig.at = asks + asks / 2; // inside the second ubatch's graph
     common::hook_ptr hook = common::make_hook(fixtures::node_trigger::eval_cb, &trig);
     auto ctx = context(hook.get());
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     p.hook = hook.get();
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
@@ -206,9 +206,9 @@ TEST_F(Outputs, AbortPathSlicesAndOutputsStayReadable) {
     const auto want = plain_logits(ref.get(), rb, k_n - 1, n_vocab());
     ASSERT_FALSE(want.empty());
     auto ctx = context(nullptr);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     llama_cancel_decode_result r;
     common::seq_batch b(prompt, 0, k_n, 0);
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;

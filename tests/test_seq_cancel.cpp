@@ -1,4 +1,4 @@
-// Per-sequence cancel (llama_cancel_decode_params.seq_flags): one request inside a shared batch is
+// Per-sequence cancel (llama_cancel_decode_params.seq_bytes): one request inside a shared batch is
 // dropped, the other sequences go on, and end exactly as a decode of their tokens alone leaves them.
 //
 // One model per process (LLAMA_CANCEL_MODEL: a KV-cache, recurrent or hybrid tiny model), on the
@@ -53,7 +53,7 @@ TEST_P(SeqCancel, TwoSequencesStoppedAtOnce) {
     seq_stop st;
     st.bytes[1] = 0;
     llama_cancel_decode_params p = st.params(1, 10);
-    st.trigger.flag = &st.bytes[1];
+    st.trigger.byte = &st.bytes[1];
     // Both bytes at the same node: a second trigger through the first's byte would not be "at once",
     // so sequence 3's byte is stored by the same callback right after.
     struct both {
@@ -98,7 +98,7 @@ TEST_P(SeqCancel, ByteOfASequenceWithoutTokensChangesNothing) {
     int8_t other = 1;
     const int8_t * flags[k_seqs + 1] = {nullptr, nullptr, nullptr, nullptr, &other}; // sequence 4: no tokens
     llama_cancel_decode_params p = st.params(-1, 0);
-    p.seq_flags = flags;
+    p.seq_bytes = flags;
     p.n_seq     = k_seqs + 1;
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
@@ -169,8 +169,8 @@ TEST_P(SeqCancel, BatchByteStillStopsEverything) {
     seq_stop st;
     int8_t batch_byte = 0;
     llama_cancel_decode_params p = st.params(0, 10);
-    st.trigger.flag = &batch_byte;
-    p.flag = &batch_byte;
+    st.trigger.byte = &batch_byte;
+    p.byte = &batch_byte;
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.n_seq_cancelled, 0);
@@ -188,7 +188,7 @@ TEST_P(SeqCancel, BadPerSequenceArgumentsAreClearErrors) {
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::strstr(r.message, "n_seq"), nullptr) << r.message;
-    p.n_seq = 0; // seq_flags given without entries
+    p.n_seq = 0; // seq_bytes given without entries
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_ERROR);
     EXPECT_NE(std::strstr(r.message, "n_seq"), nullptr) << r.message;
     EXPECT_EQ(llama_memory_seq_pos_max(llama_get_memory(ctx.get()), 0), -1) << "nothing decoded";
@@ -203,8 +203,8 @@ TEST_P(SeqCancel, AllSequencesStoppedMidCall) {
     llama_cancel_decode_params p = st.params(0, 10);
     int8_t all = 0;
     const int8_t * flags[k_seqs] = {&all, &all, &all, &all}; // one store drops them all at once
-    p.seq_flags     = flags;
-    st.trigger.flag = &all;
+    p.seq_bytes     = flags;
+    st.trigger.byte = &all;
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, k_seqs);
@@ -266,8 +266,8 @@ TEST_P(SeqCancel, ACancelInsideSharedTokensLeavesNoneBehind) {
     seq_stop st;
     int8_t batch_byte = 0;
     llama_cancel_decode_params p = st.params(0, 10);
-    st.trigger.flag = &batch_byte;
-    p.flag = &batch_byte;
+    st.trigger.byte = &batch_byte;
+    p.byte = &batch_byte;
     llama_cancel_decode_result r;
     ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_committed, 0);

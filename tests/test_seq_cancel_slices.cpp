@@ -130,8 +130,8 @@ TEST_P(SeqCancelSlices, AllSequencesStoppedInALaterUbatch) {
     llama_cancel_decode_params p = st.params(0, total * 5 / 8);
     int8_t all = 0;
     const int8_t * flags[k_seqs] = {&all, &all, &all, &all};
-    p.seq_flags     = flags;
-    st.trigger.flag = &all;
+    p.seq_bytes     = flags;
+    st.trigger.byte = &all;
     llama_cancel_decode_result r;
     EXPECT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.n_seq_cancelled, k_seqs);
@@ -170,7 +170,7 @@ TEST_P(SeqCancelSlices, AHookStopInAServerBatchRedoesTheOthers) {
 
     seq_stop st;
     fixtures::node_trigger trig;
-    trig.flag = &st.bytes[2];
+    trig.byte = &st.bytes[2];
     trig.at   = count.calls * 5 / 8; // inside the third of 4 equal ubatches
     auto hc = fixtures::make_hooked(suite_model(), k_n, k_len, &trig, k_seqs);
     llama_cancel_decode_params p = st.params(-1, 0); // the hook bound to hc is found by itself
@@ -273,7 +273,7 @@ TEST_P(SeqCancelSlices, TokensOfTwoSequencesWithoutPositions) {
             seq_stop st;
             llama_cancel_decode_params p = st.params(-1, 0);
             if (!seq_bytes) {
-                p.seq_flags = nullptr;
+                p.seq_bytes = nullptr;
             }
             llama_cancel_decode_result r;
             ASSERT_EQ(llama_cancel_decode(ctx.get(), whole.get(), &p, &r, st.seqs), LLAMA_CANCEL_OK) << r.message;
@@ -295,10 +295,10 @@ TEST_P(SeqCancelSlices, TokensOfTwoSequencesWithoutPositions) {
             seq_stop st;
             int8_t batch_byte = 0;
             llama_cancel_decode_params p = st.params(0, total / 2); // inside the second of 3 ubatches
-            st.trigger.flag = &batch_byte;
-            p.flag          = &batch_byte;
+            st.trigger.byte = &batch_byte;
+            p.byte          = &batch_byte;
             if (!seq_bytes) {
-                p.seq_flags = nullptr;
+                p.seq_bytes = nullptr;
             }
             llama_cancel_decode_result r;
             ASSERT_EQ(llama_cancel_decode(ctx.get(), whole.get(), &p, &r, st.seqs), LLAMA_CANCEL_CANCELLED) << r.message;

@@ -70,7 +70,7 @@ bool is_pocket(mtmd_context * mctx) {
 // The hooks of a generation, each chaining a trigger that stores the byte at a chosen node.
 struct setup {
     fixtures::node_trigger gen_trig, dec_trig;
-    int8_t                 flag = 0;
+    int8_t                 byte = 0;
     common::hook_ptr       mtmd_hook, dec_hook;
     mtmd_ptr               mctx;
     common::context_ptr    lctx;
@@ -80,8 +80,8 @@ struct setup {
     // `sampler`: Qwen3-TTS codebook 0's chain (NULL: the default, greedy).
     explicit setup(const char * text = "Hello world, this is a test.", int32_t max_frames = k_frames,
                    const mtmd_bitmap * voice = nullptr, double gen_interval_ms = 0.0, llama_sampler * sampler = nullptr) {
-        gen_trig.flag = &flag;
-        dec_trig.flag = &flag;
+        gen_trig.byte = &byte;
+        dec_trig.byte = &byte;
         mtmd_hook      = common::make_hook(fixtures::node_trigger::eval_cb, &gen_trig, gen_interval_ms);
         dec_hook      = fixtures::make_hook(&dec_trig);
         mctx          = make_mtmd(llama_cancel_hook_eval_callback, mtmd_hook.get());
@@ -100,7 +100,7 @@ struct setup {
 
     llama_cancel_tts_run_params run(int32_t n_frames = 0) {
         llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-        rp.flag      = &flag;
+        rp.byte      = &byte;
         rp.hook      = dec_hook.get();
         rp.mtmd_hook = mtmd_hook.get();
         rp.n_frames  = n_frames;
@@ -108,7 +108,7 @@ struct setup {
     }
 
     llama_cancel_gen_audio_params gen_audio() {
-        return llama_cancel_gen_audio_params{&flag, mtmd_hook.get()};
+        return llama_cancel_gen_audio_params{&byte, mtmd_hook.get()};
     }
 
     int32_t generate(llama_cancel_tts_result * r, int32_t n_frames = 0) {
@@ -123,7 +123,7 @@ struct setup {
     }
 
     void rearm() {
-        flag = 0;
+        byte = 0;
         gen_trig.reset();
         dec_trig.reset();
     }
@@ -312,7 +312,7 @@ TEST_F(Tts, PartialAudioIsTheFinishedWindows) {
 
 TEST_F(Tts, ByteSetBetweenStepsAndOnFrameStopAtOnce) {
     setup s;
-    s.flag = 1;
+    s.byte = 1;
     llama_cancel_tts_result r{};
     ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_CANCELLED);
     EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_BETWEEN);
@@ -330,29 +330,29 @@ TEST_F(Tts, ByteSetBetweenStepsAndOnFrameStopAtOnce) {
 // A trigger ahead of it in mctx's cb_eval stores the byte inside a GEN_WAV graph.
 struct stateless_gate {
     fixtures::node_trigger trig;
-    int8_t                 flag        = 0;
+    int8_t                 byte        = 0;
     bool                   trig_wants  = false; // the trigger asked for the node being computed
     static bool eval(ggml_tensor * t, bool ask, void * data) {
         auto * g = static_cast<stateless_gate *>(data);
         if (ask) {
             g->trig_wants  = fixtures::node_trigger::eval_cb(t, true, &g->trig);
-            const bool ours = llama_cancel_eval_callback(t, true, &g->flag);
+            const bool ours = llama_cancel_eval_callback(t, true, &g->byte);
             return g->trig_wants || ours;
         }
         if (g->trig_wants) {
             g->trig_wants = false;
             fixtures::node_trigger::eval_cb(t, false, &g->trig); // stores the byte
         }
-        return llama_cancel_eval_callback(t, false, &g->flag);
+        return llama_cancel_eval_callback(t, false, &g->byte);
     }
 };
 
 TEST_F(Tts, StatelessNamesStopGenWavAndResumeExactly) {
     stateless_gate gate;
-    gate.trig.flag = &gate.flag;
+    gate.trig.byte = &gate.byte;
     mtmd_ptr mctx  = make_mtmd(stateless_gate::eval, &gate);
-    common::context_ptr lctx = make_lctx(nullptr, llama_cancel_eval_callback, &gate.flag);
-    llama_set_abort_callback(lctx.get(), llama_cancel_abort_callback, &gate.flag);
+    common::context_ptr lctx = make_lctx(nullptr, llama_cancel_eval_callback, &gate.byte);
+    llama_set_abort_callback(lctx.get(), llama_cancel_abort_callback, &gate.byte);
     llama_cancel_tts_params p = llama_cancel_tts_default_params();
     p.text       = "Hello world, this is a test.";
     p.seed       = 42;
@@ -362,7 +362,7 @@ TEST_F(Tts, StatelessNamesStopGenWavAndResumeExactly) {
     tts_ptr tts(llama_cancel_tts_init(lctx.get(), mctx.get(), &p, &r));
     ASSERT_NE(tts, nullptr) << r.message;
     llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-    rp.flag     = &gate.flag;
+    rp.byte     = &gate.byte;
     rp.n_frames = 1;
     ASSERT_EQ(llama_cancel_tts_generate(tts.get(), &rp, &r), LLAMA_CANCEL_OK) << r.message;
     const int per_call = gate.trig.calls; // a call's GEN_CODE asks: its reseed and one frame's
@@ -373,7 +373,7 @@ TEST_F(Tts, StatelessNamesStopGenWavAndResumeExactly) {
     ASSERT_EQ(llama_cancel_tts_generate(tts.get(), &rp, &r), LLAMA_CANCEL_CANCELLED) << r.message;
     EXPECT_EQ(r.step, LLAMA_CANCEL_TTS_STEP_GEN_WAV);
     EXPECT_EQ(r.n_samples, 0);
-    gate.flag = 0;
+    gate.byte = 0;
     gate.trig.reset();
     rp.n_frames = 0;
     ASSERT_EQ(llama_cancel_tts_generate(tts.get(), &rp, &r), LLAMA_CANCEL_OK) << r.message;

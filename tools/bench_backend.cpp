@@ -43,21 +43,21 @@ struct timed {
     double  process_cpu_ms = 0.0; // of the whole process (llvmpipe's workers included; not a server's)
 };
 
-// Decodes the prompt from an empty memory through llama_cancel_decode with the byte at `flag`;
+// Decodes the prompt from an empty memory through llama_cancel_decode with the byte at `byte`;
 // with `at_frac` > 0 another thread stores the byte at that share of `full_ms` and the result is the
 // store-to-return latency.
-timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * flag, const std::vector<llama_token> & prompt,
+timed run(llama_context * ctx, llama_cancel_hook * hook, int8_t * byte, const std::vector<llama_token> & prompt,
           double at_frac, double full_ms) {
     llama_memory_clear(llama_get_memory(ctx), true);
     common::seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = flag;
+    p.byte = byte;
     p.hook = hook;
     double t_store = 0;
     const double t0 = common::now_ms();
     std::thread writer;
     if (at_frac > 0) {
-        writer = common::store_at(flag, t0 + at_frac * full_ms, &t_store);
+        writer = common::store_at(byte, t0 + at_frac * full_ms, &t_store);
     }
     timed r;
     const double thread0 = common::thread_cpu_ms(), process0 = common::process_cpu_ms();
@@ -89,7 +89,7 @@ struct contenders {
     common::context_ptr     ctx[n_ways];
     common::hook_ptr        hook;
     common::stateless_probe probe;
-    int8_t               flag = 0;
+    int8_t               byte = 0;
 
     bool make(llama_model * model, const backend_options & o, bool offloaded) {
         common::context_options opt;
@@ -123,9 +123,9 @@ struct contenders {
             t.checkpoints = probe.checkpoints;
             return t;
         }
-        flag = 0;
+        byte = 0;
         const uint64_t cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
-        timed t = run(ctx[w].get(), w == with_hook ? hook.get() : nullptr, &flag, prompt, frac, full);
+        timed t = run(ctx[w].get(), w == with_hook ? hook.get() : nullptr, &byte, prompt, frac, full);
         t.checkpoints = static_cast<int>(llama_cancel_hook_get_stats(hook.get()).checkpoints - cp0);
         return t;
     }

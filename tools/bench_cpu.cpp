@@ -23,7 +23,7 @@ using common::percentile;
 // Counts reader calls and those not on the thread that called llama_decode; reads the byte through
 // the exported reader so the probe measures exactly what hosts register.
 struct thread_probe {
-    const int8_t *  flag = nullptr;
+    const int8_t *  byte = nullptr;
     std::thread::id owner;
     int64_t         calls      = 0;
     int64_t         off_thread = 0;
@@ -34,7 +34,7 @@ struct thread_probe {
         if (std::this_thread::get_id() != p->owner) {
             p->off_thread++;
         }
-        return llama_cancel_abort_callback(const_cast<int8_t *>(p->flag));
+        return llama_cancel_abort_callback(const_cast<int8_t *>(p->byte));
     }
 };
 
@@ -106,12 +106,12 @@ class cpu_bench {
         return t1 - t0;
     }
 
-    // Decodes through llama_cancel_decode (the reader registered) with the byte at `flag`.
-    int32_t decode_cancellable(llama_context * ctx, const int8_t * flag, double * t_ret = nullptr) {
+    // Decodes through llama_cancel_decode (the reader registered) with the byte at `byte`.
+    int32_t decode_cancellable(llama_context * ctx, const int8_t * byte, double * t_ret = nullptr) {
         llama_memory_clear(llama_get_memory(ctx), true);
         common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = flag;
+        p.byte = byte;
         const int32_t status = llama_cancel_decode(ctx, b.get(), &p, nullptr, nullptr);
         if (t_ret != nullptr) {
             *t_ret = now_ms();
@@ -168,11 +168,11 @@ class cpu_bench {
             const double at = point(rng_) * full; // the same point for both decodes of the run
             // With the reader: the decode stops.
             {
-                int8_t flag = 0;
+                int8_t byte = 0;
                 double t_store = 0, t_ret = 0;
                 const double t0 = now_ms();
-                std::thread writer = common::store_at(&flag, t0 + at, &t_store);
-                const int32_t status = decode_cancellable(ctx, &flag, &t_ret);
+                std::thread writer = common::store_at(&byte, t0 + at, &t_store);
+                const int32_t status = decode_cancellable(ctx, &byte, &t_ret);
                 writer.join();
                 switch (common::classify_store(status == LLAMA_CANCEL_CANCELLED, t_store, t_ret)) {
                     case common::store_outcome::stopped:
@@ -188,12 +188,12 @@ class cpu_bench {
             }
             // Today, without the reader: the host sees the byte only when llama_decode returns.
             {
-                int8_t flag = 0;
+                int8_t byte = 0;
                 double t_store = 0;
                 llama_memory_clear(llama_get_memory(ctx), true);
                 common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
                 const double t0 = now_ms();
-                std::thread writer = common::store_at(&flag, t0 + at, &t_store);
+                std::thread writer = common::store_at(&byte, t0 + at, &t_store);
                 llama_decode(ctx, b.get());
                 const double t_ret = now_ms();
                 writer.join();
@@ -212,14 +212,14 @@ class cpu_bench {
     void rollback(int batch, int threads, cpu_row & r) {
         r.rollback_ubatch = batch / 2;
         auto ctx = make_ctx(batch, r.rollback_ubatch, threads);
-        int8_t flag = 0;
+        int8_t byte = 0;
         common::node_trigger trig;
-        trig.flag = &flag;
+        trig.byte = &byte;
         auto decode = [&] {
             llama_memory_clear(llama_get_memory(ctx.get()), true);
             common::seq_batch b(prompt_, 0, static_cast<int32_t>(prompt_.size()), 0);
             llama_cancel_decode_params p = llama_cancel_decode_default_params();
-            p.flag                = &flag;
+            p.byte                = &byte;
             p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
             return llama_cancel_decode(ctx.get(), b.get(), &p, nullptr, nullptr);
@@ -233,9 +233,9 @@ class cpu_bench {
     }
 
     void probe(llama_context * ctx, cpu_row & r) {
-        int8_t flag = 0;
+        int8_t byte = 0;
         thread_probe p;
-        p.flag  = &flag;
+        p.byte  = &byte;
         p.owner = std::this_thread::get_id();
         llama_set_abort_callback(ctx, thread_probe::callback, &p);
         llama_memory_clear(llama_get_memory(ctx), true);

@@ -168,15 +168,15 @@ class memory_bench {
     // memory then equals a clean decode of the committed tokens, byte for byte.
     bool rollback_exact(int * committed) {
         common::node_trigger count;
-        int8_t flag = 0;
-        count.flag = &flag;
+        int8_t byte = 0;
+        count.byte = &byte;
         reset();
-        run_with(count, &flag);
+        run_with(count, &byte);
         count.at    = count.calls * 4 / 5;
         count.calls = 0;
-        flag        = 0;
+        byte        = 0;
         reset();
-        llama_cancel_decode_result r = run_with(count, &flag);
+        llama_cancel_decode_result r = run_with(count, &byte);
         *committed = r.n_committed;
         if (r.status != LLAMA_CANCEL_CANCELLED) {
             return false;
@@ -213,9 +213,9 @@ class memory_bench {
             llama_decode(ctx_.get(), b);
             return;
         }
-        int8_t flag = 0;
+        int8_t byte = 0;
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = &flag;
+        p.byte = &byte;
         p.hook = m == ours ? nullptr : hook(m);
         llama_cancel_decode(context_of(m), b, &p, nullptr, nullptr);
     }
@@ -224,9 +224,9 @@ class memory_bench {
     // stores the byte that long after the start.
     timed_run generate(double at_ms) {
         reset(ours_hook);
-        int8_t flag = 0;
+        int8_t byte = 0;
         llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-        gp.flag      = &flag;
+        gp.byte      = &byte;
         gp.hook      = hook_.get();
         gp.n_predict = o_.tokens;
         std::vector<llama_token> out(static_cast<size_t>(o_.tokens));
@@ -235,7 +235,7 @@ class memory_bench {
         const double t0 = common::now_ms();
         std::thread writer;
         if (at_ms > 0) {
-            writer = common::store_at(&flag, t0 + at_ms, &t_store);
+            writer = common::store_at(&byte, t0 + at_ms, &t_store);
         }
         const int32_t st = llama_cancel_generate(context_of(ours_hook), prompt_.data() + o_.prefix, 1, &gp, out.data(),
                                                  o_.tokens, &r);
@@ -250,9 +250,9 @@ class memory_bench {
         return t;
     }
 
-    llama_cancel_decode_result run_with(common::node_trigger & trig, int8_t * flag) {
+    llama_cancel_decode_result run_with(common::node_trigger & trig, int8_t * byte) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag                = flag;
+        p.byte                = byte;
         p.abort_callback      = common::node_trigger::abort_cb;
         p.abort_callback_data = &trig;
         llama_cancel_decode_result r;

@@ -78,10 +78,10 @@ struct landed {
     double ms             = 0.0;
     bool   finished_first = false;
 };
-template <typename F> landed store_then(double frac, double full, int8_t * flag, F work) {
+template <typename F> landed store_then(double frac, double full, int8_t * byte, F work) {
     double t_store = 0;
     const double t0 = common::now_ms();
-    std::thread writer = frac > 0 ? common::store_at(flag, t0 + frac * full, &t_store) : std::thread();
+    std::thread writer = frac > 0 ? common::store_at(byte, t0 + frac * full, &t_store) : std::thread();
     work();
     const double t_ret = common::now_ms();
     if (writer.joinable()) {
@@ -125,7 +125,7 @@ struct encoders {
     mtmd_ptr                 mctx[n_ways];
     chunks_ptr               chunks[n_ways];
     const mtmd_input_chunk * chunk[n_ways] = {nullptr, nullptr, nullptr};
-    int8_t                   flag     = 0;
+    int8_t                   byte     = 0;
     int32_t                  last_ret = 0; // mtmd_encode_chunk's, for the last encode
 
     // False with a message when a projector or the media cannot be loaded or tokenized.
@@ -148,18 +148,18 @@ struct encoders {
                 return false;
             }
         }
-        llama_cancel_hook_set_flag(hook.get(), &flag);
+        llama_cancel_hook_set_byte(hook.get(), &byte);
         return true;
     }
 
     // One encode the given way, the byte stored at `frac` of `full` ms when `frac` > 0; `stopped`
     // says whether the byte stopped its graph.
     landed encode(int w, double frac, double full, bool * stopped = nullptr, int * checkpoints = nullptr) {
-        flag = 0;
+        byte = 0;
         probe.rearm(-1);
         llama_cancel_hook_reset(hook.get());
         const uint64_t cp0 = llama_cancel_hook_get_stats(hook.get()).checkpoints;
-        const landed l = store_then(frac, full, w == by_name ? &probe.byte : &flag,
+        const landed l = store_then(frac, full, w == by_name ? &probe.byte : &byte,
                                     [&] { last_ret = mtmd_encode_chunk(mctx[w].get(), chunk[w]); });
         const auto st = llama_cancel_hook_get_stats(hook.get());
         if (stopped != nullptr) {
@@ -182,7 +182,7 @@ struct embd_decoder {
     std::vector<llama_seq_id>   seq;
     std::vector<llama_seq_id *> seq_ptr;
     std::vector<int8_t>         logits;
-    int8_t                      flag = 0;
+    int8_t                      byte = 0;
 
     bool make(llama_model * model, encoders & e, int32_t n_tokens, int threads) {
         e.encode(plain, 0, 0);
@@ -218,12 +218,12 @@ struct embd_decoder {
         const llama_batch batch{static_cast<int32_t>(n_seq.size()), nullptr, embd.data(), pos.data(), n_seq.data(),
                                 seq_ptr.data(), logits.data()};
         llama_memory_clear(llama_get_memory(ctx.get()), true);
-        flag = 0;
+        byte = 0;
         int32_t st = 0;
-        const landed l = store_then(frac, full, &flag, [&] {
+        const landed l = store_then(frac, full, &byte, [&] {
             if (ours) {
                 llama_cancel_decode_params p = llama_cancel_decode_default_params();
-                p.flag = &flag;
+                p.byte = &byte;
                 st     = llama_cancel_decode(ctx.get(), batch, &p, nullptr, nullptr);
             } else {
                 st = llama_decode(ctx.get(), batch);
@@ -379,7 +379,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
         .option("--repeats", &o.repeats, "N", "the evaluation kinds: repeats of the overhead's paired runs, at least (>= 1)")
         .option("--repeat-for", &o.repeat_for_s, "S", "the evaluation kinds: more repeats, up to 3x, while they took under S s (>= 0)")
         .option("--backend", &o.backend, "NAME", "the evaluation kinds: cpu, vulkan (model and projector offloaded) or vulkan-1t (llvmpipe on one thread)")
-        .flag("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
+        .byte("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -465,7 +465,7 @@ struct evaluator {
     mtmd_ptr                mctx[n_ways];
     common::context_ptr     lctx[n_ways];
     chunks_ptr              chunks[n_ways];
-    int8_t                  flag     = 0;
+    int8_t                  byte     = 0;
     int32_t                 n_batch  = 512;
     int                     n_media  = 0;   // media chunks of the prompt
     int                     n_tokens = 0;   // media tokens
@@ -579,8 +579,8 @@ struct evaluator {
             std::fprintf(stderr, "error: cannot create the text contexts\n");
             return false;
         }
-        llama_cancel_hook_set_flag(enc_hook.get(), &flag);
-        llama_cancel_hook_set_flag(dec_hook.get(), &flag);
+        llama_cancel_hook_set_byte(enc_hook.get(), &byte);
+        llama_cancel_hook_set_byte(dec_hook.get(), &byte);
         return true;
     }
 
@@ -665,7 +665,7 @@ struct evaluator {
     // when `frac` > 0; `stopped`: the byte cut it short.
     landed eval(int w, double frac, double full, bool * stopped = nullptr) {
         llama_memory_clear(llama_get_memory(lctx[w].get()), true);
-        flag = 0;
+        byte = 0;
         probe.rearm(-1);
         llama_cancel_hook_reset(enc_hook.get());
         llama_cancel_hook_reset(dec_hook.get());
@@ -676,10 +676,10 @@ struct evaluator {
         if (trace != nullptr && tracing) {
             trace->begin(w);
         }
-        const landed l = store_then(frac, full, w == stateless ? &probe.byte : &flag, [&] {
+        const landed l = store_then(frac, full, w == stateless ? &probe.byte : &byte, [&] {
             if (w == hooks) {
                 llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
-                p.flag      = &flag;
+                p.byte      = &byte;
                 p.hook      = dec_hook.get();
                 p.mtmd_hook = enc_hook.get();
                 p.n_batch   = n_batch;
@@ -689,7 +689,7 @@ struct evaluator {
                 cut      = last_ret == LLAMA_CANCEL_CANCELLED;
                 last_ret = cut ? 0 : last_ret;
             } else {
-                cut = !per_chunk(w, w == stateless ? &probe.byte : &flag) || (w == stateless && probe.stopped_at >= 0);
+                cut = !per_chunk(w, w == stateless ? &probe.byte : &byte) || (w == stateless && probe.stopped_at >= 0);
             }
             // Every way's evaluation ends with the last logits read (llama_decode returns before a
             // GPU-API backend computed them: the next way's call would wait for this one's rest).

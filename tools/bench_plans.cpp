@@ -96,7 +96,7 @@ struct way_context {
         bool ok;
         if (hook) {
             llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-            dp.flag = &byte;
+            dp.byte = &byte;
             dp.hook = hook.get();
             ok = llama_cancel_decode(ctx.get(), b.get(), &dp, nullptr, nullptr) == LLAMA_CANCEL_OK;
         } else {

@@ -1,10 +1,10 @@
-// `llama-cancel-bench bench-seq`: what a per-sequence cancel (llama_cancel_decode_params.seq_flags) costs
+// `llama-cancel-bench bench-seq`: what a per-sequence cancel (llama_cancel_decode_params.seq_bytes) costs
 // the other sequences of a shared batch, how fast the cancelled one stops, and how fast a batch
 // whose every sequence is cancelled returns. One context (n_seq_max 4, n_batch 512, n_ubatch 512 or
 // --n-ubatch) decodes 4 sequences x 128 tokens, one after another, each asking for its last
 // token's output, the way a server batches its slots.
 //
-// Per run: (a) plain: the batch with seq_flags set, no byte stored: T0. (b) single: one random
+// Per run: (a) plain: the batch with seq_bytes set, no byte stored: T0. (b) single: one random
 // sequence's byte stored at a random 20-80% of T0's median (or of a faster recent run, see
 // batch_ref); its stop latency is the time from the store until seqs[s].cancelled is set (the
 // library stores it when it drops the sequence, then goes on with the survivors). Two observers
@@ -142,13 +142,13 @@ struct outcome {
     int32_t n_cancelled    = 0;
 };
 
-// Stores `flag` at time `at` (common::store_when), then polls
+// Stores `byte` at time `at` (common::store_when), then polls
 // `watched` (when given) until it is set or the decode is `done`: when the library dropped the
 // sequence, to ~0.2 ms plus a scheduler wake-up.
-std::thread store_and_watch(int8_t * flag, double at, const int32_t * watched, const std::atomic<bool> * done,
+std::thread store_and_watch(int8_t * byte, double at, const int32_t * watched, const std::atomic<bool> * done,
                             double * t_store, double * t_seen) {
     return std::thread([=] {
-        *t_store = common::store_when(flag, at);
+        *t_store = common::store_when(byte, at);
         while (watched != nullptr) {
             if (__atomic_load_n(watched, __ATOMIC_ACQUIRE) != 0) {
                 *t_seen = common::now_ms();
@@ -215,7 +215,7 @@ outcome decode(bench_setup & b, common::seq_bytes & sb, int8_t * store, double a
 outcome decode_solo(bench_setup & b, int8_t * store, double at_ms) {
     common::seq_batch batch(b.solo_prompt, 0, static_cast<int32_t>(b.solo_prompt.size()), 0);
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = store;
+    p.byte = store;
     return decode_on(b.solo_ctx.get(), b.solo_hook.get(), batch, p, nullptr, store, at_ms, nullptr, nullptr);
 }
 
@@ -570,7 +570,7 @@ int parse_options(int argc, char ** argv, seq_options & o) {
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--n-ubatch", &o.n_ubatch, "N", "tokens per ubatch, 1..512 (512: the batch is one ubatch)")
         .option("--seed", &o.seed, "N", "random seed")
-        .flag("--no-header", &o.header, false, "print the table row alone (the benchmark prints the header)");
+        .byte("--no-header", &o.header, false, "print the table row alone (the benchmark prints the header)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;

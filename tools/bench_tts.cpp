@@ -129,7 +129,7 @@ struct tts_bench {
             return llama_decode(ctx, b);
         }
         llama_cancel_decode_params dp = llama_cancel_decode_default_params();
-        dp.flag = &bytes[w];
+        dp.byte = &bytes[w];
         dp.hook = w == hooks ? dec_hook.get() : nullptr;
         llama_cancel_decode_result dr{};
         return llama_cancel_decode(ctx, b, &dp, &dr, nullptr);
@@ -667,7 +667,7 @@ int parse_options(int argc, char ** argv, tts_options & o) {
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--window", &o.window, "N", "frames per GEN_WAV (0: the pipeline's, 72 or 8)")
         .option("--seed", &o.seed, "N", "random seed")
-        .flag("--no-header", &no_header, true, "the rows alone (bench prints header and targets)");
+        .byte("--no-header", &no_header, true, "the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;

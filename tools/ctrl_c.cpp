@@ -6,7 +6,7 @@
 
 namespace {
 
-int8_t                g_flag    = 0;
+int8_t                g_byte    = 0;
 volatile sig_atomic_t g_signals = 0;
 timespec              g_signal_time{};
 const char *          g_second_message = "";
@@ -17,7 +17,7 @@ void on_sigint(int) {
         _exit(130);
     }
     clock_gettime(CLOCK_MONOTONIC, &g_signal_time); // async-signal-safe
-    __atomic_store_n(&g_flag, 1, __ATOMIC_RELAXED);  // lock-free: async-signal-safe
+    __atomic_store_n(&g_byte, 1, __ATOMIC_RELAXED);  // lock-free: async-signal-safe
 }
 
 } // namespace
@@ -32,8 +32,8 @@ void install(const char * second_message) {
     sigaction(SIGINT, &sa, nullptr);
 }
 
-int8_t * flag() {
-    return &g_flag;
+int8_t * byte() {
+    return &g_byte;
 }
 
 bool pressed() {

@@ -11,7 +11,7 @@ namespace ctrl_c {
 // Installs the handler; `second_message` is written to stderr before a second Ctrl-C exits (130).
 void install(const char * second_message);
 // The byte the first Ctrl-C stores.
-int8_t * flag();
+int8_t * byte();
 // True once Ctrl-C was pressed.
 bool pressed();
 // Milliseconds since the first Ctrl-C.

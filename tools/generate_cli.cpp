@@ -95,7 +95,7 @@ int parse_options(int argc, char ** argv, generate_options & o) {
 int load_model(const std::string & path, common::model_ptr & model) {
     std::fprintf(stderr, "loading %s (Ctrl-C cancels)\n", path.c_str());
     llama_cancel_load_result lr;
-    model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), ctrl_c::flag(), &lr));
+    model.reset(llama_cancel_model_load(path.c_str(), llama_model_default_params(), ctrl_c::byte(), &lr));
     if (model) {
         return -1;
     }
@@ -124,7 +124,7 @@ struct media_prompt {
         mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
         llama_cancel_load_result lr;
         mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, mtmd_hook.get(), o.threads, false,
-                                                    ctrl_c::flag(), &lr));
+                                                    ctrl_c::byte(), &lr));
         if (!mctx) {
             std::fprintf(stderr, "%s: %s\n", lr.status == LLAMA_CANCEL_CANCELLED ? "cancelled" : "error", lr.message);
             return lr.status == LLAMA_CANCEL_CANCELLED ? 130 : 1;
@@ -155,7 +155,7 @@ struct media_prompt {
                      llama_cancel_generate_result & r) {
         // The prompt's chunks, then the token loop from their last logits (n_prompt 0).
         llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
-        mp.flag        = gp.flag;
+        mp.byte        = gp.byte;
         mp.hook        = gp.hook;
         mp.mtmd_hook   = mtmd_hook.get();
         mp.seq_id      = gp.seq_id;
@@ -243,7 +243,7 @@ int generate(const generate_options & o, llama_model * model, llama_context * ct
              media_prompt & media, const std::vector<llama_token> & tokens, size_t n_prompt_pos) {
     printer pr{llama_model_get_vocab(model)};
     llama_cancel_generate_params gp = llama_cancel_generate_default_params();
-    gp.flag          = ctrl_c::flag();
+    gp.byte          = ctrl_c::byte();
     gp.hook          = hook;
     gp.n_predict     = o.n_predict;
     gp.on_token      = printer::cb;

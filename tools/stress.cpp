@@ -46,7 +46,7 @@ struct stress_options {
 constexpr int k_storm_extension = 5;
 
 // --seq-cancel: each cycle decodes 4 sequences x 32 tokens in one batch and stores one or two
-// sequences' bytes at a random graph node (llama_cancel_decode_params.seq_flags).
+// sequences' bytes at a random graph node (llama_cancel_decode_params.seq_bytes).
 constexpr int k_seqs    = 4;
 constexpr int k_seq_len = 32;
 
@@ -56,7 +56,7 @@ struct seq_trigger {
     int8_t *          second = nullptr;
 
     void after() const {
-        if (second != nullptr && __atomic_load_n(t.flag, __ATOMIC_RELAXED) != 0) {
+        if (second != nullptr && __atomic_load_n(t.byte, __ATOMIC_RELAXED) != 0) {
             __atomic_store_n(second, 1, __ATOMIC_RELAXED);
         }
     }
@@ -93,7 +93,7 @@ struct seq_stress {
     seq_stress(const stress_options & opt, llama_model * m, bool bit_exact) : o(opt), model(m), exact(bit_exact) {}
 
     bool make(bool offloaded) {
-        trig.t.flag = &idle;
+        trig.t.byte = &idle;
         hook        = common::make_hook(seq_trigger::eval_cb, &trig);
         common::context_options opt;
         opt.n_ctx       = static_cast<uint32_t>(std::max(o.n, k_seqs * k_seq_len));
@@ -187,7 +187,7 @@ struct seq_stress {
         common::seq_bytes sb(k_seqs);
         const int a   = std::uniform_int_distribution<int>(0, k_seqs - 1)(rng);
         const int b   = (a + std::uniform_int_distribution<int>(1, k_seqs - 1)(rng)) % k_seqs;
-        trig.t.flag   = &sb.bytes[a];
+        trig.t.byte   = &sb.bytes[a];
         trig.second   = std::uniform_int_distribution<int>(0, 2)(rng) == 0 ? &sb.bytes[b] : nullptr;
         trig.t.calls  = 0;
         trig.t.at     = std::uniform_int_distribution<int>(1, ticks[mode])(rng);
@@ -205,7 +205,7 @@ struct seq_stress {
             fail(c, "n_seq_cancelled disagrees with the seqs[].cancelled entries", a);
         }
         drops += marked;
-        trig.t.flag = &idle;
+        trig.t.byte = &idle;
         trig.second = nullptr;
     }
 
@@ -251,7 +251,7 @@ struct prefill_stress {
     llama_model *                   model;
     const std::vector<llama_token> & prompt;
     common::node_trigger               trig;
-    int8_t                          flag = 0;
+    int8_t                          byte = 0;
     common::hook_ptr                   hook;
     common::context_ptr                plain, hooked;
     std::vector<float>              want;
@@ -264,7 +264,7 @@ struct prefill_stress {
         : o(opt), model(m), prompt(p) {}
 
     bool make(bool offloaded) {
-        trig.flag = &flag;
+        trig.byte = &byte;
         hook      = common::make_hook(common::node_trigger::eval_cb, &trig);
         common::context_options opt;
         opt.n_ctx        = static_cast<uint32_t>(o.n);
@@ -283,7 +283,7 @@ struct prefill_stress {
 
     llama_cancel_decode_params params_for(int mode) {
         llama_cancel_decode_params p = llama_cancel_decode_default_params();
-        p.flag = &flag;
+        p.byte = &byte;
         if (mode == 0) {
             p.abort_callback      = common::node_trigger::abort_cb;
             p.abort_callback_data = &trig;
@@ -324,7 +324,7 @@ struct prefill_stress {
         llama_memory_clear(llama_get_memory(lctx), true);
         int committed = 0;
         for (int attempt = 0; committed < o.n; ++attempt) {
-            flag       = 0;
+            byte       = 0;
             trig.calls = 0;
             trig.at    = attempt < 3 ? std::uniform_int_distribution<int>(1, ticks[mode])(rng) : -1;
             const llama_cancel_decode_params p = params_for(mode);
@@ -337,7 +337,7 @@ struct prefill_stress {
                 ++errors;
                 break;
             }
-            if (st == LLAMA_CANCEL_CANCELLED && flag == 0) {
+            if (st == LLAMA_CANCEL_CANCELLED && byte == 0) {
                 std::fprintf(stderr, "FAIL cycle %d: cancelled with the byte at 0\n", c);
                 ++errors;
                 break;
@@ -380,7 +380,7 @@ struct prefill_stress {
         for (int attempt = 0; committed < o.n && attempt < 10000; ++attempt) {
             trig.at = -1;
             llama_cancel_decode_params p = llama_cancel_decode_default_params();
-            p.flag = &flag;
+            p.byte = &byte;
             p.hook = k % 2 == 0 ? nullptr : hook.get();
             llama_cancel_decode_result r;
             common::seq_batch b(prompt, committed, o.n - committed, committed);
@@ -413,11 +413,11 @@ struct prefill_stress {
         std::thread storm([&] {
             // Thousands of set/reset pairs a second.
             while (!stop.load(std::memory_order_relaxed)) {
-                __atomic_store_n(&flag, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&byte, 1, __ATOMIC_RELAXED);
                 const double until = common::now_ms() + window_ms.load(std::memory_order_relaxed);
                 while (common::now_ms() < until) {
                 }
-                __atomic_store_n(&flag, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&byte, 0, __ATOMIC_RELAXED);
                 toggles.fetch_add(1, std::memory_order_relaxed);
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
             }
@@ -474,7 +474,7 @@ int parse_options(int argc, char ** argv, stress_options & o) {
         .option("--cycles", &o.cycles, "N", "cancel/resume cycles (>= 0)")
         .option("--storm-seconds", &o.storm_s, "S", "seconds of cancel storm (>= 0)")
         .option("--seed", &o.seed, "N", "random seed")
-        .flag("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead")
+        .byte("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead")
         .option("--min-cancels", &o.min_cancels, "N",
                 "cancels (--seq-cancel: dropped sequences) the cycles must see; -1: half the cycles")
         .option("--min-storm-cancels", &o.min_storm_cancels, "N",

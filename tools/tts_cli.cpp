@@ -151,7 +151,7 @@ int load_model(const tts_options & o, const common::backend_setup & setup, commo
         mp.devices = devices.data();
     }
     llama_cancel_load_result lr;
-    model.reset(llama_cancel_model_load(o.model.c_str(), mp, ctrl_c::flag(), &lr));
+    model.reset(llama_cancel_model_load(o.model.c_str(), mp, ctrl_c::byte(), &lr));
     if (model) {
         return -1;
     }
@@ -287,7 +287,7 @@ int tts_main(int argc, char ** argv) {
     common::hook_ptr dec_hook(llama_cancel_hook_init(nullptr));
     llama_cancel_load_result lr;
     std::unique_ptr<mtmd_context, mtmd_deleter> mctx(llama_cancel_mtmd_init_from_file(
-        o.mmproj.c_str(), model.get(), gen_hook.get(), o.threads, !cpu, ctrl_c::flag(), &lr));
+        o.mmproj.c_str(), model.get(), gen_hook.get(), o.threads, !cpu, ctrl_c::byte(), &lr));
     if (!mctx) {
         if (lr.status == LLAMA_CANCEL_CANCELLED) {
             std::fprintf(stderr, "[projector load cancelled %.1f ms after Ctrl-C]\n", ctrl_c::ms_since());
@@ -335,7 +335,7 @@ int tts_main(int argc, char ** argv) {
     pr.sample_rate = r.sample_rate > 0 ? r.sample_rate : 24000;
     pr.tty         = isatty(STDERR_FILENO) != 0;
     llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
-    rp.flag          = ctrl_c::flag();
+    rp.byte          = ctrl_c::byte();
     rp.hook   = dec_hook.get();
     rp.mtmd_hook      = gen_hook.get();
     rp.on_frame      = progress::cb;

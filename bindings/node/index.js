@@ -3,9 +3,9 @@
 // byte. JavaScript on koffi, no compiled addon.
 //
 //   const lc = require('llama-cancel').load();           // finds libllama-cancel, checks its ABI
-//   const flag = new Flag();                             // the byte, in native memory
-//   const done = lc.decodeAsync(ctx, batch, { flag });   // koffi runs it on a worker thread
-//   flag.set();                                          // main thread: the decode returns CANCELLED
+//   const byte = new Byte();                             // the byte, in native memory
+//   const done = lc.decodeAsync(ctx, batch, { byte });   // koffi runs it on a worker thread
+//   byte.set();                                          // main thread: the decode returns CANCELLED
 //
 // Text-to-speech: lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs on koffi's
 // worker thread while the main thread stores the byte; generate again to resume.
@@ -36,7 +36,7 @@ const MTMD_GEN_AUDIO_TYPE = { NONE: 0, QWEN3TTS: 1, POCKETTTS: 2 };
 const P = 'void *';
 // The koffi type of each field kind of layouts.js (generated from the header by
 // scripts/gen_layouts.py; 'char[N]' is a char array, read as a JS string). Pointer kinds are plain
-// pointers: `byte` (const int8_t *, a Flag's address), `bytes` (const int8_t * const *, an array
+// pointers: `byte` (const int8_t *, a Byte's address), `bytes` (const int8_t * const *, an array
 // of them), `ptr` (handles, native callbacks, user data); `str` fields (llama_cancel_tts_params'
 // text and lang) are JS strings, converted for llama_cancel_tts_init only (the library copies them).
 const KOFFI_TYPES = {
@@ -109,7 +109,7 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_hook_free', 'void', [P]],
     ['llama_cancel_hook_bind', 'bool', [P, P]],
     ['llama_cancel_hook_eval_callback', 'bool', [P, 'bool', P]],
-    ['llama_cancel_hook_set_flag', 'void', [P, P]],
+    ['llama_cancel_hook_set_byte', 'void', [P, P]],
     ['llama_cancel_hook_stopped', 'bool', [P]],
     ['llama_cancel_hook_reset', 'void', [P]],
     ['llama_cancel_hook_get_stats', T.llama_cancel_hook_stats, [P]],
@@ -322,8 +322,8 @@ function declareFrom(handles, table, sources) {
 class AbiMismatch extends Error {}
 
 // The caller-owned byte, in native memory. set() is one plain byte store (like Dart's
-// `flag.value = 1`); the library only loads it. free() it after the last call that reads it.
-class Flag {
+// `byte.value = 1`); the library only loads it. free() it after the last call that reads it.
+class Byte {
     constructor() {
         this.ptr = koffi.alloc('int8_t', 1);
         this.view = new Int8Array(koffi.view(this.ptr, 1));
@@ -471,11 +471,11 @@ class Library {
     }
 
     // llama_cancel_model_load: { model (pointer or null), status, message }.
-    modelLoad(path, flag, params) {
+    modelLoad(path, byte, params) {
         const result = nativeStruct(T.llama_cancel_load_result);
         try {
             const model = this.c.llama_cancel_model_load(path, params || this.llama.llama_model_default_params(),
-                flag ? flag.ptr : null, result);
+                byte ? byte.ptr : null, result);
             return { model, ...koffi.decode(result, T.llama_cancel_load_result) };
         } finally {
             koffi.free(result);
@@ -499,9 +499,9 @@ class Library {
     }
 
     // llama_cancel_hook_init; `chain` is a native eval callback's address (lib.symbol(name)).
-    hook(flag, { intervalMs = 0, chain = null, chainData = null } = {}) {
+    hook(byte, { intervalMs = 0, chain = null, chainData = null } = {}) {
         const p = nativeStruct(T.llama_cancel_hook_params,
-            { flag: flag ? flag.ptr : null, interval_ms: intervalMs, chain, chain_data: chainData });
+            { byte: byte ? byte.ptr : null, interval_ms: intervalMs, chain, chain_data: chainData });
         try {
             return this.c.llama_cancel_hook_init(p);
         } finally {
@@ -529,15 +529,15 @@ class Library {
         }
     }
 
-    // The per-sequence arrays in native memory: the bytes of opts.seqFlags (a Flag or null per
-    // sequence) and the results, of seqFlags.length entries, else opts.nSeq; null when none.
-    seqArrays(seqFlags, nSeq) {
-        const n = seqFlags ? seqFlags.length : (nSeq || 0);
+    // The per-sequence arrays in native memory: the bytes of opts.seqBytes (a Byte or null per
+    // sequence) and the results, of seqBytes.length entries, else opts.nSeq; null when none.
+    seqArrays(seqBytes, nSeq) {
+        const n = seqBytes ? seqBytes.length : (nSeq || 0);
         if (n === 0) return null;
         let flags = null;
-        if (seqFlags) {
+        if (seqBytes) {
             flags = koffi.alloc('void *', n);
-            koffi.encode(flags, koffi.array('void *', n), seqFlags.map((f) => (f ? f.ptr : null)));
+            koffi.encode(flags, koffi.array('void *', n), seqBytes.map((f) => (f ? f.ptr : null)));
         }
         // Impossible values, so that a field the library failed to write cannot pass for an answer.
         const seqs = koffi.alloc(T.llama_cancel_seq_result, n);
@@ -551,12 +551,12 @@ class Library {
     }
 
     decodeCall(ctx, batch, opts) {
-        const seq = this.seqArrays(opts.seqFlags, opts.nSeq);
+        const seq = this.seqArrays(opts.seqBytes, opts.nSeq);
         const params = nativeStruct(T.llama_cancel_decode_params, {
             ...this.c.llama_cancel_decode_default_params(),
-            flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
+            byte: opts.byte ? opts.byte.ptr : null, hook: opts.hook || null,
             abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
-            seq_flags: seq ? seq.flags : null, max_stop_ms: opts.maxStopMs || 0, n_seq: seq ? seq.n : 0,
+            seq_bytes: seq ? seq.flags : null, max_stop_ms: opts.maxStopMs || 0, n_seq: seq ? seq.n : 0,
         });
         const result = nativeStruct(T.llama_cancel_decode_result);
         const args = [ctx, batch, params, result, seq ? seq.seqs : null];
@@ -572,7 +572,7 @@ class Library {
     // (llama_get_logits_ith index of its last output, -1: none), cancelled (1: dropped) } per
     // sequence. result.reach (REACH.GRAPH, .CPU, .CALLS) says where the byte was read: REACH.CPU on a
     // context with layers off the CPU means a stop there waited for whole graphs (bind a hook). opts:
-    // flag, hook, abortCallback / abortCallbackData (native), maxStopMs, seqFlags (a Flag or null per
+    // byte, hook, abortCallback / abortCallbackData (native), maxStopMs, seqBytes (a Byte or null per
     // sequence: setting one drops that sequence alone), nSeq (results without bytes).
     decode(ctx, batch, opts = {}) {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
@@ -593,7 +593,7 @@ class Library {
         const out = new NativeInt32Array(new Array(Math.max(1, nPredict)).fill(0));
         const params = nativeStruct(T.llama_cancel_generate_params, {
             ...this.c.llama_cancel_generate_default_params(),
-            flag: opts.flag ? opts.flag.ptr : null, n_predict: nPredict, seq_id: opts.seqId || 0,
+            byte: opts.byte ? opts.byte.ptr : null, n_predict: nPredict, seq_id: opts.seqId || 0,
             sampler: opts.sampler || null, hook: opts.hook || null,
             on_token: opts.onToken || null, on_token_data: opts.onTokenData || null, max_stop_ms: opts.maxStopMs || 0,
             n_batch: opts.nBatch || 0,
@@ -609,7 +609,7 @@ class Library {
         return { args, finish };
     }
 
-    // llama_cancel_generate (the token loop): { status, result, tokens }. opts: flag, hook, seqId,
+    // llama_cancel_generate (the token loop): { status, result, tokens }. opts: byte, hook, seqId,
     // sampler, onToken / onTokenData (native), maxStopMs, nBatch (prompt tokens per decode; 0: the
     // context's).
     generate(ctx, prompt, nPredict, opts = {}) {
@@ -630,11 +630,11 @@ class Library {
     // llama_cancel_mtmd_init_from_file: { mctx (pointer or null), status, message }. mtmdHook: the
     // hook that becomes mctx's cb_eval (its encodes'; for text-to-speech, its GEN_CODE and GEN_WAV
     // graphs'), passed again as mtmdHook to the calls on mctx.
-    mtmdInit(mmprojPath, model, { mtmdHook = null, nThreads = 0, useGpu = false, flag = null } = {}) {
+    mtmdInit(mmprojPath, model, { mtmdHook = null, nThreads = 0, useGpu = false, byte = null } = {}) {
         const result = nativeStruct(T.llama_cancel_load_result);
         try {
             const mctx = this.c.llama_cancel_mtmd_init_from_file(mmprojPath, model, mtmdHook, nThreads, useGpu,
-                flag ? flag.ptr : null, result);
+                byte ? byte.ptr : null, result);
             return { mctx, ...koffi.decode(result, T.llama_cancel_load_result) };
         } finally {
             koffi.free(result);
@@ -668,14 +668,14 @@ class Library {
         }
     }
 
-    // llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under opts.flag (opts.mtmdHook: the hook
+    // llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under opts.byte (opts.mtmdHook: the hook
     // bound to mctx; null: found): { status, result }, result a llama_cancel_gen_audio_result
     // { status, step, message } (step TTS_STEP.GEN_CODE or .GEN_WAV when stopped or failed). inp and
     // out: native memory holding mtmd.h's struct mtmd_gen_inp and mtmd_gen_out (out is libmtmd's on
     // OK, zeroed on CANCELLED).
     genAudioProcess(mctx, inp, out, opts = {}) {
         const params = nativeStruct(T.llama_cancel_gen_audio_params, {
-            flag: opts.flag ? opts.flag.ptr : null, mtmd_hook: opts.mtmdHook || null,
+            byte: opts.byte ? opts.byte.ptr : null, mtmd_hook: opts.mtmdHook || null,
         });
         const result = nativeStruct(T.llama_cancel_gen_audio_result);
         try {
@@ -741,7 +741,7 @@ class Tts {
         }
         const params = nativeStruct(T.llama_cancel_tts_run_params, {
             ...this.lib.c.llama_cancel_tts_run_default_params(),
-            flag: opts.flag ? opts.flag.ptr : null, hook: opts.hook || null,
+            byte: opts.byte ? opts.byte.ptr : null, hook: opts.hook || null,
             mtmd_hook: opts.mtmdHook || null, on_frame: onFrame, on_frame_data: opts.onFrameData || null,
             max_stop_ms: opts.maxStopMs || 0, n_frames: opts.nFrames || 0,
         });
@@ -795,7 +795,7 @@ class Tts {
     // llama_cancel_tts_generate on this thread: { status, result }. Runs the generation on from where
     // it is, opts.nFrames frames more (0: to its end). OK: done (result.finished 1 at the end, every
     // frame then in the PCM); CANCELLED: the byte stopped it at a committed step (result.step, one of
-    // TTS_STEP), call again to resume; ERROR: result.message. opts: flag, hook, mtmdHook (the hooks
+    // TTS_STEP), call again to resume; ERROR: result.message. opts: byte, hook, mtmdHook (the hooks
     // bound to lctx and mctx; null: found), nFrames, maxStopMs, onFrame / onFrameData.
     generate(opts = {}) { return this.call('llama_cancel_tts_generate', opts); }
 
@@ -836,7 +836,7 @@ class Tts {
 }
 
 module.exports = {
-    load, Library, Tts, Flag, NativeInt32Array, AbiMismatch, types: T, VERSION,
+    load, Library, Tts, Byte, NativeInt32Array, AbiMismatch, types: T, VERSION,
     OK, CANCELLED, ERROR, STOP, REACH, MTMD_BATCH_ENCODE, TTS_STEP, MTMD_GEN_AUDIO_TYPE,
     ENV, libraryFiles, candidatePaths, fileOf, openKind, declareFrom,
 };

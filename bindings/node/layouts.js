@@ -7,16 +7,16 @@
 module.exports = {
     llama_cancel_hook_params: [
         ['interval_ms', 'f64'],
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['chain', 'ptr'],
         ['chain_data', 'ptr'],
     ],
     llama_cancel_decode_params: [
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['hook', 'ptr'],
         ['abort_callback', 'ptr'],
         ['abort_callback_data', 'ptr'],
-        ['seq_flags', 'bytes'],
+        ['seq_bytes', 'bytes'],
         ['max_stop_ms', 'f32'],
         ['n_seq', 'i32'],
     ],
@@ -38,7 +38,7 @@ module.exports = {
         ['message', 'char[256]'],
     ],
     llama_cancel_generate_params: [
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['hook', 'ptr'],
         ['sampler', 'ptr'],
         ['on_token', 'ptr'],
@@ -62,10 +62,10 @@ module.exports = {
         ['message', 'char[256]'],
     ],
     llama_cancel_mtmd_params: [
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['hook', 'ptr'],
         ['mtmd_hook', 'ptr'],
-        ['seq_flags', 'bytes'],
+        ['seq_bytes', 'bytes'],
         ['max_stop_ms', 'f32'],
         ['n_seq', 'i32'],
         ['seq_id', 'i32'],
@@ -94,7 +94,7 @@ module.exports = {
         ['window', 'i32'],
     ],
     llama_cancel_tts_run_params: [
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['hook', 'ptr'],
         ['mtmd_hook', 'ptr'],
         ['on_frame', 'ptr'],
@@ -115,7 +115,7 @@ module.exports = {
         ['message', 'char[256]'],
     ],
     llama_cancel_gen_audio_params: [
-        ['flag', 'byte'],
+        ['byte', 'byte'],
         ['mtmd_hook', 'ptr'],
     ],
     llama_cancel_gen_audio_result: [

@@ -21,17 +21,17 @@ static bool count_cb(void * data) {
     return false;
 }
 
-/* A host's cb_eval, chained behind the hook or the stateless callback: stores 1 into `flag` at ask
+/* A host's cb_eval, chained behind the hook or the stateless callback: stores 1 into `byte` at ask
  * number `at`. */
 struct trigger {
     int       asks, at;
-    int8_t *  flag;
+    int8_t *  byte;
 };
 static bool trigger_cb(struct ggml_tensor * t, bool ask, void * data) {
     (void) t;
     struct trigger * tr = data;
     if (ask && ++tr->asks == tr->at) {
-        atomic_store_explicit((_Atomic int8_t *) tr->flag, 1, memory_order_relaxed);
+        atomic_store_explicit((_Atomic int8_t *) tr->byte, 1, memory_order_relaxed);
     }
     return !ask || false;
 }
@@ -39,7 +39,7 @@ static bool trigger_cb(struct ggml_tensor * t, bool ask, void * data) {
 static bool stateless_cb(struct ggml_tensor * t, bool ask, void * data) {
     struct trigger * tr = data;
     trigger_cb(t, ask, data);
-    return llama_cancel_eval_callback(t, ask, tr->flag);
+    return llama_cancel_eval_callback(t, ask, tr->byte);
 }
 
 static struct llama_context * context(struct llama_model * m, struct llama_context_params cp) {
@@ -69,9 +69,9 @@ int main(int argc, char ** argv) {
         return 2;
     }
     struct llama_batch b = llama_batch_init(N_TOK, 0, 1);
-    int8_t flag = 0;
+    int8_t byte = 0;
     struct llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag = &flag;
+    p.byte = &byte;
     struct llama_cancel_decode_result r;
 
     /* 1. The host's abort callback, set at creation and handed over with the hook, stays. */
@@ -92,7 +92,7 @@ int main(int argc, char ** argv) {
     llama_cancel_hook_free(hook);
 
     /* 2. A hook's stop belongs to its graph: the next call, hook not named, byte at 0, is OK. */
-    struct trigger tr = {0, 5, &flag};
+    struct trigger tr = {0, 5, &byte};
     struct llama_cancel_hook_params hp = llama_cancel_hook_default_params();
     hp.chain = trigger_cb, hp.chain_data = &tr;
     hook = llama_cancel_hook_init(&hp);
@@ -104,7 +104,7 @@ int main(int argc, char ** argv) {
     /* 4. After CANCELLED no output exists, by negative index either. */
     check(stopped == LLAMA_CANCEL_CANCELLED && llama_cancel_get_logits_ith(ctx, &r, -1) == NULL,
           "after a stop, index -1 reads nothing");
-    flag = 0, tr.at = -1;
+    byte = 0, tr.at = -1;
     const int32_t again = llama_cancel_decode(ctx, b, &p, &r, NULL);
     check(stopped == LLAMA_CANCEL_CANCELLED && again == LLAMA_CANCEL_OK &&
           llama_memory_seq_pos_max(llama_get_memory(ctx), 0) == 31, "a hook's stop does not stick to the next call");
@@ -120,7 +120,7 @@ int main(int argc, char ** argv) {
     int8_t b0 = 0, b1 = 0;
     const int8_t * flags[2] = {&b0, &b1};
     struct llama_cancel_decode_params ps = p;
-    ps.hook = hook, ps.seq_flags = flags, ps.n_seq = 2;
+    ps.hook = hook, ps.seq_bytes = flags, ps.n_seq = 2;
     struct llama_cancel_seq_result seqs[2];
     const int32_t st = llama_cancel_decode(ctx, b, &ps, &r, seqs);
     const int readable = st == LLAMA_CANCEL_OK && llama_cancel_get_logits_ith(ctx, &r, 40) != NULL &&
@@ -132,12 +132,12 @@ int main(int argc, char ** argv) {
     llama_cancel_hook_free(hook);
 
     /* 3. The stateless name alone: a stop in the third ubatch of a prefill keeps the first two. */
-    struct trigger st3 = {0, 0, &flag};
+    struct trigger st3 = {0, 0, &byte};
     cp = llama_context_default_params();
     cp.cb_eval = stateless_cb, cp.cb_eval_user_data = &st3;
     ctx = context(model, cp);
     fill(&b, 0, N_TOK, 0, -1);
-    flag = 0, st3.at = -1;
+    byte = 0, st3.at = -1;
     struct llama_context * probe = context(model, cp); /* asks of one ubatch */
     fill(&b, 0, N_UBATCH, 0, -1);
     llama_cancel_decode(probe, b, &p, &r, NULL);

@@ -85,7 +85,7 @@ static int header_names(const char * path, char names[][64]) {
 struct store_at {
     int      calls;
     int      at;
-    int8_t * flag;
+    int8_t * byte;
 };
 
 static void quiet(enum ggml_log_level level, const char * text, void * data) {
@@ -97,7 +97,7 @@ static void quiet(enum ggml_log_level level, const char * text, void * data) {
 static bool store_at_call(void * data) {
     struct store_at * s = data;
     if (++s->calls == s->at) {
-        *s->flag = 1;
+        *s->byte = 1;
     }
     return false;
 }
@@ -186,7 +186,7 @@ int main(int argc, char ** argv) {
 
     struct store_at                   trigger = {0, -1, &stop};
     struct llama_cancel_decode_params dp      = p_llama_cancel_decode_default_params();
-    dp.flag                                   = &stop;
+    dp.byte                                   = &stop;
     dp.hook                                   = hook;
     dp.abort_callback                         = store_at_call;
     dp.abort_callback_data                    = &trigger;

@@ -46,7 +46,7 @@ struct seq_bytes {
     }
     // The bytes into the params; pass seqs() to llama_cancel_decode.
     void fill(llama_cancel_decode_params & p) {
-        p.seq_flags = flags.data();
+        p.seq_bytes = flags.data();
         p.n_seq     = size();
     }
     llama_cancel_seq_result * seqs() { return results.data(); }

@@ -41,9 +41,9 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
                 float max_stop_ms, double at_ms) {
     llama_memory_clear(llama_get_memory(ctx), true);
     seq_batch b(prompt, 0, static_cast<int32_t>(prompt.size()), 0);
-    int8_t flag = 0;
+    int8_t byte = 0;
     llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.flag        = &flag;
+    p.byte        = &byte;
     p.hook        = hook;
     p.max_stop_ms = max_stop_ms;
     // The abort callback times CPU nodes only: through a hook, the gaps between them hold whole
@@ -58,7 +58,7 @@ one_run prefill(llama_context * ctx, llama_cancel_hook * hook, const std::vector
     const double t0 = now_ms();
     std::thread writer;
     if (at_ms > 0) {
-        writer = store_at(&flag, t0 + at_ms, &t_store);
+        writer = store_at(&byte, t0 + at_ms, &t_store);
     }
     one_run o;
     o.status = llama_cancel_decode(ctx, b.get(), &p, &r, nullptr);

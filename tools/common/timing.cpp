@@ -36,7 +36,7 @@ std::string format_ms(double ms) {
     return buf;
 }
 
-double store_when(int8_t * flag, double at) {
+double store_when(int8_t * byte, double at) {
     // Sleeping costs up to a scheduler tick of lateness; the last millisecond is spun instead.
     while (now_ms() < at - 1.0) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -44,12 +44,12 @@ double store_when(int8_t * flag, double at) {
     while (now_ms() < at) {
     }
     const double t = now_ms();
-    __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(byte, 1, __ATOMIC_RELAXED);
     return t;
 }
 
-std::thread store_at(int8_t * flag, double at, double * t_store) {
-    return std::thread([=] { *t_store = store_when(flag, at); });
+std::thread store_at(int8_t * byte, double at, double * t_store) {
+    return std::thread([=] { *t_store = store_when(byte, at); });
 }
 
 } // namespace common

@@ -18,11 +18,11 @@ double process_cpu_ms();
 // Milliseconds as text with nine significant digits ("%.9g"): command lines, descriptions.
 std::string format_ms(double ms);
 
-// A thread that stores 1 into `flag` at absolute steady-clock time `at` (ms, see now_ms) and writes
+// A thread that stores 1 into `byte` at absolute steady-clock time `at` (ms, see now_ms) and writes
 // the store's own time to *t_store. Sleeps until 1 ms before, then spins, for a precise store.
-std::thread store_at(int8_t * flag, double at, double * t_store);
+std::thread store_at(int8_t * byte, double at, double * t_store);
 // What store_at's thread does, on the calling thread: waits until `at` (now_ms clock; sleeping, then
-// spinning the last millisecond), stores 1 into `flag` and returns when it did.
-double store_when(int8_t * flag, double at);
+// spinning the last millisecond), stores 1 into `byte` and returns when it did.
+double store_when(int8_t * byte, double at);
 
 } // namespace common

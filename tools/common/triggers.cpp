@@ -26,14 +26,14 @@ bool node_trigger::eval_cb(ggml_tensor *, bool ask, void * data) {
     if (ask) {
         return ++t->calls == t->at;
     }
-    __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(t->byte, 1, __ATOMIC_RELAXED);
     return true;
 }
 
 bool node_trigger::abort_cb(void * data) {
     auto * t = static_cast<node_trigger *>(data);
     if (++t->calls == t->at) {
-        __atomic_store_n(t->flag, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(t->byte, 1, __ATOMIC_RELAXED);
     }
     return false;
 }

@@ -21,13 +21,13 @@ using hook_ptr = std::unique_ptr<llama_cancel_hook, hook_deleter>;
 hook_ptr make_hook(ggml_backend_sched_eval_callback chain = nullptr, void * chain_data = nullptr,
                    double interval_ms = 0.0);
 
-// Stores 1 into `flag` at a chosen graph node, so that tests stop a graph where they mean to:
+// Stores 1 into `byte` at a chosen graph node, so that tests stop a graph where they mean to:
 // as an eval callback (a hook's chain) it asks for node number `at` and stores the byte once that
 // node is computed; as an abort callback it stores at call number `at`. Counts calls either way.
 struct node_trigger {
     int      calls = 0;
     int      at    = -1;
-    int8_t * flag  = nullptr;
+    int8_t * byte  = nullptr;
     static bool eval_cb(ggml_tensor * t, bool ask, void * data);
     static bool abort_cb(void * data);
 };

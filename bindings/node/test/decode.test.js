@@ -12,9 +12,9 @@ const N_PREFILL = 512, N_PREFILL_UBATCH = 128; // four ubatches
 
 test('decodes on a worker thread stop when the main thread stores the byte', async () => {
     const lib = library();
-    const flag = new llamaCancel.Flag();
-    const probe = new Probe(flag);
-    const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_BENCH_MODEL'), flag);
+    const byte = new llamaCancel.Byte();
+    const probe = new Probe(byte);
+    const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_BENCH_MODEL'), byte);
     assert.equal(loadStatus, llamaCancel.OK, message);
     const ctx = lib.context(model, { n_ctx: 512, n_batch: N_TOKENS, n_ubatch: N_UBATCH, n_threads: 2,
                                      n_threads_batch: 2, op_offload: false, offload_kqv: false });
@@ -22,7 +22,7 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
     const mem = lib.llama.llama_get_memory(ctx);
     const toks = tokens(N_TOKENS);
     const { batch, tokens: native } = lib.tokensBatch(toks);
-    const opts = { flag, abortCallback: probe.abortCallback, abortCallbackData: probe.ptr, nSeq: 1 };
+    const opts = { byte, abortCallback: probe.abortCallback, abortCallbackData: probe.ptr, nSeq: 1 };
 
     probe.arm(0);
     const times = [];
@@ -45,7 +45,7 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
     for (let i = 0; i < RUNS; ++i) {
         lib.llama.llama_memory_clear(mem, true);
         const holdAt = Math.floor(nCalls * (0.3 + (0.36 * i) / (RUNS - 1)));
-        const { value, ms } = await cancelFromMain(probe, flag, holdAt, () => lib.decodeAsync(ctx, batch, opts));
+        const { value, ms } = await cancelFromMain(probe, byte, holdAt, () => lib.decodeAsync(ctx, batch, opts));
         latencies.push(ms);
         last = value;
         assert.equal(value.status, llamaCancel.CANCELLED, value.result.message);
@@ -72,9 +72,9 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
 
     // A byte set before the call: CANCELLED at once, memory untouched.
     lib.llama.llama_memory_clear(mem, true);
-    flag.set();
-    const pre = lib.decode(ctx, batch, { flag });
-    flag.clear();
+    byte.set();
+    const pre = lib.decode(ctx, batch, { byte });
+    byte.clear();
     assert.equal(pre.status, llamaCancel.CANCELLED);
     assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), -1);
 
@@ -82,21 +82,21 @@ test('decodes on a worker thread stop when the main thread stores the byte', asy
     lib.llama.llama_free(ctx);
     lib.llama.llama_model_free(model);
     probe.free();
-    flag.free();
+    byte.free();
 });
 
 test('a model load stopped by the byte returns no model and says so', () => {
     const lib = library();
-    const flag = new llamaCancel.Flag();
-    flag.set();
-    const r = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'), flag);
+    const byte = new llamaCancel.Byte();
+    byte.set();
+    const r = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'), byte);
     assert.equal(r.model, null);
     assert.equal(r.status, llamaCancel.CANCELLED);
     const missing = lib.modelLoad('/nonexistent/model.gguf', null);
     assert.equal(missing.model, null);
     assert.equal(missing.status, llamaCancel.ERROR);
     assert.ok(missing.message.length > 0);
-    flag.free();
+    byte.free();
 });
 
 test('a byte per sequence: a set one drops its sequence, one of a sequence without tokens changes nothing', () => {
@@ -107,10 +107,10 @@ test('a byte per sequence: a set one drops its sequence, one of a sequence witho
                                      n_threads_batch: 2, op_offload: false, offload_kqv: false });
     const mem = lib.llama.llama_get_memory(ctx);
     const { batch, tokens: native } = lib.tokensBatch(tokens(16)); // sequence 0
-    const set = new llamaCancel.Flag();
+    const set = new llamaCancel.Byte();
     set.set();
 
-    let r = lib.decode(ctx, batch, { seqFlags: [null, set] });
+    let r = lib.decode(ctx, batch, { seqBytes: [null, set] });
     assert.equal(r.status, llamaCancel.OK, r.result.message);
     assert.deepEqual(r.seqs.map((q) => q.cancelled), [0, 0], 'sequence 1 has no token in the batch');
     assert.ok(r.seqs[0].output >= 0);
@@ -118,7 +118,7 @@ test('a byte per sequence: a set one drops its sequence, one of a sequence witho
     assert.deepEqual(r.seqs.map((q) => q.n_committed), [16, 0]);
 
     lib.llama.llama_memory_clear(mem, true);
-    r = lib.decode(ctx, batch, { seqFlags: [set, null] });
+    r = lib.decode(ctx, batch, { seqBytes: [set, null] });
     assert.equal(r.status, llamaCancel.CANCELLED, 'its only sequence dropped: a cancel');
     assert.deepEqual(r.seqs.map((q) => q.cancelled), [1, 0]);
     assert.equal(r.result.n_seq_cancelled, 1);
@@ -134,7 +134,7 @@ test('a decode reports where its byte was read: every graph with a hook bound, t
     // result.reach: REACH.GRAPH when a llama-cancel eval callback ran in every graph (the hook: every
     // backend), REACH.CPU when the abort callback alone read the byte (a GPU's graph runs to its end).
     const lib = library();
-    const flag = new llamaCancel.Flag();
+    const byte = new llamaCancel.Byte();
     const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
     assert.equal(loadStatus, llamaCancel.OK, message);
     const reachOf = (hook) => {
@@ -143,7 +143,7 @@ test('a decode reports where its byte was read: every graph with a hook bound, t
         assert.ok(ctx, 'context created');
         const { batch, tokens: native } = lib.tokensBatch(tokens(32));
         try {
-            const r = lib.decode(ctx, batch, { flag, hook });
+            const r = lib.decode(ctx, batch, { byte, hook });
             assert.equal(r.status, llamaCancel.OK, r.result.message);
             assert.equal(r.result.n_committed, 32);
             return r.result.reach;
@@ -152,7 +152,7 @@ test('a decode reports where its byte was read: every graph with a hook bound, t
             lib.llama.llama_free(ctx);
         }
     };
-    const hook = lib.hook(flag);
+    const hook = lib.hook(byte);
     try {
         assert.equal(reachOf(hook), llamaCancel.REACH.GRAPH, 'a hook bound');
     } finally {
@@ -160,7 +160,7 @@ test('a decode reports where its byte was read: every graph with a hook bound, t
     }
     assert.equal(reachOf(null), llamaCancel.REACH.CPU, 'no eval callback');
     lib.llama.llama_model_free(model);
-    flag.free();
+    byte.free();
 });
 
 // An eval callback chained behind the hook that counts the scheduler's asks and, at ask `stopAt`,
@@ -169,13 +169,13 @@ test('a decode reports where its byte was read: every graph with a hook bound, t
 // so the decode runs on this thread, synchronously.
 const EvalCallback = koffi.proto('bool llama_cancel_test_eval_cb(void *t, bool ask, void *data)');
 class AskCounter {
-    constructor(flag) {
-        this.flag = flag;
+    constructor(byte) {
+        this.byte = byte;
         this.arm();
         this.address = koffi.register((t, ask) => {
             if (ask) return ++this.asks === this.stopAt;
             if (this.stopAt !== null && this.asks >= this.stopAt && this.storedAt === null) {
-                this.flag.set();
+                this.byte.set();
                 this.storedAt = this.asks;
             }
             return true;
@@ -205,13 +205,13 @@ test('a prefill stopped inside its third ubatch keeps two and resumes to bit-ide
     // fails here), and the rest decoded from there gives the last token's logits of a clean decode
     // on a fresh context, byte for byte.
     const lib = library();
-    const flag = new llamaCancel.Flag();
-    const counter = new AskCounter(flag);
+    const byte = new llamaCancel.Byte();
+    const counter = new AskCounter(byte);
     const { model, status: loadStatus, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
     assert.equal(loadStatus, llamaCancel.OK, message);
     const fields = { n_ctx: N_PREFILL, n_batch: N_PREFILL, n_ubatch: N_PREFILL_UBATCH, n_threads: 2, n_threads_batch: 2,
                      op_offload: false, offload_kqv: false };
-    const hook = lib.hook(flag, { chain: counter.address });
+    const hook = lib.hook(byte, { chain: counter.address });
     const ctx = lib.context(model, fields, hook);
     assert.ok(ctx, 'context created');
     const mem = lib.llama.llama_get_memory(ctx);
@@ -219,7 +219,7 @@ test('a prefill stopped inside its third ubatch keeps two and resumes to bit-ide
     const decode = (c, values, h) => {
         const { batch, tokens: native } = lib.tokensBatch(values);
         try {
-            return lib.decode(c, batch, { flag, hook: h, nSeq: 1 });
+            return lib.decode(c, batch, { byte, hook: h, nSeq: 1 });
         } finally {
             native.free();
         }
@@ -238,7 +238,7 @@ test('a prefill stopped inside its third ubatch keeps two and resumes to bit-ide
 
     // The byte clear on entry, stored at the middle of the third ubatch's graph.
     lib.llama.llama_memory_clear(mem, true);
-    flag.clear();
+    byte.clear();
     const stopAt = 2 * perUbatch + Math.floor(perUbatch / 2);
     counter.arm(stopAt);
     r = decode(ctx, toks, hook);
@@ -255,7 +255,7 @@ test('a prefill stopped inside its third ubatch keeps two and resumes to bit-ide
     assert.ok(counter.asks < 3 * perUbatch, 'the third graph was abandoned');
 
     // Resume from n_committed with the byte cleared.
-    flag.clear();
+    byte.clear();
     counter.arm();
     r = decode(ctx, toks.slice(n), hook);
     assert.equal(r.status, llamaCancel.OK, r.result.message);
@@ -278,5 +278,5 @@ test('a prefill stopped inside its third ubatch keeps two and resumes to bit-ide
     lib.c.llama_cancel_hook_free(hook);
     lib.llama.llama_model_free(model);
     counter.free();
-    flag.free();
+    byte.free();
 });

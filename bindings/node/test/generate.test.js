@@ -9,12 +9,12 @@ const N_PROMPT = 48, N_PREDICT = 8;
 
 test('the token loop stops between tokens and inside the prefill, and resumes', async () => {
     const lib = library();
-    const flag = new llamaCancel.Flag();
-    const graphProbe = new Probe(flag); // chained behind the hook: holds a prefill graph
-    const tokenProbe = new Probe(flag); // as on_token: holds the loop between tokens
+    const byte = new llamaCancel.Byte();
+    const graphProbe = new Probe(byte); // chained behind the hook: holds a prefill graph
+    const tokenProbe = new Probe(byte); // as on_token: holds the loop between tokens
     const { model, message } = lib.modelLoad(env('LLAMA_CANCEL_TINY_MODEL'));
     assert.ok(model, message);
-    const hook = lib.hook(flag, { chain: graphProbe.evalCallback, chainData: graphProbe.ptr });
+    const hook = lib.hook(byte, { chain: graphProbe.evalCallback, chainData: graphProbe.ptr });
     const ctx = lib.context(model, { n_ctx: 256, n_batch: 16, n_ubatch: 16, n_threads: 2, n_threads_batch: 2 }, hook);
     const mem = lib.llama.llama_get_memory(ctx);
     const prompt = tokens(N_PROMPT);
@@ -22,14 +22,14 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
 
     fresh();
     graphProbe.arm(0);
-    const ref = await bounded(lib.generateAsync(ctx, prompt, N_PREDICT, { flag, hook }), 'the reference run');
+    const ref = await bounded(lib.generateAsync(ctx, prompt, N_PREDICT, { byte, hook }), 'the reference run');
     assert.equal(ref.status, llamaCancel.OK, ref.result.message);
     assert.equal(ref.tokens.length, N_PREDICT);
 
     // Between tokens: the third sampled token waits for the store.
     fresh();
-    const between = await cancelFromMain(tokenProbe, flag, 3, () => lib.generateAsync(ctx, prompt, N_PREDICT,
-        { flag, hook, onToken: tokenProbe.onToken, onTokenData: tokenProbe.ptr }));
+    const between = await cancelFromMain(tokenProbe, byte, 3, () => lib.generateAsync(ctx, prompt, N_PREDICT,
+        { byte, hook, onToken: tokenProbe.onToken, onTokenData: tokenProbe.ptr }));
     const b = between.value;
     assert.equal(b.status, llamaCancel.CANCELLED, b.result.message);
     assert.equal(b.result.stop_reason, llamaCancel.STOP.CANCELLED);
@@ -41,11 +41,11 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
     // Inside the prefill: a graph node of the prompt waits for the store; then resume.
     fresh();
     graphProbe.arm(0);
-    lib.generate(ctx, prompt, 0, { flag, hook });
+    lib.generate(ctx, prompt, 0, { byte, hook });
     const nAsks = graphProbe.calls();
     fresh();
-    const prefill = await cancelFromMain(graphProbe, flag, Math.floor((nAsks * 6) / 10),
-        () => lib.generateAsync(ctx, prompt, N_PREDICT, { flag, hook }));
+    const prefill = await cancelFromMain(graphProbe, byte, Math.floor((nAsks * 6) / 10),
+        () => lib.generateAsync(ctx, prompt, N_PREDICT, { byte, hook }));
     const p = prefill.value;
     assert.equal(p.status, llamaCancel.CANCELLED, p.result.message);
     assert.deepEqual(p.tokens, []);
@@ -53,7 +53,7 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
     assert.equal(lib.llama.llama_memory_seq_pos_max(mem, 0), p.result.n_prompt_committed - 1);
     graphProbe.arm(0);
     const resumed = await bounded(lib.generateAsync(ctx, prompt.slice(p.result.n_prompt_committed), N_PREDICT,
-        { flag, hook }), 'the resumed run');
+        { byte, hook }), 'the resumed run');
     assert.equal(resumed.status, llamaCancel.OK, resumed.result.message);
     assert.deepEqual(resumed.tokens, ref.tokens, 'the resumed run generates what an uninterrupted one does');
 
@@ -62,5 +62,5 @@ test('the token loop stops between tokens and inside the prefill, and resumes', 
     lib.llama.llama_model_free(model);
     graphProbe.free();
     tokenProbe.free();
-    flag.free();
+    byte.free();
 });

@@ -30,7 +30,7 @@ function library() {
 // until the byte is set, so that a store from the main thread lands inside the call every time.
 // A JavaScript callback cannot play this part: it would have to run on koffi's worker thread.
 class Probe {
-    constructor(flag) {
+    constructor(byte) {
         this.so = koffi.load(env('LLAMA_CANCEL_PROBE'));
         const P = 'void *';
         this.fn = {};
@@ -41,7 +41,7 @@ class Probe {
             ['host_probe_off_thread', 'int64_t', [P]], ['host_probe_gettid', 'int64_t', []]]) {
             this.fn[name] = this.so.func(name, ret, args);
         }
-        this.ptr = this.fn.host_probe_new(flag.ptr);
+        this.ptr = this.fn.host_probe_new(byte.ptr);
         this.abortCallback = this.so.symbol('host_probe_abort_callback');
         this.evalCallback = this.so.symbol('host_probe_eval_callback');
         this.onToken = this.so.symbol('host_probe_on_token');
@@ -63,21 +63,21 @@ function withTimeout(promise, ms, what) {
 // Starts `start()` (an async call: it runs on a koffi worker thread), waits until the probe holds
 // it inside the computation, stores the byte from this (the main) thread, and awaits the result.
 // Returns { value, ms } with ms from the store to the result. waitMs bounds both waits.
-async function cancelFromMain(probe, flag, holdAt, start, waitMs = WAIT_MS) {
-    flag.clear();
+async function cancelFromMain(probe, byte, holdAt, start, waitMs = WAIT_MS) {
+    byte.clear();
     probe.arm(holdAt);
     let returned = 0n;
     const pending = start().then((v) => { returned = process.hrtime.bigint(); return v; });
     const started = probe.fn.host_probe_wait_started(probe.ptr, waitMs); // blocks this thread, bounded
     const stored = process.hrtime.bigint();
-    flag.set(); // the cancel: one byte store, from the main thread
+    byte.set(); // the cancel: one byte store, from the main thread
     const value = await withTimeout(pending, waitMs, 'the worker after the store');
     assert.ok(started, `the worker never reached call ${holdAt} (of ${probe.calls()})`);
     assert.equal(probe.fn.host_probe_timed_out(probe.ptr), 0, 'the probe saw the store');
     const worker = probe.fn.host_probe_decode_tid(probe.ptr);
     assert.notEqual(worker, probe.fn.host_probe_gettid(), 'the call ran on a worker, not the main thread');
     assert.equal(Number(probe.fn.host_probe_off_thread(probe.ptr)), 0, 'no callback ran off the worker');
-    flag.clear();
+    byte.clear();
     return { value, ms: Number(returned - stored) / 1e6 };
 }
 

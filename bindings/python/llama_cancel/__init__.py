@@ -3,9 +3,9 @@ byte. Pure ctypes, no compiled extension.
 
     import llama_cancel
     lc = llama_cancel.load()               # finds libllama-cancel, checks its version and layouts
-    flag = llama_cancel.Flag()             # the byte; the library only reads it
-    worker: lc.decode(ctx, batch, flag)    # ctypes releases the GIL for the call
-    any thread: flag.set()                 # the decode in flight returns CANCELLED
+    byte = llama_cancel.Byte()             # the byte; the library only reads it
+    worker: lc.decode(ctx, batch, byte)    # ctypes releases the GIL for the call
+    any thread: byte.set()                 # the decode in flight returns CANCELLED
 
 Every function of llama-cancel.h is available by its C name on the Library (lc.llama_cancel_decode,
 ...), with argument and result types declared; the llama.h and mtmd.h functions a host needs around
@@ -40,13 +40,13 @@ class AbiMismatch(RuntimeError):
     """The loaded library's version or struct layouts differ from those this module declares."""
 
 
-class Flag:
+class Byte:
     """The caller-owned byte. Any thread (or a signal handler) calls set(); the library only loads
-    it. Keep the Flag alive while any call or installed callback may read it."""
+    it. Keep the Byte alive while any call or installed callback may read it."""
 
     def __init__(self):
         self._byte = C.c_int8(0)
-        self.ptr = C.pointer(self._byte)  # what the params' `flag` fields take
+        self.ptr = C.pointer(self._byte)  # what the params' `byte` fields take
 
     def set(self):
         self._byte.value = 1
@@ -203,12 +203,12 @@ class Library:
             if reg and name not in keep:
                 self.ggml.ggml_backend_unload(reg)
 
-    def model_load(self, path, flag=None, params=None):
+    def model_load(self, path, byte=None, params=None):
         """llama_cancel_model_load: (model pointer or None, llama_cancel_load_result)."""
         result = llama_cancel_load_result()
         params = params if params is not None else self.llama.llama_model_default_params()
         model = self._c.llama_cancel_model_load(path.encode() if isinstance(path, str) else path, params,
-                                                flag.ptr if flag else None, C.byref(result))
+                                                byte.ptr if byte else None, C.byref(result))
         return model, result
 
     def context(self, model, hook=None, **fields):
@@ -221,34 +221,34 @@ class Library:
             raise ValueError("llama_cancel_hook_bind refused: cb_eval is already set (chain it through hook())")
         return self.llama.llama_init_from_model(model, cp)
 
-    def hook(self, flag=None, interval_ms=0.0, chain=None, chain_data=None):
+    def hook(self, byte=None, interval_ms=0.0, chain=None, chain_data=None):
         """llama_cancel_hook_init; `chain` is a native eval callback's address (native_address())."""
         p = self._c.llama_cancel_hook_default_params()
-        p.flag = flag.ptr if flag else None
+        p.byte = byte.ptr if byte else None
         p.interval_ms = interval_ms
         p.chain, p.chain_data = chain, chain_data
         return self._c.llama_cancel_hook_init(C.byref(p))
 
-    def decode(self, ctx, batch, flag=None, hook=None, abort_callback=None, abort_callback_data=None,
-               n_seq=0, max_stop_ms=0.0, seq_flags=None, seqs=None):
+    def decode(self, ctx, batch, byte=None, hook=None, abort_callback=None, abort_callback_data=None,
+               n_seq=0, max_stop_ms=0.0, seq_bytes=None, seqs=None):
         """llama_cancel_decode: (status, llama_cancel_decode_result, list of llama_cancel_seq_result).
         result.reach (REACH_GRAPH, REACH_CPU, REACH_CALLS) says where the byte was read: REACH_CPU on a
         context with layers off the CPU means a stop there waited for whole graphs (bind a hook:
-        context(model, hook=hook(flag))). seq_flags: a Flag (or None) per sequence; setting one drops
-        that sequence alone. The per-sequence results have len(seq_flags) entries, else n_seq (0:
-        none). `seqs`: an array of llama_cancel_seq_result of that length (or any, without seq_flags
+        context(model, hook=hook(byte))). seq_bytes: a Byte (or None) per sequence; setting one drops
+        that sequence alone. The per-sequence results have len(seq_bytes) entries, else n_seq (0:
+        none). `seqs`: an array of llama_cancel_seq_result of that length (or any, without seq_bytes
         and n_seq) to write into instead, for a thread that polls seqs[s].cancelled while the call runs."""
         p = self._c.llama_cancel_decode_default_params()
-        p.flag = flag.ptr if flag else None
+        p.byte = byte.ptr if byte else None
         p.hook = hook
         p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
         p.max_stop_ms = max_stop_ms
-        if seqs is not None and seq_flags is None and n_seq == 0:
+        if seqs is not None and seq_bytes is None and n_seq == 0:
             n_seq = len(seqs)
-        if seq_flags is not None:
-            n_seq = len(seq_flags)
-            flags = (C.POINTER(C.c_int8) * n_seq)(*[f.ptr if f else None for f in seq_flags])
-            p.seq_flags = C.cast(flags, C.POINTER(C.POINTER(C.c_int8)))
+        if seq_bytes is not None:
+            n_seq = len(seq_bytes)
+            flags = (C.POINTER(C.c_int8) * n_seq)(*[f.ptr if f else None for f in seq_bytes])
+            p.seq_bytes = C.cast(flags, C.POINTER(C.POINTER(C.c_int8)))
         p.n_seq = n_seq
         if seqs is None and n_seq > 0:
             # Impossible values, so that a field the library failed to write cannot pass for an answer.
@@ -259,24 +259,24 @@ class Library:
         status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), seqs)
         return status, result, list(seqs) if seqs is not None else []
 
-    def decode_seqs(self, ctx, batch, seq_flags, **kw):
-        """decode() with a byte per sequence: seq_flags[s] is sequence s's Flag (or None). The same
+    def decode_seqs(self, ctx, batch, seq_bytes, **kw):
+        """decode() with a byte per sequence: seq_bytes[s] is sequence s's Byte (or None). The same
         (status, result, seqs); seqs[s].n_committed, .output (llama_get_logits_ith index of its last
         output, -1: none or dropped) and .cancelled (1 once dropped)."""
-        return self.decode(ctx, batch, seq_flags=seq_flags, **kw)
+        return self.decode(ctx, batch, seq_bytes=seq_bytes, **kw)
 
-    def _generate_params(self, n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch):
+    def _generate_params(self, n_predict, byte, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch):
         p = self._c.llama_cancel_generate_default_params()
-        p.flag = flag.ptr if flag else None
+        p.byte = byte.ptr if byte else None
         p.n_predict, p.seq_id, p.sampler, p.hook, p.max_stop_ms = n_predict, seq_id, sampler, hook, max_stop_ms
         p.on_token, p.on_token_data, p.n_batch = on_token, on_token_data, n_batch
         return p
 
-    def generate(self, ctx, prompt, n_predict, flag=None, hook=None, seq_id=0, sampler=None,
+    def generate(self, ctx, prompt, n_predict, byte=None, hook=None, seq_id=0, sampler=None,
                  on_token=None, on_token_data=None, max_stop_ms=0.0, n_batch=0):
         """llama_cancel_generate: (status, llama_cancel_generate_result, generated tokens). n_batch:
         prompt tokens per decode (0: the context's)."""
-        p = self._generate_params(n_predict, flag, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
+        p = self._generate_params(n_predict, byte, hook, seq_id, sampler, on_token, on_token_data, max_stop_ms, n_batch)
         tokens = (C.c_int32 * max(len(prompt), 1))(*prompt)
         out = (C.c_int32 * max(n_predict, 1))()
         result = llama_cancel_generate_result()
@@ -305,13 +305,13 @@ class Library:
 
     # --- multimodal (llama_cancel_has_mtmd()) ---
 
-    def mtmd_init(self, mmproj_path, model, mtmd_hook=None, n_threads=0, use_gpu=False, flag=None):
+    def mtmd_init(self, mmproj_path, model, mtmd_hook=None, n_threads=0, use_gpu=False, byte=None):
         """llama_cancel_mtmd_init_from_file: (mtmd context or None, llama_cancel_load_result).
         mtmd_hook: the hook that becomes the context's cb_eval (its encodes', or for text-to-speech its
         GEN_CODE and GEN_WAV graphs'); pass the same as mtmd_hook= to the calls on that context."""
         result = llama_cancel_load_result()
         mctx = self._c.llama_cancel_mtmd_init_from_file(mmproj_path.encode(), model, mtmd_hook, n_threads,
-                                                        use_gpu, flag.ptr if flag else None, C.byref(result))
+                                                        use_gpu, byte.ptr if byte else None, C.byref(result))
         return mctx, result
 
     def mtmd_tokenize(self, mctx, text, bitmaps):
@@ -326,32 +326,32 @@ class Library:
             raise ValueError(f"mtmd_tokenize returned {ret}")
         return chunks
 
-    def _mtmd_params(self, flag, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_flags, options, logits_last):
+    def _mtmd_params(self, byte, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_bytes, options, logits_last):
         p = self._c.llama_cancel_mtmd_default_params()
-        p.flag = flag.ptr if flag else None
+        p.byte = byte.ptr if byte else None
         p.hook, p.mtmd_hook, p.seq_id, p.n_batch, p.max_stop_ms = hook, mtmd_hook, seq_id, n_batch, max_stop_ms
         p.options, p.logits_last = options, 1 if logits_last else 0
-        if seq_flags is not None:
-            flags = (C.POINTER(C.c_int8) * len(seq_flags))(*[f.ptr if f else None for f in seq_flags])
-            p.seq_flags, p.n_seq = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), len(seq_flags)
+        if seq_bytes is not None:
+            flags = (C.POINTER(C.c_int8) * len(seq_bytes))(*[f.ptr if f else None for f in seq_bytes])
+            p.seq_bytes, p.n_seq = C.cast(flags, C.POINTER(C.POINTER(C.c_int8))), len(seq_bytes)
             p._keep = flags  # alive as long as the params
         return p
 
-    def mtmd_eval_chunks(self, mctx, lctx, chunks, first_chunk=0, n_past=0, flag=None, hook=None, mtmd_hook=None,
-                         seq_id=0, n_batch=0, max_stop_ms=0.0, seq_flags=None, options=0, logits_last=True):
+    def mtmd_eval_chunks(self, mctx, lctx, chunks, first_chunk=0, n_past=0, byte=None, hook=None, mtmd_hook=None,
+                         seq_id=0, n_batch=0, max_stop_ms=0.0, seq_bytes=None, options=0, logits_last=True):
         """llama_cancel_mtmd_eval_chunks: (status, llama_cancel_mtmd_result). hook / mtmd_hook: the
         hooks bound to lctx and mctx (None: found). CANCELLED or ERROR: resume with
-        first_chunk=result.n_chunks_done, n_past=result.n_past (and the same options). seq_flags: a
-        Flag (or None) per sequence, as in decode(); seq_id's stops the evaluation. options: 0 or
+        first_chunk=result.n_chunks_done, n_past=result.n_past (and the same options). seq_bytes: a
+        Byte (or None) per sequence, as in decode(); seq_id's stops the evaluation. options: 0 or
         MTMD_BATCH_ENCODE. logits_last: the last chunk's last token gets logits, from which
         generate(lctx, [], n_predict) goes on (generate_mtmd() does both)."""
-        p = self._mtmd_params(flag, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_flags, options, logits_last)
+        p = self._mtmd_params(byte, hook, mtmd_hook, seq_id, n_batch, max_stop_ms, seq_bytes, options, logits_last)
         result = llama_cancel_mtmd_result()
         status = self._c.llama_cancel_mtmd_eval_chunks(mctx, lctx, chunks, first_chunk, n_past, C.byref(p),
                                                        C.byref(result))
         return status, result
 
-    def generate_mtmd(self, mctx, lctx, chunks, n_predict, first_chunk=0, n_past=0, flag=None, hook=None,
+    def generate_mtmd(self, mctx, lctx, chunks, n_predict, first_chunk=0, n_past=0, byte=None, hook=None,
                       mtmd_hook=None, seq_id=0, sampler=None, on_token=None, on_token_data=None, max_stop_ms=0.0,
                       n_batch=0, options=0):
         """A multimodal generation, as 2.0 makes it: mtmd_eval_chunks() of chunks[first_chunk:] from
@@ -362,11 +362,11 @@ class Library:
         evaluation's: call again with first_chunk=prompt.n_chunks_done, n_past=prompt.n_past and the
         same options). A token loop that stopped resumes as generate()'s does (its unfinished
         tokens as the prompt), not through this."""
-        status, prompt = self.mtmd_eval_chunks(mctx, lctx, chunks, first_chunk, n_past, flag, hook, mtmd_hook,
+        status, prompt = self.mtmd_eval_chunks(mctx, lctx, chunks, first_chunk, n_past, byte, hook, mtmd_hook,
                                                seq_id, n_batch, max_stop_ms, options=options)
         if status != OK:
             return status, prompt, None, []
-        status, result, tokens = self.generate(lctx, [], n_predict, flag, hook, seq_id, sampler, on_token,
+        status, result, tokens = self.generate(lctx, [], n_predict, byte, hook, seq_id, sampler, on_token,
                                                on_token_data, max_stop_ms, n_batch)
         return status, prompt, result, tokens
 
@@ -397,23 +397,23 @@ class Library:
         ptr = self._c.llama_cancel_tts_init(lctx, mctx, C.byref(p), C.byref(result))
         return (Tts(self, ptr, keep, result) if ptr else None), result
 
-    def tts_run_params(self, flag=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
+    def tts_run_params(self, byte=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
                        on_frame_data=None):
         """A llama_cancel_tts_run_params; hook / mtmd_hook: the hooks bound to lctx and mctx (None:
         found); on_frame: a native callback's address (native_address()), or None. Tts.generate()
         also takes a Python callable."""
         rp = self._c.llama_cancel_tts_run_default_params()
-        rp.flag = flag.ptr if flag else None
+        rp.byte = byte.ptr if byte else None
         rp.hook, rp.mtmd_hook, rp.n_frames, rp.max_stop_ms = hook, mtmd_hook, n_frames, max_stop_ms
         rp.on_frame, rp.on_frame_data = on_frame, on_frame_data
         return rp
 
-    def gen_audio_process(self, mctx, inp, out, flag=None, mtmd_hook=None):
-        """llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under `flag`: (status,
+    def gen_audio_process(self, mctx, inp, out, byte=None, mtmd_hook=None):
+        """llama_cancel_mtmd_gen_audio_process(mctx, inp, out) under `byte`: (status,
         llama_cancel_gen_audio_result: status, step, message). inp: an mtmd.mtmd_gen_inp
         (lc.mtmd.mtmd_gen_inp_default(mctx)), out: an mtmd.mtmd_gen_out, filled on OK (owned by mctx
         until its next call) and zeroed on CANCELLED; mtmd_hook: the hook bound to mctx (None: found)."""
-        p = llama_cancel_gen_audio_params(flag.ptr if flag else None, mtmd_hook)
+        p = llama_cancel_gen_audio_params(byte.ptr if byte else None, mtmd_hook)
         result = llama_cancel_gen_audio_result()
         status = self._c.llama_cancel_mtmd_gen_audio_process(mctx, C.byref(inp) if inp is not None else None,
                                                              C.byref(out) if out is not None else None, C.byref(p),

@@ -43,7 +43,7 @@ token_callback_t = C.CFUNCTYPE(C.c_bool, llama_token, C.c_void_p)
 # bool (*)(int32_t n_frames, int64_t n_samples, void *): llama_cancel_tts_frame_callback
 tts_frame_callback_t = C.CFUNCTYPE(C.c_bool, C.c_int32, C.c_int64, C.c_void_p)
 
-_flag = C.POINTER(C.c_int8)
+_byte = C.POINTER(C.c_int8)
 
 # The ctypes type of each field kind of _layouts.py (generated from the header by
 # scripts/gen_layouts.py; "char[N]" is a char array). Pointer fields the module passes through are
@@ -54,8 +54,8 @@ _CTYPES = {
     "i32": C.c_int32, "u32": C.c_uint32, "i64": C.c_int64, "u64": C.c_uint64,
     "f32": C.c_float, "f64": C.c_double, "bool": C.c_bool,
     "ptr": C.c_void_p, "str": C.c_char_p,
-    "byte": _flag,               # const int8_t *: a Flag's .ptr
-    "bytes": C.POINTER(_flag),   # const int8_t * const *: an array of them (seq_flags)
+    "byte": _byte,               # const int8_t *: a Byte's .ptr
+    "bytes": C.POINTER(_byte),   # const int8_t * const *: an array of them (seq_bytes)
 }
 
 
@@ -114,7 +114,7 @@ def prototypes(llama):
         "llama_cancel_hook_free": (V, [P]),
         "llama_cancel_hook_bind": (B, [P, C.POINTER(llama.llama_context_params)]),
         "llama_cancel_hook_eval_callback": (B, [P, B, P]),
-        "llama_cancel_hook_set_flag": (V, [P, _flag]),
+        "llama_cancel_hook_set_byte": (V, [P, _byte]),
         "llama_cancel_hook_stopped": (B, [P]),
         "llama_cancel_hook_reset": (V, [P]),
         "llama_cancel_hook_get_stats": (llama_cancel_hook_stats, [P]),
@@ -128,9 +128,9 @@ def prototypes(llama):
         "llama_cancel_generate": (I32, [P, C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_params),
                                         C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
         "llama_cancel_stop_reason_str": (C.c_char_p, [I32]),
-        "llama_cancel_model_load": (P, [C.c_char_p, llama.llama_model_params, _flag,
+        "llama_cancel_model_load": (P, [C.c_char_p, llama.llama_model_params, _byte,
                                         C.POINTER(llama_cancel_load_result)]),
-        "llama_cancel_mtmd_init_from_file": (P, [C.c_char_p, P, P, I32, B, _flag, C.POINTER(llama_cancel_load_result)]),
+        "llama_cancel_mtmd_init_from_file": (P, [C.c_char_p, P, P, I32, B, _byte, C.POINTER(llama_cancel_load_result)]),
         "llama_cancel_mtmd_default_params": (llama_cancel_mtmd_params, []),
         "llama_cancel_mtmd_eval_chunks": (I32, [P, P, P, I32, llama_pos, C.POINTER(llama_cancel_mtmd_params),
                                                 C.POINTER(llama_cancel_mtmd_result)]),

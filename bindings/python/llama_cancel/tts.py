@@ -1,10 +1,10 @@
 """Text-to-speech (llama_cancel_tts_*): a generation as an object.
 
     tts, r = lc.tts(lctx, mctx, "Hello world.", seed=42)   # None and r.message when refused
-    worker = tts.start(flag, hook=dec, mtmd_hook=gen)       # generate on a threading.Thread
-    flag.set()                                              # any thread: CANCELLED at the last committed step
+    worker = tts.start(byte, hook=dec, mtmd_hook=gen)       # generate on a threading.Thread
+    byte.set()                                              # any thread: CANCELLED at the last committed step
     status, r = worker.wait(20)                             # r.step: where it stopped
-    flag.clear(); status, r = tts.generate(flag)            # resumes: the uninterrupted run's PCM (CPU)
+    byte.clear(); status, r = tts.generate(byte)            # resumes: the uninterrupted run's PCM (CPU)
     samples = tts.pcm()                                     # array('f'), mono at r.sample_rate
 
 One call at a time: generate, flush, pcm and state refuse (RuntimeError) while a call of the same
@@ -63,7 +63,7 @@ class Tts:
 
     # --- the calls ---
 
-    def _call(self, fn, flag, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data):
+    def _call(self, fn, byte, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data):
         callback, raised = None, []
         if callable(on_frame):
             user = on_frame
@@ -76,7 +76,7 @@ class Tts:
                     return False
             callback = abi.tts_frame_callback_t(trampoline)
             on_frame = C.cast(callback, C.c_void_p).value
-        rp = self._lib.tts_run_params(flag, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data)
+        rp = self._lib.tts_run_params(byte, hook, mtmd_hook, n_frames, max_stop_ms, on_frame, on_frame_data)
         result = abi.llama_cancel_tts_result()
         self._enter()
         try:
@@ -89,7 +89,7 @@ class Tts:
             raise raised[0]
         return status, result
 
-    def generate(self, flag=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
+    def generate(self, byte=None, hook=None, mtmd_hook=None, n_frames=0, max_stop_ms=0.0, on_frame=None,
                  on_frame_data=None):
         """llama_cancel_tts_generate: (status, llama_cancel_tts_result). Runs the generation on from
         where it is, n_frames frames more (0: to its end). OK: done (result.finished 1 at the end,
@@ -99,18 +99,18 @@ class Tts:
         f(n_frames, n_samples) -> bool, called on the generating thread after each committed frame
         (between the steps, never inside a graph; false stops: CANCELLED, step BETWEEN; an
         exception stops too and is raised here), or a native callback's address with on_frame_data."""
-        return self._call(self._lib._c.llama_cancel_tts_generate, flag, hook, mtmd_hook, n_frames, max_stop_ms,
+        return self._call(self._lib._c.llama_cancel_tts_generate, byte, hook, mtmd_hook, n_frames, max_stop_ms,
                           on_frame, on_frame_data)
 
-    def flush(self, flag=None, hook=None, mtmd_hook=None):
+    def flush(self, byte=None, hook=None, mtmd_hook=None):
         """llama_cancel_tts_flush: GEN_WAV of the frames not yet in the PCM, now, for a host that ends
         a stopped generation and wants all its audio; the generation is then finished. (status, result)."""
-        return self._call(self._lib._c.llama_cancel_tts_flush, flag, hook, mtmd_hook, 0, 0.0, None, None)
+        return self._call(self._lib._c.llama_cancel_tts_flush, byte, hook, mtmd_hook, 0, 0.0, None, None)
 
-    def start(self, flag=None, **run):
-        """generate(flag, **run) on a new threading.Thread (a daemon), started: a TtsWorker, whose
+    def start(self, byte=None, **run):
+        """generate(byte, **run) on a new threading.Thread (a daemon), started: a TtsWorker, whose
         wait(timeout) gives (status, result). The thread owns lctx and mctx until it ends."""
-        worker = TtsWorker(self, flag, run)
+        worker = TtsWorker(self, byte, run)
         worker.start()
         return worker
 
@@ -150,14 +150,14 @@ class Tts:
 class TtsWorker(threading.Thread):
     """Tts.generate on its own thread (Tts.start()). The main thread stores the byte meanwhile."""
 
-    def __init__(self, tts, flag, run):
+    def __init__(self, tts, byte, run):
         super().__init__(name="llama-cancel-tts", daemon=True)  # a stuck call does not hold the process
-        self.tts, self.flag, self.run_params = tts, flag, run
+        self.tts, self.byte, self.run_params = tts, byte, run
         self.value, self.error = None, None
 
     def run(self):
         try:
-            self.value = self.tts.generate(self.flag, **self.run_params)
+            self.value = self.tts.generate(self.byte, **self.run_params)
         except BaseException as e:  # raised again by wait()
             self.error = e
 

@@ -39,7 +39,7 @@ class Probe:
     call `hold_at` until the host's byte is set, so that a store from this thread lands inside the
     decode every time. Its functions, not its layout, are what Python sees."""
 
-    def __init__(self, flag):
+    def __init__(self, byte):
         self.so = C.CDLL(env("LLAMA_CANCEL_PROBE"))
         P, I32, I64 = C.c_void_p, C.c_int32, C.c_int64
         for name, res, args in (("host_probe_new", P, [P]), ("host_probe_free", None, [P]),
@@ -49,7 +49,7 @@ class Probe:
                                 ("host_probe_gettid", I64, [])):
             fn = getattr(self.so, name)
             fn.restype, fn.argtypes = res, args
-        self.ptr = self.so.host_probe_new(flag.address)
+        self.ptr = self.so.host_probe_new(byte.address)
         self.abort_callback = llama_cancel.native_address(self.so.host_probe_abort_callback)
         self.eval_callback = llama_cancel.native_address(self.so.host_probe_eval_callback)
         self.on_token = llama_cancel.native_address(self.so.host_probe_on_token)
@@ -68,8 +68,8 @@ class CrossThreadCancel:
     """Runs `call` on a worker thread, waits until the probe holds it inside the computation,
     stores the byte from this (the main) thread and waits for the worker. Records what happened."""
 
-    def __init__(self, probe, flag):
-        self.probe, self.flag = probe, flag
+    def __init__(self, probe, byte):
+        self.probe, self.byte = probe, byte
 
     def run(self, testcase, call, hold_at):
         out = {}
@@ -82,7 +82,7 @@ class CrossThreadCancel:
                 out["error"] = e
             out["returned"] = time.perf_counter()
 
-        self.flag.clear()
+        self.byte.clear()
         self.probe.arm(hold_at)
         # A daemon: should the call never return, the test fails after WAIT_MS and the process
         # still exits instead of waiting for the worker.
@@ -90,7 +90,7 @@ class CrossThreadCancel:
         t.start()
         started = self.probe.so.host_probe_wait_started(self.probe.ptr, WAIT_MS)
         stored = time.perf_counter()
-        self.flag.set()  # the cancel: one byte store, from the main thread
+        self.byte.set()  # the cancel: one byte store, from the main thread
         t.join(WAIT_MS / 1000)
         testcase.assertTrue(started, f"the worker never reached call {hold_at} (of {self.probe.calls()})")
         testcase.assertFalse(t.is_alive(), "the worker did not return after the store")
@@ -101,7 +101,7 @@ class CrossThreadCancel:
         testcase.assertEqual(so.host_probe_decode_tid(ptr), out["tid"], "callbacks ran on the worker thread")
         testcase.assertNotEqual(out["tid"], so.host_probe_gettid(), "the store came from another thread")
         testcase.assertEqual(so.host_probe_off_thread(ptr), 0, "no callback ran off the worker thread")
-        self.flag.clear()
+        self.byte.clear()
         return out["value"], (out["returned"] - stored) * 1e3
 
 

@@ -24,8 +24,8 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         cls.ctx = lib.context(cls.model, n_ctx=512, n_batch=N_TOKENS, n_ubatch=N_UBATCH, n_threads=2,
                               n_threads_batch=2, op_offload=False, offload_kqv=False)
         cls.mem = lib.llama.llama_get_memory(cls.ctx)
-        cls.flag = llama_cancel.Flag()
-        cls.probe = host.Probe(cls.flag)
+        cls.byte = llama_cancel.Byte()
+        cls.probe = host.Probe(cls.byte)
 
     @classmethod
     def tearDownClass(cls):
@@ -34,11 +34,11 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         cls.lib.llama.llama_model_free(cls.model)
 
     def setUp(self):
-        self.flag.clear()  # whatever a failed test left
+        self.byte.clear()  # whatever a failed test left
 
     def decode(self, toks):
         batch, keep = self.lib.tokens_batch(toks)
-        return self.lib.decode(self.ctx, batch, self.flag, abort_callback=self.probe.abort_callback,
+        return self.lib.decode(self.ctx, batch, self.byte, abort_callback=self.probe.abort_callback,
                                abort_callback_data=self.probe.ptr, n_seq=1)
 
     def fresh(self):
@@ -58,7 +58,7 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         n_calls = self.probe.calls() // 3  # three clean decodes since armed
         self.assertGreater(n_calls, 0)
 
-        cancel = host.CrossThreadCancel(self.probe, self.flag)
+        cancel = host.CrossThreadCancel(self.probe, self.byte)
         latencies = []
         for i in range(RUNS):
             self.fresh()
@@ -89,17 +89,17 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
 
     def test_byte_set_before_the_call(self):
         self.fresh()
-        self.flag.set()
+        self.byte.set()
         batch, keep = self.lib.tokens_batch(host.tokens(8))
-        status, result, _ = self.lib.decode(self.ctx, batch, self.flag)
-        self.flag.clear()
+        status, result, _ = self.lib.decode(self.ctx, batch, self.byte)
+        self.byte.clear()
         self.assertEqual(status, llama_cancel.CANCELLED)
         self.assertEqual(result.n_committed, 0)
         self.assertEqual(self.lib.llama.llama_memory_seq_pos_max(self.mem, 0), -1)
 
     def test_errors_say_why(self):
         batch, keep = self.lib.tokens_batch([1])
-        status, result, _ = self.lib.decode(None, batch, self.flag)
+        status, result, _ = self.lib.decode(None, batch, self.byte)
         self.assertEqual(status, llama_cancel.ERROR)
         self.assertIn(b"NULL", result.message)
 
@@ -114,7 +114,7 @@ class DecodeReportsItsReach(unittest.TestCase):
         cls.lib = lib = host.lib()
         cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
         assert cls.model, res.message
-        cls.flag = llama_cancel.Flag()
+        cls.byte = llama_cancel.Byte()
 
     @classmethod
     def tearDownClass(cls):
@@ -127,7 +127,7 @@ class DecodeReportsItsReach(unittest.TestCase):
         self.assertTrue(ctx, "context created")
         try:
             batch, keep = self.lib.tokens_batch(host.tokens(32))
-            status, result, _ = self.lib.decode(ctx, batch, self.flag, hook=hook)
+            status, result, _ = self.lib.decode(ctx, batch, self.byte, hook=hook)
             self.assertEqual(status, llama_cancel.OK, result.message)
             self.assertEqual(result.n_committed, 32)
             return result.reach
@@ -135,7 +135,7 @@ class DecodeReportsItsReach(unittest.TestCase):
             self.lib.llama.llama_free(ctx)
 
     def test_a_bound_hook_reaches_every_graph(self):
-        hook = self.lib.hook(self.flag)
+        hook = self.lib.hook(self.byte)
         try:
             reach = self.reach(hook)
         finally:
@@ -155,8 +155,8 @@ class AskCounter:
     the store comes from inside the computation, at a node chosen by count. A ctypes callback, so
     it runs in the interpreter on the decoding thread: this decodes on the test's own thread."""
 
-    def __init__(self, flag):
-        self.flag, self.asks, self.stop_at, self.stored_at = flag, 0, None, None
+    def __init__(self, byte):
+        self.byte, self.asks, self.stop_at, self.stored_at = byte, 0, None, None
         self.fn = llama_cancel.abi.eval_callback_t(self._callback)  # kept alive as long as the hook
         self.address = llama_cancel.native_address(self.fn)
 
@@ -168,7 +168,7 @@ class AskCounter:
             self.asks += 1
             return self.asks == self.stop_at
         if self.stop_at is not None and self.asks >= self.stop_at and self.stored_at is None:
-            self.flag.set()
+            self.byte.set()
             self.stored_at = self.asks
         return True
 
@@ -184,9 +184,9 @@ class DecodeStoppedInsideThePrefill(unittest.TestCase):
         cls.lib = lib = host.lib()
         cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
         assert cls.model, res.message
-        cls.flag = llama_cancel.Flag()
-        cls.counter = AskCounter(cls.flag)
-        cls.hook = lib.hook(cls.flag, chain=cls.counter.address)
+        cls.byte = llama_cancel.Byte()
+        cls.counter = AskCounter(cls.byte)
+        cls.hook = lib.hook(cls.byte, chain=cls.counter.address)
         cls.ctx = cls.context(hook=cls.hook)
         cls.mem = lib.llama.llama_get_memory(cls.ctx)
 
@@ -205,7 +205,7 @@ class DecodeStoppedInsideThePrefill(unittest.TestCase):
 
     def decode(self, ctx, toks, hook=None):
         batch, keep = self.lib.tokens_batch(toks)
-        return self.lib.decode(ctx, batch, self.flag, hook=hook, n_seq=1)
+        return self.lib.decode(ctx, batch, self.byte, hook=hook, n_seq=1)
 
     def last_logits_bytes(self, ctx, result, i):
         """The raw bytes of batch index i's logits (llama_cancel_get_logits_ith), for a bitwise compare."""
@@ -229,7 +229,7 @@ class DecodeStoppedInsideThePrefill(unittest.TestCase):
 
         # The byte clear on entry, stored at the middle of the third ubatch's graph.
         self.lib.llama.llama_memory_clear(self.mem, True)
-        self.flag.clear()
+        self.byte.clear()
         self.counter.arm(stop_at=2 * per_ubatch + per_ubatch // 2)
         status, result, seqs = self.decode(self.ctx, toks, self.hook)
         self.assertEqual(self.counter.stored_at, 2 * per_ubatch + per_ubatch // 2, "stored inside the third ubatch")
@@ -245,7 +245,7 @@ class DecodeStoppedInsideThePrefill(unittest.TestCase):
         self.assertLess(self.counter.asks, 3 * per_ubatch, "the third graph was abandoned")
 
         # Resume from n_committed with the byte cleared.
-        self.flag.clear()
+        self.byte.clear()
         self.counter.arm()
         status, result, _ = self.decode(self.ctx, toks[n:], self.hook)
         self.assertEqual(status, llama_cancel.OK, result.message)

@@ -15,11 +15,11 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
         cls.lib = lib = host.lib()
         cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
         assert cls.model, res.message
-        cls.flag = llama_cancel.Flag()
+        cls.byte = llama_cancel.Byte()
         # One probe chained behind the hook holds a prefill graph; another, as on_token, the loop.
-        cls.probe = host.Probe(cls.flag)
-        cls.token_probe = host.Probe(cls.flag)
-        cls.hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.probe = host.Probe(cls.byte)
+        cls.token_probe = host.Probe(cls.byte)
+        cls.hook = lib.hook(cls.byte, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
         cls.ctx = lib.context(cls.model, hook=cls.hook, n_ctx=256, n_batch=16, n_ubatch=16, n_threads=2,
                               n_threads_batch=2)
         cls.mem = lib.llama.llama_get_memory(cls.ctx)
@@ -37,7 +37,7 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
         self.lib.llama.llama_memory_clear(self.mem, True)
 
     def generate(self, prompt, n_predict, **kw):
-        return self.lib.generate(self.ctx, prompt, n_predict, self.flag, hook=self.hook, **kw)
+        return self.lib.generate(self.ctx, prompt, n_predict, self.byte, hook=self.hook, **kw)
 
     def reference(self):
         self.fresh()
@@ -57,7 +57,7 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
     def test_stop_between_tokens(self):
         ref = self.reference()
         self.fresh()
-        cancel = host.CrossThreadCancel(self.token_probe, self.flag)
+        cancel = host.CrossThreadCancel(self.token_probe, self.byte)
         (status, result, out), ms = cancel.run(
             self, lambda: self.generate(self.prompt, N_PREDICT, on_token=self.token_probe.on_token,
                                         on_token_data=self.token_probe.ptr), 3)
@@ -77,7 +77,7 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
         self.generate(self.prompt, 0)
         n_asks = self.probe.calls()
         self.fresh()
-        cancel = host.CrossThreadCancel(self.probe, self.flag)
+        cancel = host.CrossThreadCancel(self.probe, self.byte)
         (status, result, out), ms = cancel.run(self, lambda: self.generate(self.prompt, N_PREDICT), n_asks * 6 // 10)
         self.assertEqual(status, llama_cancel.CANCELLED, result.message)
         self.assertEqual(out, [])

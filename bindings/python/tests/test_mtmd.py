@@ -52,9 +52,9 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         assert cls.model, res.message
         cls.ctx = lib.context(cls.model, n_ctx=512, n_batch=64, n_ubatch=64, n_threads=2, n_threads_batch=2)
         cls.mem = lib.llama.llama_get_memory(cls.ctx)
-        cls.flag = llama_cancel.Flag()
-        cls.probe = host.Probe(cls.flag)
-        cls.mtmd_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.byte = llama_cancel.Byte()
+        cls.probe = host.Probe(cls.byte)
+        cls.mtmd_hook = lib.hook(cls.byte, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
         cls.mctx, res = lib.mtmd_init(host.env("LLAMA_CANCEL_VISION_MMPROJ"), cls.model, cls.mtmd_hook, n_threads=2)
         assert cls.mctx, res.message
         pixels = (C.c_ubyte * (64 * 64 * 3))(*[(i * 37) % 251 for i in range(64 * 64 * 3)])
@@ -75,7 +75,7 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         cls.probe.close()
 
     def evaluate(self, first_chunk=0, n_past=0, **kw):
-        return self.lib.mtmd_eval_chunks(self.mctx, self.ctx, self.chunks, first_chunk, n_past, self.flag,
+        return self.lib.mtmd_eval_chunks(self.mctx, self.ctx, self.chunks, first_chunk, n_past, self.byte,
                                          mtmd_hook=self.mtmd_hook, n_batch=32, **kw)
 
     def test_stop_inside_the_encode_and_resume(self):
@@ -92,7 +92,7 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
         n_asks = self.probe.calls() // 2  # the image chunk's encode, twice
 
         self.lib.llama.llama_memory_clear(self.mem, True)
-        cancel = host.CrossThreadCancel(self.probe, self.flag)
+        cancel = host.CrossThreadCancel(self.probe, self.byte)
         (status, result), ms = cancel.run(self, self.evaluate, n_asks // 2)
         self.assertEqual(status, llama_cancel.CANCELLED, result.message)
         self.assertGreater(result.n_chunks_done, 0, "the text before the image is in memory")
@@ -107,12 +107,12 @@ class MtmdCancelledFromMainThread(unittest.TestCase):
 
         # The token loop after the chunks, from their last logits: the resumed evaluation's, and a
         # stop-free generate_mtmd's from the start (the same two calls) generate the same tokens.
-        status, after, tokens = self.lib.generate(self.ctx, [], 4, self.flag)
+        status, after, tokens = self.lib.generate(self.ctx, [], 4, self.byte)
         self.assertEqual(status, llama_cancel.OK, after.message)
         self.assertEqual((after.n_prompt_committed, after.n_past), (0, resumed.n_past + after.n_generated_committed))
         self.assertGreater(after.n_generated, 0)
         self.lib.llama.llama_memory_clear(self.mem, True)
-        status, prompt, gen, out = self.lib.generate_mtmd(self.mctx, self.ctx, self.chunks, 4, flag=self.flag,
+        status, prompt, gen, out = self.lib.generate_mtmd(self.mctx, self.ctx, self.chunks, 4, byte=self.byte,
                                                           mtmd_hook=self.mtmd_hook, n_batch=32)
         self.assertEqual(status, llama_cancel.OK, gen.message)
         self.assertEqual((prompt.n_chunks_done, prompt.n_past), (self.n_chunks, resumed.n_past))

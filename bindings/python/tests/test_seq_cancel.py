@@ -54,7 +54,7 @@ class DecodeSeqs(unittest.TestCase):
     def test_one_sequence_cancelled_from_the_main_thread(self):
         ctx = self.context(SEQS)
         mem = self.lib.llama.llama_get_memory(ctx)
-        flags = [llama_cancel.Flag(), llama_cancel.Flag()]
+        flags = [llama_cancel.Byte(), llama_cancel.Byte()]
         probe = host.Probe(flags[0])  # holds the graph until sequence 0's byte is stored
         b = self.batch([0, 1])
         try:
@@ -79,7 +79,7 @@ class DecodeSeqs(unittest.TestCase):
 
     def test_a_byte_set_on_entry_drops_its_sequence_only(self):
         ctx = self.context(SEQS)
-        flags = [None, llama_cancel.Flag()]
+        flags = [None, llama_cancel.Byte()]
         flags[1].set()
         b = self.batch([0, 1])
         try:

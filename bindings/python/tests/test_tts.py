@@ -41,12 +41,12 @@ class TtsCases:
             raise unittest.SkipTest("library built without libmtmd")
         cls.model, res = lib.model_load(host.env(cls.MODEL_ENV))
         assert cls.model, res.message
-        cls.flag = llama_cancel.Flag()
-        cls.probe = host.Probe(cls.flag)
-        cls.hook = lib.hook(cls.flag)
+        cls.byte = llama_cancel.Byte()
+        cls.probe = host.Probe(cls.byte)
+        cls.hook = lib.hook(cls.byte)
         # The projector's hook (its cb_eval) with the probe chained behind it: GEN_CODE and GEN_WAV
         # graph nodes are counted, and one of them can wait for the main thread's store.
-        cls.mtmd_hook = lib.hook(cls.flag, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
+        cls.mtmd_hook = lib.hook(cls.byte, chain=cls.probe.eval_callback, chain_data=cls.probe.ptr)
         # The backbone's context: embeddings on (its hidden states feed GEN_CODE).
         cls.lctx = lib.context(cls.model, hook=cls.hook, n_ctx=1024, n_batch=16, n_ubatch=16, n_threads=1,
                                n_threads_batch=1, embeddings=True, op_offload=False, no_perf=True)
@@ -77,14 +77,14 @@ class TtsCases:
     def new(cls, text=TEXT, max_frames=FRAMES, **kw):
         """A generation on an emptied sequence 0; fails the test with the library's message."""
         cls.lib.llama.llama_memory_clear(cls.mem, True)
-        cls.flag.clear()
+        cls.byte.clear()
         t, r = cls.lib.tts(cls.lctx, cls.mctx, text, seed=42, window=WINDOW, max_frames=max_frames, **kw)
         assert t is not None, r.message
         return t
 
     @classmethod
     def run_all(cls, t, **kw):
-        return t.generate(cls.flag, hook=cls.hook, mtmd_hook=cls.mtmd_hook, **kw)
+        return t.generate(cls.byte, hook=cls.hook, mtmd_hook=cls.mtmd_hook, **kw)
 
     @classmethod
     def run_counting(cls, t):
@@ -102,7 +102,7 @@ class TtsCases:
     def resume_and_check(self, t, want=None, want_result=None):
         if want is None:
             want, want_result = self.want, self.want_result
-        self.flag.clear()
+        self.byte.clear()
         self.probe.arm(0)
         status, r = self.run_all(t)
         self.assertEqual(status, llama_cancel.OK, r.message)
@@ -138,9 +138,9 @@ class TtsCases:
         with self.new() as t:
             hold_at = self.gen_asks // 2
             self.probe.arm(hold_at)
-            worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook)
+            worker = t.start(self.byte, hook=self.hook, mtmd_hook=self.mtmd_hook)
             started = self.probe.so.host_probe_wait_started(self.probe.ptr, GEN_WAIT_S * 1000)
-            self.flag.set()  # the cancel: one byte store, from the main thread
+            self.byte.set()  # the cancel: one byte store, from the main thread
             status, r = worker.wait(GEN_WAIT_S)
             self.assertTrue(started, f"the worker never reached ask {hold_at} (of {self.probe.calls()})")
             self.assertFalse(self.probe.so.host_probe_timed_out(self.probe.ptr), "the probe never saw the store")
@@ -174,11 +174,11 @@ class TtsCases:
 
         with self.new() as t:
             self.probe.arm(0)
-            worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook, on_frame=on_frame)
+            worker = t.start(self.byte, hook=self.hook, mtmd_hook=self.mtmd_hook, on_frame=on_frame)
             self.assertTrue(reported.wait(GEN_WAIT_S), "the worker never reported frame 2")
             with self.assertRaises(RuntimeError):
                 t.pcm()  # a call is running: refused, not read while it writes
-            self.flag.set()  # the cancel, from the main thread
+            self.byte.set()  # the cancel, from the main thread
             stored.set()
             status, r = worker.wait(GEN_WAIT_S)
             self.assertEqual(status, llama_cancel.CANCELLED, r.message)
@@ -206,7 +206,7 @@ class TtsCases:
             self.assertEqual((r.n_frames, r.n_frames_pending, r.finished), (WINDOW + 1, 1, 0))
             self.assertEqual(r.n_samples, WINDOW * 1920)
             self.assertEqual(t.pcm_bytes(), self.want[:4 * WINDOW * 1920])
-            status, r = t.flush(self.flag)
+            status, r = t.flush(self.byte)
             self.assertEqual(status, llama_cancel.OK, r.message)
             self.assertEqual((r.n_samples, r.finished, r.n_frames_pending), ((WINDOW + 1) * 1920, 1, 0))
 
@@ -237,10 +237,10 @@ class TtsCases:
             self.assertIsNone(t2)
             self.assertIn(b"not empty", r.message)
             # Another hook than the one bound to mctx: an error that computes nothing.
-            other = lib.hook(self.flag)
+            other = lib.hook(self.byte)
             try:
                 before = lib.llama.llama_memory_seq_pos_max(self.mem, 0)
-                status, r = t.generate(self.flag, hook=self.hook, mtmd_hook=other)
+                status, r = t.generate(self.byte, hook=self.hook, mtmd_hook=other)
                 self.assertEqual(status, llama_cancel.ERROR)
                 self.assertIn(b"mtmd_hook", r.message)
                 self.assertEqual((t.state().status, t.state().message), (llama_cancel.ERROR, r.message),
@@ -250,10 +250,10 @@ class TtsCases:
                 lib.llama_cancel_hook_free(other)
             self.resume_and_check(t)
         with self.assertRaises(ValueError):
-            t.generate(self.flag)  # closed
+            t.generate(self.byte)  # closed
 
         # llama_cancel_mtmd_gen_audio_process: no input, a clear error; a GEN_CODE step runs.
-        status, r = lib.gen_audio_process(self.mctx, None, mtmd.mtmd_gen_out(), self.flag)
+        status, r = lib.gen_audio_process(self.mctx, None, mtmd.mtmd_gen_out(), self.byte)
         self.assertIsInstance(r, llama_cancel.llama_cancel_gen_audio_result)
         self.assertEqual((status, r.status), (llama_cancel.ERROR, llama_cancel.ERROR))
         self.assertEqual(r.message, b"inp is NULL")
@@ -262,7 +262,7 @@ class TtsCases:
         inp.type, inp.embd, inp.seed = mtmd.MTMD_GEN_PROCESS_TYPE_GEN_CODE, h, 7
         out = mtmd.mtmd_gen_out()
         self.probe.arm(0)
-        status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, mtmd_hook=self.mtmd_hook)
+        status, r = lib.gen_audio_process(self.mctx, inp, out, self.byte, mtmd_hook=self.mtmd_hook)
         self.assertEqual(status, llama_cancel.OK, r.message)
         self.assertEqual((r.status, r.step, r.message), (llama_cancel.OK, llama_cancel.TTS_STEP_NONE, b""))
         if self.KIND == mtmd.MTMD_GEN_AUDIO_TYPE_QWEN3TTS:
@@ -270,11 +270,11 @@ class TtsCases:
         else:
             self.assertEqual((out.n_codes, out.n_feats > 0), (0, True), "the flow step's latent")
         # The byte set: CANCELLED at GEN_CODE, libmtmd's garbage output zeroed.
-        self.flag.set()
+        self.byte.set()
         try:
-            status, r = lib.gen_audio_process(self.mctx, inp, out, self.flag, mtmd_hook=self.mtmd_hook)
+            status, r = lib.gen_audio_process(self.mctx, inp, out, self.byte, mtmd_hook=self.mtmd_hook)
         finally:
-            self.flag.clear()
+            self.byte.clear()
         self.assertEqual((status, r.status, r.step), (llama_cancel.CANCELLED, llama_cancel.CANCELLED,
                                                       llama_cancel.TTS_STEP_GEN_CODE))
         self.assertEqual((out.n_codes, out.n_feats, bool(out.embd)), (0, 0, False))
@@ -326,9 +326,9 @@ class TestPocketTts(TtsCases, unittest.TestCase):
             with self.new(LONG_TEXT, max_frames=frames, voice=voice) as t:
                 hold_at = (asks[first + 2] + asks[first + 3]) // 2  # inside frame first + 3's graphs
                 self.probe.arm(hold_at)
-                worker = t.start(self.flag, hook=self.hook, mtmd_hook=self.mtmd_hook)
+                worker = t.start(self.byte, hook=self.hook, mtmd_hook=self.mtmd_hook)
                 started = self.probe.so.host_probe_wait_started(self.probe.ptr, GEN_WAIT_S * 1000)
-                self.flag.set()  # the cancel, from the main thread
+                self.byte.set()  # the cancel, from the main thread
                 status, r = worker.wait(GEN_WAIT_S)
                 self.assertTrue(started, f"the worker never reached ask {hold_at} (of {self.probe.calls()})")
                 self.assertFalse(self.probe.so.host_probe_timed_out(self.probe.ptr), "the probe never saw the store")

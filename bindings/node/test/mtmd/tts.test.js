@@ -67,7 +67,7 @@ function pipelineTests(pipeline) {
     // A generation on an emptied sequence 0.
     function fresh(text = TEXT, opts = {}) {
         s.lib.llama.llama_memory_clear(s.mem, true);
-        s.flag.clear();
+        s.byte.clear();
         const made = s.lib.tts(s.lctx, s.mctx, text, { seed: 42, window: WINDOW, maxFrames: FRAMES, ...opts });
         assert.ok(made.tts, made.message);
         assert.equal(made.status, OK);
@@ -89,7 +89,7 @@ function pipelineTests(pipeline) {
     }
 
     async function resumeAndCheck(t, want = s.want, wantResult = s.ref.result) {
-        s.flag.clear();
+        s.byte.clear();
         s.probe.arm(0);
         const r = await bounded(t.generateAsync(s.run), 'the resumed run');
         assert.equal(r.status, OK, r.result.message);
@@ -101,13 +101,13 @@ function pipelineTests(pipeline) {
     before(async () => {
         const lib = s.lib = library();
         assert.ok(lib.hasMtmd, 'the library is built with libmtmd');
-        s.flag = new llamaCancel.Flag();
-        s.probe = new Probe(s.flag); // chained behind the projector's hook: holds a GEN_CODE or GEN_WAV node
+        s.byte = new llamaCancel.Byte();
+        s.probe = new Probe(s.byte); // chained behind the projector's hook: holds a GEN_CODE or GEN_WAV node
         const { model, message } = lib.modelLoad(env(pipeline.model));
         assert.ok(model, message);
         s.model = model;
-        s.hook = lib.hook(s.flag);
-        s.mtmdHook = lib.hook(s.flag, { chain: s.probe.evalCallback, chainData: s.probe.ptr });
+        s.hook = lib.hook(s.byte);
+        s.mtmdHook = lib.hook(s.byte, { chain: s.probe.evalCallback, chainData: s.probe.ptr });
         // The backbone's context: embeddings on (its hidden states feed GEN_CODE).
         s.lctx = lib.context(model, {
             n_ctx: 1024, n_batch: 16, n_ubatch: 16, n_threads: 1, n_threads_batch: 1, embeddings: true,
@@ -118,7 +118,7 @@ function pipelineTests(pipeline) {
         const m = lib.mtmdInit(env(pipeline.mmproj), model, { mtmdHook: s.mtmdHook, nThreads: 1 });
         assert.ok(m.mctx, m.message);
         s.mctx = m.mctx;
-        s.run = { flag: s.flag, hook: s.hook, mtmdHook: s.mtmdHook };
+        s.run = { byte: s.byte, hook: s.hook, mtmdHook: s.mtmdHook };
 
         // The uninterrupted run, on the worker.
         s.probe.arm(0);
@@ -138,7 +138,7 @@ function pipelineTests(pipeline) {
         if (s.hook) s.lib.c.llama_cancel_hook_free(s.hook);
         if (s.model) s.lib.llama.llama_model_free(s.model);
         if (s.probe) s.probe.free();
-        if (s.flag) s.flag.free();
+        if (s.byte) s.byte.free();
     });
 
     test('a generation on the worker runs to its end', () => {
@@ -161,7 +161,7 @@ function pipelineTests(pipeline) {
         // stores the byte.
         const t = fresh();
         try {
-            const inGraph = await cancelFromMain(s.probe, s.flag, Math.floor(s.genAsks / 2),
+            const inGraph = await cancelFromMain(s.probe, s.byte, Math.floor(s.genAsks / 2),
                 () => t.generateAsync(s.run), GEN_WAIT_MS);
             const g = inGraph.value;
             assert.equal(g.status, CANCELLED, g.result.message);
@@ -196,7 +196,7 @@ function pipelineTests(pipeline) {
                         } catch (e) {
                             refused = e.message; // a call is running: not read while it writes
                         }
-                        s.flag.set();
+                        s.byte.set();
                     }
                     return true;
                 },
@@ -236,7 +236,7 @@ function pipelineTests(pipeline) {
             assert.equal(bad.tts, null);
             assert.notEqual(bad.message, '');
         }
-        const nul = s.lib.genAudioProcess(s.mctx, null, null, { flag: s.flag, mtmdHook: s.mtmdHook });
+        const nul = s.lib.genAudioProcess(s.mctx, null, null, { byte: s.byte, mtmdHook: s.mtmdHook });
         assert.equal(nul.status, ERROR);
         assert.deepEqual(nul.result, { status: ERROR, step: TTS_STEP.NONE, message: 'inp is NULL' });
     });
@@ -283,7 +283,7 @@ function pipelineTests(pipeline) {
             try {
                 // Inside frame first + 3's graphs.
                 const holdAt = Math.floor((ref.asks[first + 2] + ref.asks[first + 3]) / 2);
-                const inGraph = await cancelFromMain(s.probe, s.flag, holdAt, () => t.generateAsync(s.run),
+                const inGraph = await cancelFromMain(s.probe, s.byte, holdAt, () => t.generateAsync(s.run),
                     GEN_WAIT_MS);
                 const g = inGraph.value;
                 assert.equal(g.status, CANCELLED, g.result.message);

@@ -21,8 +21,8 @@ template <typename T> std::atomic<T> * as_atomic(T * p) {
 }
 
 // Relaxed load of the caller's byte; NULL is never set.
-inline bool flag_is_set(const int8_t * flag) {
-    return flag != nullptr && as_atomic(const_cast<int8_t *>(flag))->load(std::memory_order_relaxed) != 0;
+inline bool byte_is_set(const int8_t * byte) {
+    return byte != nullptr && as_atomic(const_cast<int8_t *>(byte))->load(std::memory_order_relaxed) != 0;
 }
 
 // Release store into an entry another thread may poll (what the call did to that sequence is
