@@ -83,7 +83,7 @@ int parse_options(int argc, char ** argv, options & opt) {
     }
     bool no_mtmd = false;
     cli_args::parser p(k_synopsis);
-    p.byte("--all", &opt.all, true, "every row of every section (the lists in the synopsis)")
+    p.flag("--all", &opt.all, true, "every row of every section (the lists in the synopsis)")
         .option("--model", &opt.model, "PATH", "model to benchmark (default: the built-in synthetic model)")
         .option("--json", &opt.json, "PATH", "where the results go (JSON; a plot beside it)")
         .option("--batches", &opt.batches, "LIST", "batch sizes (>= 2)")
@@ -94,7 +94,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
                 "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; an evaluation as KIND:vulkan on Vulkan), or none")
-        .byte("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
+        .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
         .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PAIR (qwen3tts, pockettts; qwen3tts-pred: a 15-20 ms GEN_CODE) or PAIR:vulkan, "
                 "each step's stop latency and the byte at 0's cost a frame, or none")
         .option("--archs", &opt.archs, "LIST", "memory-kind rows (architectures; ARCH:PRESET for another make_model.py preset, e.g. mamba2:real), or none")

@@ -379,7 +379,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
         .option("--repeats", &o.repeats, "N", "the evaluation kinds: repeats of the overhead's paired runs, at least (>= 1)")
         .option("--repeat-for", &o.repeat_for_s, "S", "the evaluation kinds: more repeats, up to 3x, while they took under S s (>= 0)")
         .option("--backend", &o.backend, "NAME", "the evaluation kinds: cpu, vulkan (model and projector offloaded) or vulkan-1t (llvmpipe on one thread)")
-        .byte("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
+        .flag("--no-header", &no_header, true, "the evaluation kinds: the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;

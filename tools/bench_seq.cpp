@@ -570,7 +570,7 @@ int parse_options(int argc, char ** argv, seq_options & o) {
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--n-ubatch", &o.n_ubatch, "N", "tokens per ubatch, 1..512 (512: the batch is one ubatch)")
         .option("--seed", &o.seed, "N", "random seed")
-        .byte("--no-header", &o.header, false, "print the table row alone (the benchmark prints the header)");
+        .flag("--no-header", &o.header, false, "print the table row alone (the benchmark prints the header)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;

@@ -667,7 +667,7 @@ int parse_options(int argc, char ** argv, tts_options & o) {
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--window", &o.window, "N", "frames per GEN_WAV (0: the pipeline's, 72 or 8)")
         .option("--seed", &o.seed, "N", "random seed")
-        .byte("--no-header", &no_header, true, "the rows alone (bench prints header and targets)");
+        .flag("--no-header", &no_header, true, "the rows alone (bench prints header and targets)");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;

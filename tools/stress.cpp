@@ -474,7 +474,7 @@ int parse_options(int argc, char ** argv, stress_options & o) {
         .option("--cycles", &o.cycles, "N", "cancel/resume cycles (>= 0)")
         .option("--storm-seconds", &o.storm_s, "S", "seconds of cancel storm (>= 0)")
         .option("--seed", &o.seed, "N", "random seed")
-        .byte("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead")
+        .flag("--seq-cancel", &o.seq_cancel, true, "per-sequence cancel inside a 4-sequence batch instead")
         .option("--min-cancels", &o.min_cancels, "N",
                 "cancels (--seq-cancel: dropped sequences) the cycles must see; -1: half the cycles")
         .option("--min-storm-cancels", &o.min_storm_cancels, "N",

@@ -146,7 +146,7 @@ parser & parser::option(const char * names, std::function<std::string(const char
     return add(names, metavar, help, std::move(default_text), std::move(convert));
 }
 
-parser & parser::byte(const char * names, bool * target, bool value, const char * help) {
+parser & parser::flag(const char * names, bool * target, bool value, const char * help) {
     return add(names, nullptr, help, "", [target, value](const char *) {
         *target = value;
         return std::string();

@@ -3,7 +3,7 @@
 // for every command:
 //   --name VALUE                 the value converted by the target's kind (int, unsigned, float, string,
 //                                comma-separated list of ints or of names) and stored;
-//   --byte                       a byte sets its bool;
+//   --flag                       a flag sets its bool;
 //   --help, -h                   the command's usage on stdout, exit status 0;
 //   an unknown option, a missing value, a value that is not a number or out of range, or one
 //   positional argument too many: "error: ..." and the command's usage on stderr, exit status 2.
@@ -39,8 +39,8 @@ class parser {
     // A value `convert` stores itself; it returns an error text ("" when the value is good).
     parser & option(const char * names, std::function<std::string(const char *)> convert, const char * metavar,
                     const char * help, std::string default_text = "");
-    // A byte: present sets *target to `value`.
-    parser & byte(const char * names, bool * target, bool value, const char * help);
+    // A flag: present sets *target to `value`.
+    parser & flag(const char * names, bool * target, bool value, const char * help);
     // The next argument not starting with '-' goes into *target (declared in order).
     parser & positional(const char * metavar, std::string * target, const char * help);
 
