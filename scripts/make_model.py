@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Write a synthetic GGUF model (llama, mamba, mamba2, rwkv7, lfm2, qwen35, granitehybrid,
-nemotron_h, falcon-h1, qwen2vl, qwen3vl or gemma3) for tests and benchmarks.
+nemotron_h, falcon-h1, qwen2vl, qwen3vl or gemma3; the embedding models bert, nomic-bert,
+jina-bert-v2 and qwen3-embedding, the reranker bert-rerank, and t5 and t5encoder) for tests and
+benchmarks.
 
-The weights are seeded random numbers (numpy default_rng), the vocabulary is a
-made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for every
-architecture: <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then deterministic
-text pieces. The same arguments give a byte-identical file. The model means nothing; it
-only loads and decodes in llama.cpp (checked against Debian's llama.cpp 0.7.0). The
-per-architecture hyperparameters, tensors and presets are in model_archs.py.
+The weights are seeded random numbers (numpy default_rng). The decoders' vocabulary is a
+made-up sentencepiece (SPM, tokenizer.ggml.model = "llama") one, the same for each of them:
+<unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then deterministic text pieces. The
+embedding, reranking and T5 models get the tokenizer llama.cpp's converter writes for their
+family, with its special tokens and keys (model_archs.py's VOCAB_WORDPIECE, VOCAB_T5,
+VOCAB_XLMR, VOCAB_QWEN2), made up the same way. The same arguments give a byte-identical file. The
+model means nothing; it only loads and runs in llama.cpp (checked against Debian's llama.cpp
+0.7.0). The per-architecture hyperparameters, tensors and presets are in model_archs.py.
 
     make_model.py OUT.gguf [--arch ARCH] [--preset tiny|bench|real] [--n-embd N] [--n-layer N]
                   [--n-ff N] [--n-head N] [--n-head-kv N] [--n-vocab N] [--n-ctx-train N]
@@ -45,9 +49,34 @@ Architectures (--arch; a flag that an architecture does not read is an error):
           --deepstack N pairs with it).
   gemma3  attention only: every --attn-every-th layer full, the others sliding-window
           (--n-swa tokens), sandwich norms, GELU FFN.
+Embedding, reranking and encoder-decoder models (written as convert_hf_to_gguf.py writes the
+real ones: keys, tensor names, biases, tokenizer and special tokens; tiny preset only; no
+{arch}.vocab_size key, which the converter does not write for them):
+  bert    encoder-only (bge-small / MiniLM-like): learned positions, two token types, post-norm
+          layers with biases, GELU FFN, MEAN pooling (bert.pooling_type 1), WordPiece vocabulary
+          with [CLS] ... [SEP] added. No KV cache: llama_decode runs it through llama.cpp's
+          encoder path.
+  nomic-bert  nomic-embed-text-v1.5: rotary positions (base 1000), fused qkv, SwiGLU, no
+          projection biases, MEAN pooling, WordPiece.
+  jina-bert-v2  jina-embeddings-v2: ALiBi (no position tensor), GeGLU from one fused up+gate
+          matrix, MEAN pooling, WordPiece.
+  bert-rerank  a cross-encoder like bge-reranker-base/-v2-m3 (XLMRobertaForSequenceClassification):
+          arch bert with the classification head cls (dense + tanh) and cls.output (1 score),
+          classifier.output_labels ["LABEL_0"], XLM-R's unigram vocabulary (<s> q </s></s> d </s>).
+          Like the real ones it has NO pooling_type key (llama.cpp then defaults to NONE): ask for
+          LLAMA_POOLING_TYPE_RANK; llama_get_embeddings_seq then gives the one score.
+  qwen3-embedding  Qwen3-Embedding: arch qwen3 (causal decoder, GQA, q/k norms, SwiGLU, tied
+          embeddings), LAST pooling (qwen3.pooling_type 3), Qwen2 byte-level BPE with
+          <|endoftext|> appended. Uses the KV cache like any decoder.
+  t5      flan-t5: an encoder and a decoder of --n-layer layers each, relative position buckets
+          (32), RMS norms, gated-GELU FFN, untied lm_head, t5.decoder_start_token_id 0 (<pad>),
+          T5's unigram vocabulary with </s> appended. llama_encode, then llama_decode from
+          llama_model_decoder_start_token.
+  t5encoder  the T5 encoder alone (T5EncoderModel, sentence-t5): no decoder, no lm_head, no
+          pooling_type key (ask for one); llama_encode computes the embeddings.
 
-Presets (explicit flags override them; every preset has n_vocab 512 for tiny, 4096 for bench,
-since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece):
+Presets (explicit flags override them; every decoder's preset has n_vocab 512 for tiny, 4096 for
+bench, since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece):
   tiny  (default)  f32, 0.5-0.9 MB, a 256-token batch decodes in 5-15 ms on 2 threads.
                    llama:  n_embd 64, n_layer 2, n_ff 128, n_head 4.
                    mamba:  n_embd 64, n_layer 2, d_state 16.
@@ -66,6 +95,14 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                            n_swa 32.
                    qwen2vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads.
                    qwen3vl: n_embd 64, n_layer 2, n_ff 128, 4/2 heads, deepstack 1.
+                   The embedding, reranking and T5 models (f32, 0.47-1.07 MB): n_embd 64,
+                   n_layer 2, n_ff 128, 4 heads (qwen3-embedding 4/2), their family's context
+                   length as n_ctx_train (bert, bert-rerank, t5, t5encoder 512 (bert's
+                   position_embd holds 512 rows), nomic-bert 2048, jina-bert-v2 8192,
+                   qwen3-embedding 32768), n_vocab 512 (qwen3-embedding 1024: the 256 byte
+                   symbols first); t5 has 2 encoder and 2 decoder layers. Sizes: bert 0.54 MB,
+                   nomic-bert 0.47, jina-bert-v2 0.48, bert-rerank 0.56, qwen3-embedding 0.59,
+                   t5 1.07, t5encoder 0.47.
   bench            f16, 36-63 MB, 1-1.5 s to write. One 256-token batch (n_batch = n_ubatch =
                    256, or n_ubatch 64) decodes in about 260-360 ms on 2 threads with Debian's
                    CPU backend alone (measured on its zen4 build, best of 5; the llama one in
@@ -101,10 +138,43 @@ since the SPM vocabulary needs 3 special + 256 byte tokens before any text piece
                    qwen35: shaped like a small Qwen3.5: n_embd 1024, n_layer 24 (6 attn),
                            n_ff 3072, 16/8 heads, d_state 128.
 
-Checked with Debian's libllama 0.7.0 for every architecture and preset: loads, decodes a
-256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after it, logits finite
-(max |logit| about 3-4), the last logits depend on the earlier tokens. llama_model_is_recurrent:
-mamba, mamba2, rwkv7; llama_model_is_hybrid: lfm2, qwen35, granitehybrid, nemotron_h, falcon-h1.
+Checked with Debian's libllama 0.7.0 for every decoder architecture (llama to gemma3) and preset:
+loads, decodes a 256-token batch (n_ubatch 64 and 256; tiny also 1 and 7) and a next token after
+it, logits finite (max |logit| about 3-4), the last logits depend on the earlier tokens.
+llama_model_is_recurrent: mamba, mamba2, rwkv7; llama_model_is_hybrid: lfm2, qwen35, granitehybrid,
+nemotron_h, falcon-h1.
+
+The embedding, reranking and T5 models, checked with Debian's llama.cpp 0.7.0 tools (tiny preset,
+2 threads), each on "hello world" and a second text, the two results finite, not constant, and
+different:
+  llama-embedding -m bert.gguf -p "hello world" (model default MEAN; also --pooling mean, cls):
+    tokens [CLS] hello world [SEP]; 64 floats, max |difference| to "the quick brown fox ..." 0.19.
+  nomic-bert and jina-bert-v2 likewise (default MEAN, the same WordPiece tokens): differences 0.20
+    and 0.24.
+  llama-embedding -m bert-rerank.gguf --pooling rank --embd-normalize -1 -p "$QUERY<TAB>$DOC"
+    (the example's query/document pair, --cls-separator default "\t"): tokens <s> query </s> </s>
+    document </s>, "rerank score 0: -6.547" for "what is a panda?" / "The giant panda is a bear.",
+    -6.438 for an unrelated document. (With the default --embd-normalize 2 the one score prints
+    as -0.000. Without --pooling the context pools NONE: one vector per token.)
+  llama-embedding -m qwen3-embedding.gguf -p "hello world" (model default LAST): tokens hello,
+    " world", <|endoftext|>; 64 floats, difference 0.21 (also --pooling mean).
+  llama-embedding -m t5encoder.gguf --pooling mean (or cls): tokens " hello" " world" </s>;
+    difference 0.44. Without --pooling: NONE, a vector per token.
+  llama-completion -m t5.gguf -no-cnv -p "hello world" -n 8 --temp 0: encodes "hello world </s>",
+    decodes from <pad> and prints 8 tokens of nonsense; llama-cli -st -p "hello world" too.
+  (llama-embedding 0.7.0 now and then loses part or all of its stdout when that is a pipe or a
+  file, still exiting 0: a script reading its output checks that it is complete and retries.)
+  Through libllama: llama_model_has_encoder/has_decoder: t5 1/1, t5encoder 1/0, the BERT family
+    and qwen3-embedding 0/1; llama_model_decoder_start_token: t5 0, the others -1; llama_get_memory:
+    NULL for the BERT family (llama_decode takes llama.cpp's encoder path), a KV cache for
+    qwen3-embedding, t5 (the decoder's self-attention) and t5encoder (allocated, unused).
+    llama_model_n_cls_out 1 and llama_model_cls_label(0) "LABEL_0" for bert-rerank. An abort
+    callback that returns true makes llama_decode and llama_encode return 2 on every model.
+    llama.cpp aborts the process (GGML_ASSERT "encoder requires n_ubatch >= n_tokens") when a
+    batch is larger than n_ubatch on the BERT family (llama_decode) or t5/t5encoder
+    (llama_encode), and (GGML_ASSERT "llama_encode must be called first") on t5's llama_decode
+    before any llama_encode; an aborted llama_encode leaves the previous encoder output, which
+    the next llama_decode then attends to. qwen3-embedding takes a 15-token batch in n_ubatch 4.
 """
 
 import argparse
@@ -115,25 +185,12 @@ import gguf
 import gguf_files
 import model_archs
 from model_archs import ARCHS
+from model_archs import SPACE, WORDS   # WORDS: their every "▁"-prefix becomes an SPM token
 
 DEFAULTS = dict(n_head_kv=None, n_ctx_train=2048, seed=1)
 
 N_SPECIAL = 3                   # <unk>, <s>, </s>
 N_FIXED = N_SPECIAL + 256       # plus the byte tokens
-SPACE = "\u2581"                # sentencepiece's word-start mark "▁"
-
-# Words whose every "▁"-prefix becomes a token, so that SPM merges them whole.
-WORDS = ("hello world the of and to in is it that for on with as was this be at by "
-         "from or an are not but have one all can will if more when up out so no what "
-         "about there which their time only new some could these two may first then do "
-         "any like my now over such our man me even most made after also did many before "
-         "must through back years where much your way well down should because each just "
-         "those people how too little state good very make would still own see men work "
-         "long get here between both life being under never day same another know while "
-         "last might us great old year off come since against go came right used take "
-         "three").split()
-
-
 def text_pieces():
     """Yield the deterministic, distinct text pieces of the vocabulary, most useful first."""
     seen = set()
@@ -214,7 +271,8 @@ def parse_args(argv):
     p.add_argument("--n-ff", type=int)
     p.add_argument("--n-head", type=int)
     p.add_argument("--n-head-kv", type=int, help="default: n-head (no GQA), or the preset's")
-    p.add_argument("--n-vocab", type=int, help="at least %d (specials + byte tokens + 1)" % (N_FIXED + 1))
+    p.add_argument("--n-vocab", type=int, help="SPM: at least %d (specials + byte tokens + 1); the other "
+                   "vocabularies: their specials and every single character" % (N_FIXED + 1))
     p.add_argument("--n-ctx-train", type=int)
     p.add_argument("--d-state", type=int, help="SSM state size (mamba, mamba2, granitehybrid, nemotron_h, falcon-h1; qwen35: delta-net head size; rwkv7: wkv head size)")
     p.add_argument("--attn-every", type=int,
@@ -251,11 +309,16 @@ def parse_args(argv):
         if k not in ("seed", "type", "deepstack"):
             need(cfg[k] >= 1, "--%s must be >= 1" % k.replace("_", "-"))
     need(cfg["seed"] >= 0, "--seed must be >= 0")
-    need(cfg["n_vocab"] > N_FIXED, "--n-vocab must be at least %d" % (N_FIXED + 1))
+    min_vocab = spec["vocab"].min_vocab if "vocab" in spec else N_FIXED + 1
+    need(cfg["n_vocab"] >= min_vocab, "--n-vocab must be at least %d" % min_vocab)
+    max_vocab = spec["vocab"].max_vocab if "vocab" in spec else None
+    need(max_vocab is None or cfg["n_vocab"] <= max_vocab, "--n-vocab must be at most %s (the %s "
+         "vocabulary's merges)" % (max_vocab, spec.get("vocab") and spec["vocab"].name))
     if "n_head" in keys:
         need(cfg["n_embd"] % cfg["n_head"] == 0, "--n-embd must be a multiple of --n-head")
         need((cfg["n_embd"] // cfg["n_head"]) % 2 == 0, "the head size n-embd/n-head must be even (rope)")
-        need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
+        if "n_head_kv" in keys:
+            need(cfg["n_head"] % cfg["n_head_kv"] == 0, "--n-head must be a multiple of --n-head-kv")
     if a.arch in ("mamba2", "granitehybrid", "nemotron_h", "falcon-h1"):
         need(cfg["n_embd"] % 32 == 0, "--n-embd must be a multiple of 32 (mamba2 heads)")
     if a.arch == "rwkv7":
@@ -288,11 +351,15 @@ def build(path, cfg):
     # The architecture's hyperparameters and tensors. The writer keeps keys in the order they
     # are added and writes every tensor after them, so the vocabulary keys can come later.
     spec["build"](w, model_archs.Weights(w, cfg), cfg)
-    w.add_vocab_size(cfg["n_vocab"])
-    w.add_file_type(int(ftype))
-
-    tokens, scores, types = make_vocab(cfg["n_vocab"])
-    add_spm_vocab(w, tokens, scores, types)
+    if "vocab" in spec:
+        # the converter writes no {arch}.vocab_size for these families
+        w.add_file_type(int(ftype))
+        spec["vocab"].add(w, cfg["n_vocab"])
+    else:
+        w.add_vocab_size(cfg["n_vocab"])
+        w.add_file_type(int(ftype))
+        tokens, scores, types = make_vocab(cfg["n_vocab"])
+        add_spm_vocab(w, tokens, scores, types)
     gguf_files.write_and_close(w)
 
 
