@@ -237,6 +237,56 @@ extern "C" {
         const struct llama_cancel_decode_result * result, int32_t i);
     LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(struct llama_context * ctx,
         const struct llama_cancel_decode_result * result, int32_t i);
+    // llama_encode(ctx, batch) under the byte, as llama_cancel_decode: for an encoder-decoder model
+    // (T5) before its decodes, or an encoder-only one (BERT...) whose pooled outputs are then read with
+    // llama_get_embeddings_seq. One graph over the whole batch (at most n_ubatch tokens; more: ERROR,
+    // where llama.cpp would assert). OK: the encoder's output is in ctx. CANCELLED: nothing of this
+    // encode is (n_committed 0); the context keeps the previous encode's output, which llama_decode
+    // would use without a word: encode the batch again before decoding. Memory is never touched.
+    // seq_bytes and max_stop_ms: ERROR. On the ctx's thread.
+    LLAMA_CANCEL_API int32_t llama_cancel_encode(struct llama_context * ctx, struct llama_batch batch,
+        const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result);
+
+    //
+    // Embeddings and reranking (pooled outputs: llama_context_params.embeddings, a pooling type)
+    //
+
+    struct llama_cancel_embed_params {
+        const int8_t *             byte;                // the byte; NULL: never cancels
+        struct llama_cancel_hook * hook;                // the hook bound to ctx; NULL: found at its first ask
+        ggml_abort_callback        abort_callback;      // the host's own, as in decode params; NULL: the hook's
+        void *                     abort_callback_data; // its user data
+    };
+
+    struct llama_cancel_embed_result {
+        int32_t status;       // enum llama_cancel_status, as returned
+        int32_t n_committed;  // leading batch tokens whose sequences' rows are written: resume from this index
+        int32_t n_seq_done;   // sequences whose rows this call wrote
+        int32_t n_out;        // floats per row: llama_cancel_embed_n_out(ctx)
+        int32_t reach;        // enum llama_cancel_reach: the worst of the call's graphs
+        int32_t n_calls;      // diagnostics: llama_decode / llama_encode calls made
+        char    message[256]; // why, for LLAMA_CANCEL_ERROR
+    };
+
+    // Defaults: everything NULL. Any thread.
+    LLAMA_CANCEL_API struct llama_cancel_embed_params llama_cancel_embed_default_params(void);
+    // Floats per sequence that ctx pools: llama_model_n_embd_out, or llama_model_n_cls_out for
+    // LLAMA_POOLING_TYPE_RANK (rerankers' scores); 0 with pooling NONE or a NULL ctx. Any thread.
+    LLAMA_CANCEL_API int32_t llama_cancel_embed_n_out(const struct llama_context * ctx);
+    // The pooled outputs of every sequence of `batch` (the sequences one after another, each token in
+    // one sequence, each sequence at most n_ubatch tokens; any number of tokens in all), written to
+    // row s of `out` (out + s * n_out) for sequence id s: n_out_max floats hold every id's row. The
+    // sequences go in groups of whole sequences of at most n_ubatch tokens, a llama_decode (or, for an
+    // model with an encoder, llama_encode) per group, the byte read inside every graph and between
+    // groups. OK: every row is written. CANCELLED: exactly the sequences of batch[0, n_committed)
+    // have their rows (the others' rows are untouched), and memory holds what llama_decode leaves of
+    // those groups (a KV model's finished groups; the stopped one rolled back); call again with the
+    // batch from n_committed to resume: the rows are then an uninterrupted call's, bit for bit (CPU).
+    // As in llama.cpp's embedding example, clear the sequences' memory before reusing their ids.
+    // ERROR: bad argument (message), nothing decoded, or a llama.cpp failure. On the ctx's thread.
+    LLAMA_CANCEL_API int32_t llama_cancel_embed(struct llama_context * ctx, struct llama_batch batch,
+        const struct llama_cancel_embed_params * params, float * out, int64_t n_out_max,
+        struct llama_cancel_embed_result * result);
 
     //
     // Token loop

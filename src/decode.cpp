@@ -1,4 +1,5 @@
-// llama_cancel_decode: llama_decode under the caller's bytes, with committed-token accounting.
+// llama_cancel_decode and llama_cancel_encode: llama_decode / llama_encode under the caller's bytes,
+// with committed-token accounting.
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
@@ -46,10 +47,13 @@ struct decode_plan {
 // call. Pooled embeddings need the whole batch. A stop-time budget sizes the slices of a batch whose
 // only output is its last token.
 decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p,
-                      bool embeddings_mode) {
+                      bool embeddings_mode, bool encode) {
     decode_plan plan;
     plan.step       = batch.n_tokens;
-    plan.with_state = llama_cancel::memory_snapshot::needs_state(ctx);
+    plan.with_state = !encode && llama_cancel::memory_snapshot::needs_state(ctx);
+    if (encode) {
+        return plan; // one graph over the whole batch, which memory never holds
+    }
     const int32_t n_ubatch = static_cast<int32_t>(llama_n_ubatch(ctx));
     const int32_t first    = llama_cancel::first_output(batch, embeddings_mode);
     if (llama_pooling_type(ctx) != LLAMA_POOLING_TYPE_NONE) {
@@ -141,6 +145,7 @@ struct decode_run {
     llama_cancel::memory_snapshot &    snapshot; // the hook's, kept across calls, or this call's
     llama_cancel_seq_result *          seqs;     // the caller's per-sequence results, or NULL
     bool                               embd_mode; // the context outputs embeddings (as last known)
+    bool                               encode;    // llama_encode, not llama_decode
     outcome                            o{};
 
     bool embeddings() const { return embd_mode; }
@@ -200,10 +205,10 @@ struct decode_run {
     // One llama_decode over the next n pending tokens.
     int32_t decode_next(int32_t n) {
         // Every pending sequence's byte, not only those in this call: a host waits for the drop.
-        call.seq_bytes = pending.call_bytes()();
+        call.seq_bytes = pending.call_bytes();
         call.begin_graph();
         budget.begin_call();
-        const int32_t ret = llama_decode(ctx, pending.next(n));
+        const int32_t ret = encode ? llama_encode(ctx, pending.next(n)) : llama_decode(ctx, pending.next(n));
         call.graph_returned();
         if (ret == 0 || ret == 2) {
             o.reach = std::max(o.reach, call.graph_reach()); // the worst of the call's graphs
@@ -217,7 +222,8 @@ struct decode_run {
 
     // Handles the end of a call over n tokens; false when the decode is over.
     bool settle(int32_t n, int32_t ret) {
-        const bool aborted_kv = ret == 2 && !call.eval_stopped && !plan.with_state;
+        const bool aborted_kv = ret == 2 && !call.eval_stopped && !plan.with_state && !encode &&
+                                llama_get_memory(ctx) != nullptr;
         if (call.wrong_hook) {
             undo_call();
             std::snprintf(o.error, sizeof(o.error), "%s",
@@ -370,8 +376,32 @@ void report(llama_cancel_decode_result * result, const outcome & o, int32_t stat
     }
 }
 
+// An encode (llama_encode, or llama_decode on a context without memory, which encodes) is one graph
+// over the whole batch: llama.cpp asserts, ending the process, when the batch exceeds n_ubatch.
+bool check_encode(llama_context * ctx, const llama_batch & batch, const llama_cancel_decode_params & p, bool encode,
+                  llama_cancel_decode_result * result) {
+    if (!encode && llama_get_memory(ctx) != nullptr) {
+        return true;
+    }
+    if (encode && !llama_model_has_encoder(llama_get_model(ctx))) {
+        fail(result, "%s", "the model has no encoder (llama_model_has_encoder): decode its batches instead");
+        return false;
+    }
+    const uint32_t n_ubatch = llama_n_ubatch(ctx);
+    if (static_cast<uint32_t>(batch.n_tokens) > n_ubatch) {
+        fail(result, "batch has %d tokens, more than the context's n_ubatch %u: an encode is one ubatch (raise "
+                     "n_ubatch, or use llama_cancel_embed, which groups whole sequences)", batch.n_tokens, n_ubatch);
+        return false;
+    }
+    if (encode && (p.seq_bytes != nullptr || p.max_stop_ms > 0.0f)) {
+        fail(result, "%s", "an encode is one graph: seq_bytes and max_stop_ms are for decodes");
+        return false;
+    }
+    return true;
+}
+
 int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode_params & p,
-               llama_cancel_decode_result * result, llama_cancel_seq_result * seqs) {
+               llama_cancel_decode_result * result, llama_cancel_seq_result * seqs, bool encode) {
     if (ctx == nullptr) {
         return fail(result, "ctx is NULL");
     }
@@ -383,6 +413,9 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     if (!bad.empty()) {
         return fail(result, "%s", bad.data());
     }
+    if (!check_encode(ctx, batch, p, encode, result)) {
+        return LLAMA_CANCEL_ERROR;
+    }
     if (llama_cancel::byte_is_set(p.byte)) {
         llama_cancel::set_status(result, LLAMA_CANCEL_CANCELLED, "%s", "");
         return LLAMA_CANCEL_CANCELLED;
@@ -391,7 +424,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     const std::vector<llama_pos> before = llama_cancel::seq_pos_max(ctx);
     const std::vector<llama_pos> pos    = llama_cancel::token_positions(batch, before);
     const bool        embd_mode = llama_cancel::embeddings_mode(ctx);
-    const decode_plan plan      = make_plan(ctx, batch, p, embd_mode);
+    const decode_plan plan      = make_plan(ctx, batch, p, embd_mode, encode);
     llama_cancel::slice_budget budget(plan.budgeted ? p.max_stop_ms : 0.0f, plan.step);
     pending_batch pending(batch, pos, llama_model_n_embd_inp(llama_get_model(ctx)),
                           llama_cancel::n_pos_per_token(ctx, batch), p.seq_bytes, p.n_seq);
@@ -411,7 +444,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     call.abort_installed = true; // abort_guard below
     llama_cancel::memory_snapshot   own;
     llama_cancel::memory_snapshot * kept = llama_cancel::hook_decode_snapshot(p.hook);
-    decode_run run{ctx, p, batch, plan, budget, pending, call, kept != nullptr ? *kept : own, seqs, embd_mode};
+    decode_run run{ctx, p, batch, plan, budget, pending, call, kept != nullptr ? *kept : own, seqs, embd_mode, encode};
     {
         llama_cancel::call_scope scope(call);
         abort_guard               guard(ctx, p, call);
@@ -477,7 +510,17 @@ extern "C" int32_t llama_cancel_decode(llama_context * ctx, llama_batch batch, c
     const llama_cancel_decode_params p = params != nullptr ? *params : llama_cancel_decode_default_params();
     // The guards have put the caller's abort callback back by the time an exception reaches abi_guard.
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR),
-                                   [&] { return decode(ctx, batch, p, result, seqs); });
+                                   [&] { return decode(ctx, batch, p, result, seqs, false); });
+}
+
+extern "C" int32_t llama_cancel_encode(llama_context * ctx, llama_batch batch, const llama_cancel_decode_params * params,
+                                       llama_cancel_decode_result * result) {
+    if (result != nullptr) {
+        std::memset(result, 0, sizeof(*result));
+    }
+    const llama_cancel_decode_params p = params != nullptr ? *params : llama_cancel_decode_default_params();
+    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR),
+                                   [&] { return decode(ctx, batch, p, result, nullptr, true); });
 }
 
 extern "C" const float * llama_cancel_get_logits_ith(llama_context * ctx, const llama_cancel_decode_result * result,

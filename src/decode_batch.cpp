@@ -72,7 +72,7 @@ std::vector<char> check_batch(llama_context * ctx, const llama_batch & batch) {
 std::vector<llama_pos> seq_pos_max(llama_context * ctx) {
     llama_memory_t mem = llama_get_memory(ctx);
     std::vector<llama_pos> pos(llama_n_seq_max(ctx), -1);
-    for (size_t s = 0; s < pos.size(); ++s) {
+    for (size_t s = 0; mem != nullptr && s < pos.size(); ++s) { // encoder-only models have none
         pos[s] = llama_memory_seq_pos_max(mem, static_cast<llama_seq_id>(s));
     }
     return pos;

@@ -45,7 +45,7 @@ bool memory_snapshot::capture(llama_context * ctx, const std::vector<llama_seq_i
     state_ = with_state;
     for (size_t i = 0; i < n_; ++i) {
         seqs_[i].seq     = seqs[i];
-        seqs_[i].pos_max = llama_memory_seq_pos_max(mem, seqs[i]);
+        seqs_[i].pos_max = mem != nullptr ? llama_memory_seq_pos_max(mem, seqs[i]) : -1; // encoders have none
         seqs_[i].spare   = -1;
         seqs_[i].size    = 0;
     }
@@ -95,6 +95,9 @@ bool memory_snapshot::copy(llama_context * ctx) {
 // One sequence back as captured: its state (from the shared cell or the copy), no later position.
 bool memory_snapshot::put_back(llama_context * ctx, const seq_state & s) {
     llama_memory_t mem = llama_get_memory(ctx);
+    if (mem == nullptr) {
+        return true; // an encoder-only model's context: nothing to put back
+    }
     if (s.spare >= 0) {
         // The sequence leaves the cells the stopped call wrote and shares the untouched ones again.
         llama_memory_seq_rm(mem, s.seq, -1, -1);

@@ -118,6 +118,10 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_decode', 'int32_t', [P, T.llama_batch, P, P, P]],
     ['llama_cancel_get_logits_ith', P, [P, P, 'int32_t']],
     ['llama_cancel_get_embeddings_ith', P, [P, P, 'int32_t']],
+    ['llama_cancel_encode', 'int32_t', [P, T.llama_batch, P, P]],
+    ['llama_cancel_embed_default_params', T.llama_cancel_embed_params, []],
+    ['llama_cancel_embed_n_out', 'int32_t', [P]],
+    ['llama_cancel_embed', 'int32_t', [P, T.llama_batch, P, P, 'int64_t', P]],
     ['llama_cancel_generate_default_params', T.llama_cancel_generate_params, []],
     ['llama_cancel_generate', 'int32_t', [P, P, 'int32_t', P, P, 'int32_t', P]],
     ['llama_cancel_stop_reason_str', 'const char *', ['int32_t']],
@@ -146,6 +150,8 @@ const LLAMA_FUNCTIONS = [
     ['llama_model_get_vocab', P, [P]],
     ['llama_vocab_n_tokens', 'int32_t', [P]],
     ['llama_batch_get_one', T.llama_batch, [P, 'int32_t']],
+    ['llama_batch_init', T.llama_batch, ['int32_t', 'int32_t', 'int32_t']],
+    ['llama_batch_free', 'void', [T.llama_batch]],
     ['llama_decode', 'int32_t', [P, T.llama_batch]],
     ['llama_get_logits_ith', P, [P, 'int32_t']],
     ['llama_memory_clear', 'void', [P, 'bool']],
@@ -585,6 +591,70 @@ class Library {
         const { args, finish } = this.decodeCall(ctx, batch, opts);
         return new Promise((resolve, reject) => {
             this.c.llama_cancel_decode.async(...args, (err, status) => (err ? reject(err) : resolve(finish(status))));
+        });
+    }
+
+    // Sequences (arrays of tokens, sequence i with id i) as one llama_batch_init batch, every token an
+    // output, from sequence `first` on: { batch, free }.
+    sequencesBatch(sequences, first) {
+        const todo = sequences.slice(first);
+        const n = todo.reduce((a, t) => a + t.length, 0);
+        const b = this.llama.llama_batch_init(Math.max(n, 1), 0, 1);
+        const tok = [], pos = [], seqPtrs = koffi.decode(b.seq_id, koffi.array(P, Math.max(n, 1)));
+        let i = 0;
+        todo.forEach((t, k) => t.forEach((id, j) => {
+            tok.push(id); pos.push(j);
+            koffi.encode(seqPtrs[i++], 'int32_t', first + k);
+        }));
+        if (n > 0) {
+            koffi.encode(b.token, koffi.array('int32_t', n), tok);
+            koffi.encode(b.pos, koffi.array('int32_t', n), pos);
+            koffi.encode(b.n_seq_id, koffi.array('int32_t', n), new Array(n).fill(1));
+            koffi.encode(b.logits, koffi.array('int8_t', n), new Array(n).fill(1));
+        }
+        b.n_tokens = n;
+        return { batch: b, free: () => this.llama.llama_batch_free(b) };
+    }
+
+    embedCall(ctx, sequences, opts) {
+        const nOut = this.c.llama_cancel_embed_n_out(ctx);
+        if (nOut <= 0) throw new Error('the context pools no embeddings (embeddings: true and a pooling type)');
+        const first = opts.first || 0;
+        const out = opts.out || koffi.alloc('float', sequences.length * nOut);
+        const { batch, free } = this.sequencesBatch(sequences, first);
+        const params = nativeStruct(T.llama_cancel_embed_params, {
+            ...this.c.llama_cancel_embed_default_params(),
+            byte: opts.byte ? opts.byte.ptr : null, hook: opts.hook || null,
+            abort_callback: opts.abortCallback || null, abort_callback_data: opts.abortCallbackData || null,
+        });
+        const result = nativeStruct(T.llama_cancel_embed_result);
+        const args = [ctx, batch, params, out, sequences.length * nOut, result];
+        const finish = (status) => {
+            const r = koffi.decode(result, T.llama_cancel_embed_result);
+            const done = first + (status === OK ? sequences.length - first : r.n_seq_done);
+            const all = koffi.decode(out, koffi.array('float', sequences.length * nOut));
+            const rows = sequences.map((_, s) => (s < done ? Array.from(all.slice(s * nOut, (s + 1) * nOut)) : null));
+            free(); koffi.free(params); koffi.free(result);
+            return { status, result: r, rows, out, nDone: done };
+        };
+        return { args, finish };
+    }
+
+    // llama_cancel_embed over sequences (arrays of tokens; sequence i has id i, below the context's
+    // n_seq_max): { status, result, rows, out, nDone }, rows[i] the pooled vector of sequence i (a
+    // reranker's score list) or null while not done. A stop keeps sequences[0, nDone); resume with
+    // opts.first = nDone and opts.out = the `out` it gave (native floats; koffi.free it at the end).
+    // opts: byte, hook, first, out, abortCallback / abortCallbackData (native, as in decode).
+    embed(ctx, sequences, opts = {}) {
+        const { args, finish } = this.embedCall(ctx, sequences, opts);
+        return finish(this.c.llama_cancel_embed(...args));
+    }
+
+    // The same on koffi's worker thread, while this thread stays free to store the byte.
+    embedAsync(ctx, sequences, opts = {}) {
+        const { args, finish } = this.embedCall(ctx, sequences, opts);
+        return new Promise((resolve, reject) => {
+            this.c.llama_cancel_embed.async(...args, (err, status) => (err ? reject(err) : resolve(finish(status))));
         });
     }
 

@@ -30,6 +30,7 @@ context_ptr make_context(llama_model * model, const context_options & opt) {
     cp.op_offload      = false;
     cp.offload_kqv     = opt.offload_kqv;
     cp.embeddings      = opt.embeddings;
+    cp.pooling_type    = opt.pooling;
     cp.kv_unified      = opt.kv_unified;
     cp.n_rs_seq        = opt.n_rs_seq;
     cp.no_perf         = true;

@@ -29,6 +29,7 @@ struct context_options {
     uint32_t n_seq_max = 1;
     bool     offload_kqv = false; // the CPU protocol keeps attention on the CPU; offloaded setups set it
     bool     embeddings  = false;
+    enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED; // with embeddings: the model's, or this
     bool     kv_unified  = false; // one KV stream for all sequences: ubatches are batch slices
     uint32_t n_rs_seq    = 0;     // recurrent-state rollback planes per sequence (llama.cpp's own)
     ggml_backend_sched_eval_callback cb_eval      = nullptr;

@@ -23,7 +23,8 @@ from .abi import (CANCELLED, ERROR, MTMD_BATCH_ENCODE, OK,  # noqa: F401
                   STOP_CANCELLED, STOP_EOG, STOP_ERROR, STOP_LENGTH,
                   TTS_STEP_BACKBONE, TTS_STEP_BETWEEN, TTS_STEP_GEN_CODE, TTS_STEP_GEN_WAV, TTS_STEP_NONE,
                   TTS_STEP_PROMPT, TTS_STEP_VOICE,
-                  llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_gen_audio_params,
+                  llama_cancel_decode_params, llama_cancel_decode_result, llama_cancel_embed_params,
+                  llama_cancel_embed_result, llama_cancel_gen_audio_params,
                   llama_cancel_gen_audio_result, llama_cancel_generate_params,
                   llama_cancel_generate_result, llama_cancel_hook_params, llama_cancel_hook_stats,
                   llama_cancel_snapshot_stats,
@@ -107,6 +108,14 @@ def load(path=None):
         except OSError as e:
             errors.append(f"{candidate}: {e}")
     raise OSError("cannot load libllama-cancel: " + "; ".join(errors))
+
+
+class _Rows(list):
+    """embed()'s rows, with the native array they were read from (`out`) for a resumed call."""
+
+    def __init__(self, rows, out):
+        super().__init__(rows)
+        self.out = out
 
 
 class Library:
@@ -258,6 +267,51 @@ class Library:
         result = llama_cancel_decode_result()
         status = self._c.llama_cancel_decode(ctx, batch, C.byref(p), C.byref(result), seqs)
         return status, result, list(seqs) if seqs is not None else []
+
+    def encode(self, ctx, batch, byte=None, hook=None):
+        """llama_cancel_encode (an encoder-decoder's encode, or an encoder-only model's batch):
+        (status, llama_cancel_decode_result). CANCELLED: nothing of the encode is in ctx."""
+        p = self._c.llama_cancel_decode_default_params()
+        p.byte = byte.ptr if byte else None
+        p.hook = hook
+        result = llama_cancel_decode_result()
+        return self._c.llama_cancel_encode(ctx, batch, C.byref(p), C.byref(result)), result
+
+    def embed(self, ctx, sequences, byte=None, hook=None, first=0, out=None, abort_callback=None,
+              abort_callback_data=None):
+        """llama_cancel_embed over sequences[first:] (lists of tokens; sequence i has id i, below the
+        context's n_seq_max): (status, llama_cancel_embed_result, rows), rows[i] the pooled vector of
+        sequence i (a rank score list for a reranker) or None while it is not done. A stop keeps the
+        finished sequences, sequences[:first + result.n_seq_done]; resume with
+        first=first + result.n_seq_done and the same `out` (rows.out, a ctypes float array).
+        abort_callback: the host's own (native), consulted too, as in decode()."""
+        n_out = self._c.llama_cancel_embed_n_out(ctx)
+        if n_out <= 0:
+            raise ValueError("the context pools no embeddings (embeddings=True and a pooling type)")
+        if out is None:
+            out = (C.c_float * (len(sequences) * n_out))(*([float("nan")] * (len(sequences) * n_out)))
+        todo = sequences[first:]
+        n = sum(len(t) for t in todo)
+        b = self.llama.llama_batch_init(max(n, 1), 0, 1)
+        try:
+            i = 0
+            for s, tokens in enumerate(todo, start=first):
+                for k, t in enumerate(tokens):
+                    b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = t, k, 1, 1
+                    b.seq_id[i][0] = s
+                    i += 1
+            b.n_tokens = n
+            p = self._c.llama_cancel_embed_default_params()
+            p.byte = byte.ptr if byte else None
+            p.hook = hook
+            p.abort_callback, p.abort_callback_data = abort_callback, abort_callback_data
+            result = llama_cancel_embed_result()
+            status = self._c.llama_cancel_embed(ctx, b, C.byref(p), out, len(out), C.byref(result))
+        finally:
+            self.llama.llama_batch_free(b)
+        done = first + (len(todo) if status == OK else result.n_seq_done)
+        rows = [list(out[s * n_out:(s + 1) * n_out]) if s < done else None for s in range(len(sequences))]
+        return status, result, _Rows(rows, out)
 
     def decode_seqs(self, ctx, batch, seq_bytes, **kw):
         """decode() with a byte per sequence: seq_bytes[s] is sequence s's Byte (or None). The same

@@ -36,6 +36,21 @@ LAYOUTS = {
         ("longest_node_ms", "f32"),
         ("message", "char[256]"),
     ],
+    "llama_cancel_embed_params": [
+        ("byte", "byte"),
+        ("hook", "ptr"),
+        ("abort_callback", "ptr"),
+        ("abort_callback_data", "ptr"),
+    ],
+    "llama_cancel_embed_result": [
+        ("status", "i32"),
+        ("n_committed", "i32"),
+        ("n_seq_done", "i32"),
+        ("n_out", "i32"),
+        ("reach", "i32"),
+        ("n_calls", "i32"),
+        ("message", "char[256]"),
+    ],
     "llama_cancel_generate_params": [
         ("byte", "byte"),
         ("hook", "ptr"),

@@ -93,6 +93,8 @@ llama_cancel_tts_run_params = _BY_NAME["llama_cancel_tts_run_params"]
 llama_cancel_tts_result = _BY_NAME["llama_cancel_tts_result"]
 llama_cancel_gen_audio_params = _BY_NAME["llama_cancel_gen_audio_params"]
 llama_cancel_gen_audio_result = _BY_NAME["llama_cancel_gen_audio_result"]
+llama_cancel_embed_params = _BY_NAME["llama_cancel_embed_params"]
+llama_cancel_embed_result = _BY_NAME["llama_cancel_embed_result"]
 
 
 def prototypes(llama):
@@ -124,6 +126,11 @@ def prototypes(llama):
                                       C.POINTER(llama_cancel_seq_result)]),
         "llama_cancel_get_logits_ith": (F, [P, decode_result, I32]),
         "llama_cancel_get_embeddings_ith": (F, [P, decode_result, I32]),
+        "llama_cancel_encode": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_decode_params), decode_result]),
+        "llama_cancel_embed_default_params": (llama_cancel_embed_params, []),
+        "llama_cancel_embed_n_out": (I32, [P]),
+        "llama_cancel_embed": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_embed_params), F, C.c_int64,
+                                     C.POINTER(llama_cancel_embed_result)]),
         "llama_cancel_generate_default_params": (llama_cancel_generate_params, []),
         "llama_cancel_generate": (I32, [P, C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_params),
                                         C.POINTER(llama_token), I32, C.POINTER(llama_cancel_generate_result)]),
