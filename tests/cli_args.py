@@ -3,7 +3,7 @@
 0; an unknown option, a value that is not a number, or a value the command refuses after parsing
 prints "error: ..." and the usage on stderr, with exit status 2. No model is needed: each command
 stops before it loads anything. The two executables hold their own commands: llama-cancel what
-users run (generate, tts, check), llama-cancel-bench the others; each one's --help lists only its
+users run (generate, embed, tts, check), llama-cancel-bench the others; each one's --help lists only its
 own, and a command of the other one is refused with an error that names the other one.
 usage: cli_args.py LLAMA_CANCEL LLAMA_CANCEL_BENCH COMMAND..."""
 import re
@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 user_exe, bench_exe, commands = sys.argv[1], sys.argv[2], sys.argv[3:]
-USER_COMMANDS = {"generate", "tts", "check"}
+USER_COMMANDS = {"generate", "embed", "tts", "check"}
 EXES = {"llama-cancel": user_exe, "llama-cancel-bench": bench_exe}
 
 
@@ -27,9 +27,11 @@ CASES = {
     "bench-backend": (["cpu"], ["--model", "m.gguf", "--batch", "1"]),
     "bench-memory": ([], ["--model", "m.gguf", "--runs", "2"]),
     "bench-plans": (["cpu"], ["--model", "m.gguf", "--steps", "2"]),
+    "bench-embed": (["cpu"], ["--model", "m.gguf", "--per-call", "0"]),
     "bench-mtmd": (["vision"], ["--model", "m.gguf", "--mmproj", "p.gguf", "--threads", "0"]),
     "bench-seq": ([], ["--model", "m.gguf", "--backend", "no-such-backend"]),
     "generate": ([], ["--threads", "0"]),
+    "embed": ([], ["--model", "m.gguf", "--input", "lines.txt", "--seqs", "0"]),
     "check": ([], ["--model", "m.gguf", "--threads", "0"]),
     "stress": ([], ["--model", "m.gguf", "--cycles", "-1"]),
     "tune": ([], ["--model", "m.gguf", "--budget-ms", "0"]),

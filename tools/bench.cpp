@@ -38,6 +38,7 @@ const char k_synopsis[] =
     "                                [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                                [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                                [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128] [--plans cpu,vulkan|none]\n"
+    "                                [--embed cpu,vulkan|none]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
     "By default, the headline rows a host decides on (about 6 min on 2 cores): CPU at batches 64 and 512 on 2 threads,\n"
@@ -102,7 +103,8 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--budgets", budgets, "LIST", "stop-time budget rows, ms, or none", budgets_text(opt.budgets))
         .option("--seq-backends", &opt.seq_backends, "LIST", "per-sequence cancel rows (cpu, vulkan, rpc1), or none")
         .option("--seq-ubatches", &opt.seq_ubatches, "LIST", "n_ubatch of each per-sequence row, 1..512")
-        .option("--plans", &opt.plans, "LIST", "plan stability rows (cpu, vulkan, vulkan-1t, rpc, blas), or none");
+        .option("--plans", &opt.plans, "LIST", "plan stability rows (cpu, vulkan, vulkan-1t, rpc, blas), or none")
+        .option("--embed", &opt.embed, "LIST", "embedding job rows (cpu, vulkan, vulkan-1t, rpc, blas), or none");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
@@ -137,7 +139,7 @@ struct bench_report {
     int32_t              n_layer = 0, n_embd = 0;
     std::vector<cpu_row> rows;
     cpu_targets          cpu;
-    section              backends, mtmd, tts, memory, budgets, seq, plans;
+    section              backends, mtmd, tts, memory, budgets, seq, plans, embed;
     double               wall_s = 0.0; // the model's load to the last row, seconds
     std::vector<std::pair<std::string, double>> section_s; // each section's wall time, seconds
 };
@@ -237,6 +239,8 @@ common::json bench_json(const options & opt, const bench_report & rep) {
     js["seq_targets_met"]                = target(rep.seq, rep.seq.ok);
     js["plans"]                          = rep.plans.json;
     js["plans_targets_met"]              = target(rep.plans, rep.plans.ok);
+    js["embed"]                          = rep.embed.json;
+    js["embed_targets_met"]              = target(rep.embed, rep.embed.ok);
     common::json sections                = common::json::object();
     for (const auto & sec : rep.section_s) {
         sections[sec.first] = common::printed(sec.second, "%.1f");
@@ -289,6 +293,7 @@ int bench_main(int argc, char ** argv) {
     rep.budgets  = timed(rep, "budgets", [&] { return budget_rows(opt, builtin_model); });
     rep.seq      = timed(rep, "seq", [&] { return seq_rows(opt); });
     rep.plans    = timed(rep, "plans", [&] { return plans_rows(opt); });
+    rep.embed    = timed(rep, "embed", [&] { return embed_rows(opt); });
     rep.wall_s   = (common::now_ms() - t0) / 1000.0;
     std::printf("\nbench: %.0f s (%s):", rep.wall_s, opt.all ? "--all" : "headline rows; --all for every row");
     for (const auto & s : rep.section_s) {

@@ -35,6 +35,8 @@ struct options {
     std::vector<std::string> seq_backends;
     // Plan stability rows (bench-plans): where each call's checkpoints fell, call after call.
     std::vector<std::string> plans = {"cpu"};
+    // Embedding rows (bench-embed): an indexing job on a generated BERT, per setup.
+    std::vector<std::string> embed;
     std::vector<int>         seq_ubatches = {128};
     int              runs = 10;
     uint32_t         seed = 42;
@@ -53,6 +55,7 @@ struct options {
         o.seq_backends = {"cpu", "rpc1"};
         o.seq_ubatches = {512, 128};
         o.plans        = {"cpu", "vulkan"};
+        o.embed        = {"cpu", "vulkan"};
         o.all          = true;
         return o;
     }

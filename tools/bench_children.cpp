@@ -580,4 +580,38 @@ section plans_rows(const options & opt) {
     return out;
 }
 
+section embed_rows(const options & opt) {
+    section out;
+    if (opt.embed.empty()) {
+        return out;
+    }
+    out.ran = true;
+    const std::string model = common::models_cache_dir() + "tiny-bert.gguf";
+    std::printf("\nembeddings (issue 48): an indexing job of 2,048 passages (8-40 tokens), 64 to a call on a generated "
+                "BERT, three ways: llama_cancel_embed with a hook, llama_cancel_embed with the stateless name as cb_eval, "
+                "and llama.cpp's idiom (llama_encode, llama_get_embeddings_seq) with the byte read between calls; byte "
+                "at 0: each call against the idiom's, the ways taking turns, median of the paired ratios; stops: the "
+                "byte stored at a random 10-90%% of the job, store to return, also as %% of one call\n\n");
+    std::printf("| setup     | way           | call ms  | byte at 0 | job ms   | stopped | p50 ms   | max ms   | p50 %%  | max %%  |\n");
+    std::printf("|:----------|:--------------|---------:|----------:|---------:|--------:|---------:|---------:|-------:|-------:|\n");
+    std::fflush(stdout);
+    if (!common::ensure_model(common::script_path("make_model.py"), model, "tiny", "bert")) {
+        out.ok = false;
+        return out;
+    }
+    for (const std::string & name : opt.embed) {
+        const std::string tmp = child_json_path(opt, "embed-" + name);
+        const std::vector<std::string> args = {"bench-embed", name, "--model", model, "--threads",
+                                               std::to_string(k_row_threads), "--seed", std::to_string(opt.seed),
+                                               "--runs", std::to_string(opt.runs), "--json", tmp};
+        const int rc = run_self(args, name);
+        const common::child_json j = add_child_row(out, tmp, rc, {"setup", name, 9});
+        out.ok = out.ok && rc == 0 && j.is_true({"targets", "stop_p50_le_10pct_of_call"}) &&
+                 j.is_true({"targets", "byte_at_0_le_1pct"});
+    }
+    std::printf("\ntargets (embeddings): a stop's p50 within 10%% of a call, the byte at 0 within 1%%, both "
+                "llama-cancel ways: %s\n", out.ok ? "met" : "MISSED (see rows)");
+    return out;
+}
+
 } // namespace bench

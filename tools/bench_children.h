@@ -28,5 +28,7 @@ section seq_rows(const options & opt);
 
 // Plan stability rows (bench-plans), one per setup; ok: no call's checkpoints moved after the first two.
 section plans_rows(const options & opt);
+// bench-embed per setup of opt.embed: a 2,048-passage job on a generated BERT, three ways.
+section embed_rows(const options & opt);
 
 } // namespace bench

@@ -1,5 +1,5 @@
 // The subcommands of the two executables, each `int NAME_main(argc, argv)` with argv[0] the subcommand:
-// llama-cancel's (generate, tts, check; main.cpp) and llama-cancel-bench's (the others; main_bench.cpp).
+// llama-cancel's (generate, embed, tts, check; main.cpp) and llama-cancel-bench's (the others; main_bench.cpp).
 #pragma once
 
 // `llama-cancel-bench bench`: the cancel benchmark (the project's main job).
@@ -11,6 +11,10 @@ int bench_backend_main(int argc, char ** argv);
 // `llama-cancel-bench bench-plans SETUP --model PATH`: where each call's checkpoints fell, for a token loop
 // and repeated prefills, hook and stateless name; the calls whose checkpoints moved.
 int bench_plans_main(int argc, char ** argv);
+
+// `llama-cancel-bench bench-embed SETUP --model PATH`: an indexing job three ways (hook, stateless
+// name, the byte read between calls): the byte at 0's cost a call, and stop latency.
+int bench_embed_main(int argc, char ** argv);
 
 // `llama-cancel-bench bench-memory --model PATH`: one memory-kind row (rollback cost), in its own process.
 int bench_memory_main(int argc, char ** argv);
@@ -24,6 +28,10 @@ int tune_main(int argc, char ** argv);
 
 // `llama-cancel generate`: generation from a prompt that Ctrl-C stops at once.
 int generate_main(int argc, char ** argv);
+
+// `llama-cancel embed --model PATH --input FILE`: one pooled vector per line, JSON or .npy; Ctrl-C
+// keeps the vectors of every line whose group finished.
+int embed_main(int argc, char ** argv);
 
 // `llama-cancel check --model PATH`: loads the model, makes a context with a hook bound, and says
 // which stop path a cancel gets on each device of the context's scheduler.

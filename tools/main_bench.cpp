@@ -15,6 +15,7 @@ const dispatch::command k_commands[] = {
     {"bench-mtmd", bench_mtmd_main, "one multimodal row of the benchmark (vision, audio); bench runs it"},
     {"bench-tts", bench_tts_main, "one text-to-speech row of the benchmark (qwen3tts, pockettts); bench runs it"},
 #endif
+    {"bench-embed", bench_embed_main, "an embedding job: the byte at 0's cost and stop latency, three ways"},
     {"bench-plans", bench_plans_main, "whether checkpoints fall on the same nodes call after call; bench runs it"},
     {"bench-memory", bench_memory_main, "one memory-kind row of the benchmark (rollback cost); bench runs it"},
     {"bench-seq", bench_seq_main, "per-sequence cancel inside a shared batch: the other sequences' cost"},
@@ -24,7 +25,7 @@ const dispatch::command k_commands[] = {
 
 // llama-cancel's commands, named in the error for one of them.
 const char * const k_user_commands[] = {
-    "generate", "check",
+    "generate", "embed", "check",
 #ifdef LLAMA_CANCEL_HAVE_MTMD
     "tts",
 #endif
@@ -34,7 +35,7 @@ const char * const k_user_commands[] = {
 
 int main(int argc, char ** argv) {
     const dispatch::program p{"llama-cancel-bench", k_commands, std::size(k_commands),
-                              "llama-cancel", "generate, tts and check",
+                              "llama-cancel", "generate, embed, tts and check",
                               k_user_commands, std::size(k_user_commands)};
     return dispatch::run(p, argc, argv);
 }
