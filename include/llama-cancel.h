@@ -247,6 +247,17 @@ extern "C" {
     LLAMA_CANCEL_API int32_t llama_cancel_encode(struct llama_context * ctx, struct llama_batch batch,
         const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result);
 
+    // llama_process(ctx, type, batch) (enum llama_process_type: ENCODE or DECODE, over llama.h's
+    // opaque llama_batch_ext) under the byte, with the decode's params and result. The library cannot
+    // read that batch, so a stop puts memory back to where it was before the call: every sequence's
+    // positions, and on recurrent or hybrid models every sequence's state, copied first (a host copy
+    // of all of them each call: llama_cancel_decode copies only its batch's, often none). OK
+    // (n_committed -1: the whole batch); CANCELLED (n_committed 0, memory as before); ERROR (memory as
+    // before). seq_bytes, n_seq and max_stop_ms need a readable batch: ERROR. On the ctx's thread.
+    LLAMA_CANCEL_API int32_t llama_cancel_process(struct llama_context * ctx, int32_t type,
+        struct llama_batch_ext * batch, const struct llama_cancel_decode_params * params,
+        struct llama_cancel_decode_result * result);
+
     //
     // Embeddings and reranking (pooled outputs: llama_context_params.embeddings, a pooling type)
     //

@@ -3,6 +3,7 @@
 #include "llama-cancel.h"
 
 #include "abi_guard.h"
+#include "abort_guard.h"
 #include "call.h"
 #include "decode_batch.h"
 #include "byte.h"
@@ -75,29 +76,6 @@ decode_plan make_plan(llama_context * ctx, const llama_batch & batch, const llam
 // Share of a stop-time budget the eval callbacks' checkpoint interval may take: a stop waits at
 // most for the next checkpoint, its synchronize and the rollback.
 constexpr double k_hook_budget_share = 0.7;
-
-// Installs the call's abort callback for the decode (the bytes, the node clock of a budget, the
-// host's own callback) and, however the decode ends, the host's back: params->abort_callback, or
-// else the one in the context params the context's hook was bound into (llama.cpp has no getter).
-struct abort_guard {
-    llama_context *                    ctx;
-    const llama_cancel_decode_params & p;
-    const llama_cancel::call &         call;
-    abort_guard(llama_context * c, const llama_cancel_decode_params & params, llama_cancel::call & cl)
-        : ctx(c), p(params), call(cl) {
-        llama_set_abort_callback(ctx, llama_cancel::call_abort_callback, &cl);
-    }
-    ~abort_guard() {
-        const llama_cancel::host_abort hook = llama_cancel::hook_host_abort(call.hook);
-        if (p.abort_callback != nullptr) {
-            llama_set_abort_callback(ctx, p.abort_callback, p.abort_callback_data);
-        } else {
-            llama_set_abort_callback(ctx, hook.callback, hook.data);
-        }
-    }
-    abort_guard(const abort_guard &) = delete;
-    abort_guard & operator=(const abort_guard &) = delete;
-};
 
 // How one llama_decode call ended, classified once.
 enum class call_end {
@@ -447,7 +425,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     decode_run run{ctx, p, batch, plan, budget, pending, call, kept != nullptr ? *kept : own, seqs, embd_mode, encode};
     {
         llama_cancel::call_scope scope(call);
-        abort_guard               guard(ctx, p, call);
+        llama_cancel::abort_guard guard(ctx, call, p.abort_callback, p.abort_callback_data);
         llama_cancel::snapshot_release spares{run.snapshot};
         run.run();
     }

@@ -119,6 +119,8 @@ const CANCEL_FUNCTIONS = [
     ['llama_cancel_get_logits_ith', P, [P, P, 'int32_t']],
     ['llama_cancel_get_embeddings_ith', P, [P, P, 'int32_t']],
     ['llama_cancel_encode', 'int32_t', [P, T.llama_batch, P, P]],
+    // batch: llama.h's opaque struct llama_batch_ext
+    ['llama_cancel_process', 'int32_t', [P, 'int32_t', P, P, P]],
     ['llama_cancel_embed_default_params', T.llama_cancel_embed_params, []],
     ['llama_cancel_embed_n_out', 'int32_t', [P]],
     ['llama_cancel_embed', 'int32_t', [P, T.llama_batch, P, P, 'int64_t', P]],

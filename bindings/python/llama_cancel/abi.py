@@ -127,6 +127,7 @@ def prototypes(llama):
         "llama_cancel_get_logits_ith": (F, [P, decode_result, I32]),
         "llama_cancel_get_embeddings_ith": (F, [P, decode_result, I32]),
         "llama_cancel_encode": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_decode_params), decode_result]),
+        "llama_cancel_process": (I32, [P, I32, P, C.POINTER(llama_cancel_decode_params), decode_result]),
         "llama_cancel_embed_default_params": (llama_cancel_embed_params, []),
         "llama_cancel_embed_n_out": (I32, [P]),
         "llama_cancel_embed": (I32, [P, llama.llama_batch, C.POINTER(llama_cancel_embed_params), F, C.c_int64,
