@@ -40,6 +40,17 @@ llama_cancel_test(NAME test_mtmd_stateless TARGET test_mtmd ARGS --gtest_filter=
     FIXTURES models mmproj
     ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_VISION_SMALL_MMPROJ=${VISION_SMALL_MMPROJ}")
 
+# A video (issue 48): scripts/make_video.py writes a 2 s, 4 fps, 64x64 clip with the ffmpeg program
+# (a failure here, ffmpeg missing included, fails test_mtmd_video too: it is not run); the test
+# reads it with libmtmd's helper (ffprobe and ffmpeg children) and stops its frames' encodes and
+# decodes on the tiny vision projector next to the small text model.
+set(TEST_VIDEO ${MODELS_DIR}/video-64x64-4fps-2s.mp4)
+add_test(NAME make_test_video COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_video.py ${TEST_VIDEO})
+set_tests_properties(make_test_video PROPERTIES FIXTURES_SETUP video FIXTURES_REQUIRED models)
+llama_cancel_test(NAME test_mtmd_video SOURCES test_mtmd_video.cpp mtmd_fixtures.cpp
+    INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY} FIXTURES models mmproj video
+    ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}" "LLAMA_CANCEL_VIDEO=${TEST_VIDEO}")
+
 # The CLI with an image and an audio file.
 add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
     ${SMALL_MODEL} ${VISION_MMPROJ} ${AUDIO_MMPROJ})

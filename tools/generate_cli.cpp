@@ -60,7 +60,7 @@ std::string default_model() {
 }
 
 struct generate_options {
-    std::string model, prompt = "hello world", mmproj, media;
+    std::string model, prompt = "hello world", mmproj, media, video;
     int         n_predict = 32, threads = 2, batch = 512, prompt_tokens = 0;
 };
 
@@ -68,7 +68,11 @@ struct generate_options {
 int parse_options(int argc, char ** argv, generate_options & o) {
     cli_args::parser p("usage: llama-cancel generate [--model PATH] [--prompt TEXT | --prompt-tokens N]\n"
                      "                            [--n-predict N] [--threads N] [--batch N]\n"
-                     "                            [--mmproj PATH (--image FILE | --audio FILE)]\n");
+                     "                            [--mmproj PATH (--image FILE | --audio FILE | --video FILE)]\n"
+                     "--video reads the whole video first (libmtmd's helper: ffprobe and ffmpeg on PATH, 4 frames\n"
+                     "a second), then evaluates its frames; Ctrl-C stops the frame in flight, in its encode or its\n"
+                     "decode, or the reading between two frames. The prompt's media marker, if any, marks where the\n"
+                     "video goes, else it comes first.\n");
     p.option("--model|-m", &o.model, "PATH", "model (default: the built-in synthetic model)")
         .option("--prompt|-p", &o.prompt, "TEXT", "the prompt")
         .option("--prompt-tokens", &o.prompt_tokens, "N", "a prompt of N generated tokens instead (0: the text)")
@@ -77,12 +81,14 @@ int parse_options(int argc, char ** argv, generate_options & o) {
         .option("--batch|-b", &o.batch, "N", "n_batch")
         .option("--mmproj", &o.mmproj, "PATH", "multimodal projector")
         .option("--image", &o.media, "FILE", "an image for the projector")
-        .option("--audio", &o.media, "FILE", "an audio file for the projector");
+        .option("--audio", &o.media, "FILE", "an audio file for the projector")
+        .option("--video", &o.video, "FILE", "a video for a vision projector, its frames read before the evaluation");
     const int rc = p.parse(argc, argv);
     if (rc >= 0) {
         return rc;
     }
-    return p.check({{o.mmproj.empty() != o.media.empty(), "--mmproj and --image/--audio go together"},
+    return p.check({{o.mmproj.empty() != (o.media.empty() && o.video.empty()), "--mmproj and --image/--audio/--video go together"},
+                    {!o.media.empty() && !o.video.empty(), "--video and --image/--audio exclude each other"},
                     {!llama_cancel_has_mtmd() && !o.mmproj.empty(), "this build has no libmtmd: --mmproj is not available"},
                     {o.n_predict < 0, "--n-predict must be at least 0"},
                     {o.threads < 1, "--threads must be at least 1"},
@@ -108,26 +114,104 @@ int load_model(const std::string & path, common::model_ptr & model) {
 }
 
 #ifdef LLAMA_CANCEL_HAVE_MTMD
+// --video: every item libmtmd's helper gives (ffprobe and ffmpeg as child programs), read before
+// anything is evaluated: the frames as bitmaps, its texts ("Video:", timestamps) in place. Ctrl-C
+// stops the reading between two items.
+struct video_frames {
+    struct bitmap_free_t { void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); } };
+    std::vector<std::unique_ptr<mtmd_bitmap, bitmap_free_t>> frames; // in order
+    std::string text; // the prompt's part for the video: the texts, a media marker per frame
+
+    // -1 when read, else the exit status.
+    int read(mtmd_context * mctx, const std::string & path) {
+        if (!mtmd_helper_support_video(mctx)) {
+            std::fprintf(stderr, "error: this libmtmd was built without video support\n");
+            return 1;
+        }
+        const mtmd_helper_video_init_params vp = mtmd_helper_video_init_params_default();
+        mtmd_helper::video_ptr video(mtmd_helper_video_init(mctx, path.c_str(), vp));
+        if (!video) {
+            std::fprintf(stderr, "error: cannot read %s as a video (libmtmd's helper runs ffprobe and ffmpeg from PATH)\n",
+                         path.c_str());
+            return 1;
+        }
+        const mtmd_helper_video_info info = mtmd_helper_video_get_info(video.get());
+        std::fprintf(stderr, "reading %s: %ux%u at %.2f frames a second (Ctrl-C cancels)\n", path.c_str(), info.width,
+                     info.height, info.fps);
+        const std::string marker = mtmd_default_marker();
+        for (;;) {
+            mtmd_bitmap * bm = nullptr;
+            char *        tx = nullptr;
+            const int32_t rc = mtmd_helper_video_read_next(video.get(), &bm, &tx);
+            std::unique_ptr<mtmd_bitmap, bitmap_free_t> frame(bm);
+            std::unique_ptr<char, decltype(&std::free)> t(tx, &std::free);
+            // After the read: a Ctrl-C from a terminal ends the ffmpeg child too, which reads as the end.
+            if (ctrl_c::pressed()) {
+                std::printf("\n[video reading cancelled after %zu frames, %.1f ms from Ctrl-C]\n", frames.size(),
+                            ctrl_c::ms_since());
+                return 130;
+            }
+            if (rc == -1) {
+                break;
+            }
+            if (rc != 0) {
+                std::fprintf(stderr, "error: reading %s failed after %zu frames (%d)\n", path.c_str(), frames.size(), rc);
+                return 1;
+            }
+            if (frame) {
+                text += marker;
+                frames.push_back(std::move(frame));
+            } else if (t) {
+                text += t.get();
+            }
+        }
+        if (frames.empty()) {
+            std::fprintf(stderr, "error: %s has no frames\n", path.c_str());
+            return 1;
+        }
+        std::fprintf(stderr, "video: %zu frames read, now evaluated one by one\n", frames.size());
+        return -1;
+    }
+};
+
 // With --mmproj: the projector (its load cancellable, its encodes through a hook) and the prompt as
-// mtmd chunks holding the image or audio.
+// mtmd chunks holding the image, audio or video frames.
 struct media_prompt {
     struct mtmd_free_t { void operator()(mtmd_context * m) const { mtmd_free(m); } };
     struct chunks_free_t { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
     common::hook_ptr                                     mtmd_hook{llama_cancel_hook_init(nullptr)};
     std::unique_ptr<mtmd_context, mtmd_free_t>        mctx;
     std::unique_ptr<mtmd_input_chunks, chunks_free_t> chunks;
+    video_frames                                      video; // --video's frames, the chunks' bitmaps
 
     bool active() const { return mctx != nullptr; }
 
     // -1 when the chunks are ready, else the exit status; their positions in *n_pos.
     int load(const generate_options & o, llama_model * model, size_t * n_pos) {
-        mtmd_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+        mtmd_helper_log_set([](ggml_log_level, const char *, void *) {}, nullptr); // mtmd's and its helper's
         llama_cancel_load_result lr;
         mctx.reset(llama_cancel_mtmd_init_from_file(o.mmproj.c_str(), model, mtmd_hook.get(), o.threads, false,
                                                     ctrl_c::byte(), &lr));
         if (!mctx) {
             std::fprintf(stderr, "%s: %s\n", lr.status == LLAMA_CANCEL_CANCELLED ? "cancelled" : "error", lr.message);
             return lr.status == LLAMA_CANCEL_CANCELLED ? 130 : 1;
+        }
+        const std::string marker = mtmd_default_marker();
+        const size_t      at     = o.prompt.find(marker);
+        if (!o.video.empty()) {
+            // The video's part where the prompt's marker is (else first): its texts, a marker per frame.
+            const int vrc = video.read(mctx.get(), o.video);
+            if (vrc >= 0) {
+                return vrc;
+            }
+            const std::string text = at == std::string::npos
+                                         ? video.text + "\n" + o.prompt
+                                         : o.prompt.substr(0, at) + video.text + o.prompt.substr(at + marker.size());
+            std::vector<const mtmd_bitmap *> bitmaps;
+            for (const auto & f : video.frames) {
+                bitmaps.push_back(f.get());
+            }
+            return tokenize(text, bitmaps, n_pos);
         }
         mtmd_helper_bitmap_wrapper w =
             mtmd_helper_bitmap_init_from_file(mctx.get(), o.media.c_str(), false, mtmd_helper_init_opt_default());
@@ -136,13 +220,20 @@ struct media_prompt {
                          o.media.c_str());
             return 1;
         }
-        const std::string marker = mtmd_default_marker();
-        const std::string text   = o.prompt.find(marker) == std::string::npos ? marker + "\n" + o.prompt : o.prompt;
-        mtmd_input_text in{text.c_str(), text.size(), true, true};
-        const mtmd_bitmap * bitmaps[] = {w.bitmap};
-        chunks.reset(mtmd_input_chunks_init());
-        const int32_t rc = mtmd_tokenize(mctx.get(), chunks.get(), &in, bitmaps, 1);
+        const std::string text = at == std::string::npos ? marker + "\n" + o.prompt : o.prompt;
+        const int         rc   = tokenize(text, {w.bitmap}, n_pos);
         mtmd_bitmap_free(w.bitmap);
+        if (w.video_ctx != nullptr) { // a video given as --image: its frames were read by mtmd_tokenize
+            mtmd_helper_video_free(w.video_ctx);
+        }
+        return rc;
+    }
+
+    // mtmd_tokenize of `text` with `bitmaps`, one per marker; -1 when done, else the exit status.
+    int tokenize(const std::string & text, const std::vector<const mtmd_bitmap *> & bitmaps, size_t * n_pos) {
+        mtmd_input_text in{text.c_str(), text.size(), true, true};
+        chunks.reset(mtmd_input_chunks_init());
+        const int32_t rc = mtmd_tokenize(mctx.get(), chunks.get(), &in, bitmaps.data(), bitmaps.size());
         if (rc != 0) {
             std::fprintf(stderr, "error: mtmd_tokenize returned %d\n", rc);
             return 1;
@@ -163,6 +254,15 @@ struct media_prompt {
         mp.max_stop_ms = gp.max_stop_ms;
         llama_cancel_mtmd_result mr{};
         const int32_t st = llama_cancel_mtmd_eval_chunks(mctx.get(), ctx, chunks.get(), 0, 0, &mp, &mr);
+        if (st == LLAMA_CANCEL_CANCELLED && !video.frames.empty()) {
+            // Memory holds exactly chunks [0, n_chunks_done): the frames among them.
+            int in_memory = 0;
+            for (int32_t i = 0; i < mr.n_chunks_done; ++i) {
+                in_memory += mtmd_input_chunk_get_type(mtmd_input_chunks_get(chunks.get(), i)) == MTMD_INPUT_CHUNK_TYPE_IMAGE;
+            }
+            std::printf("\n[video: %d of %zu frames in memory; a resume would go on from chunk %d of %zu]", in_memory,
+                        video.frames.size(), mr.n_chunks_done, mtmd_input_chunks_size(chunks.get()));
+        }
         if (st != LLAMA_CANCEL_OK) {
             r        = llama_cancel_generate_result{};
             r.status = st;
