@@ -1,8 +1,9 @@
 // llama_cancel_embed and llama_cancel_encode on an embedding model ($LLAMA_CANCEL_EMBED_MODEL, pooled
-// as $LLAMA_CANCEL_EMBED_POOLING says: mean, cls, last, rank, or empty for the model's own): rows
-// against llama.cpp's own idiom, stops at nodes across the whole call keeping exactly the finished
-// groups, resumes bit for bit, a store from another thread, the contract names alone, bad input.
-// CPU backend.
+// as $LLAMA_CANCEL_EMBED_POOLING says: mean, cls, last, rank, or empty for the model's own), on the
+// backend setup $LLAMA_CANCEL_BACKEND (default cpu): rows against llama.cpp's own idiom, stops at
+// nodes across the whole call (the hook's checkpoints, the stateless name's, the CPU's abort
+// callback) keeping exactly the finished groups, resumes bit for bit, a store from another thread,
+// the contract names alone, bad input.
 #include "fixtures.h"
 
 #include <gtest/gtest.h>
@@ -16,17 +17,17 @@
 
 namespace {
 
-using fixtures::suite_model;
+using fixtures::test_backend;
+
+llama_model * suite_model() {
+    return test_backend().model.get();
+}
 
 constexpr int     k_seqs   = 12;  // sequences of the batch
 constexpr int32_t k_ubatch = 48;  // a group: whole sequences up to this many tokens
 constexpr float   k_unset  = 1e30f; // what a row holds before anything writes it
 
-class Embed : public fixtures::model_suite<Embed> {
-  public:
-    static constexpr const char * model_env  = "LLAMA_CANCEL_EMBED_MODEL";
-    static constexpr const char * model_what = "an embedding model from scripts/make_model.py";
-
+class Embed : public ::testing::Test {
   public:
     static enum llama_pooling_type pooling() {
         const std::string p = fixtures::env("LLAMA_CANCEL_EMBED_POOLING");
@@ -42,7 +43,7 @@ class Embed : public fixtures::model_suite<Embed> {
         common::context_options opt = fixtures::context_options(512, k_ubatch, k_seqs, cb, cb_data);
         opt.embeddings = true;
         opt.pooling    = pool;
-        return fixtures::make_bound_context(suite_model(), hook, opt);
+        return fixtures::make_backend_context(suite_model(), hook, opt);
     }
     // k_seqs sequences of 5..20 tokens, one after another, sequence s at positions 0.. (the
     // embedding example's batch).
@@ -60,6 +61,14 @@ class Embed : public fixtures::model_suite<Embed> {
         return std::vector<float>(static_cast<size_t>(k_seqs) * llama_cancel_embed_n_out(ctx), k_unset);
     }
 };
+
+const auto * const g_environment = fixtures::add_backend_environment([] {
+    fixtures::backend_environment_options o;
+    o.model_env       = "LLAMA_CANCEL_EMBED_MODEL";
+    o.model_what      = "an embedding model from scripts/make_model.py";
+    o.default_backend = "cpu";
+    return o;
+}());
 
 // Tokens [from, n) of `b` as a batch sharing its arrays, as a host resumes.
 llama_batch tail(llama_batch b, int32_t from) {
@@ -111,7 +120,9 @@ TEST_F(Embed, RowsAreLlamaCppsOwn) {
         const float * want = llama_get_embeddings_seq(ref.get(), 0);
         ASSERT_NE(want, nullptr);
         const std::vector<float> got(out.begin() + s * n_out, out.begin() + (s + 1) * n_out);
-        EXPECT_LT(fixtures::relative_difference(got, std::vector<float>(want, want + n_out)), 1e-4) << "sequence " << s;
+        // Other batch shapes than the call's groups: float rounding apart (on llvmpipe, its kernels' own).
+        const double bound = test_backend().name() == "cpu" ? 1e-4 : 1e-2;
+        EXPECT_LT(fixtures::relative_difference(got, std::vector<float>(want, want + n_out)), bound) << "sequence " << s;
         for (float v : got) {
             ASSERT_TRUE(std::isfinite(v)) << "sequence " << s;
         }
@@ -128,38 +139,74 @@ TEST_F(Embed, RowsAreLlamaCppsOwn) {
 // the resume from n_committed completes every row bit for bit.
 namespace {
 
-void stop_keeps_finished_groups(common::owned_batch & b, bool by_abort, common::context_ptr (*make)(llama_cancel_hook *)) {
-    fixtures::node_trigger count;
-    std::vector<float> want;
-    {
-        common::hook_ptr hook = fixtures::make_hook(by_abort ? nullptr : &count);
-        auto ctx = make(hook.get());
-        want.assign(static_cast<size_t>(k_seqs) * llama_cancel_embed_n_out(ctx.get()), k_unset);
-        llama_cancel_embed_params p = llama_cancel_embed_default_params();
-        p.abort_callback      = by_abort ? fixtures::node_trigger::abort_cb : nullptr;
-        p.abort_callback_data = &count;
-        ASSERT_EQ(llama_cancel_embed(ctx.get(), b.get(), &p, want.data(), want.size(), nullptr), LLAMA_CANCEL_OK);
+enum class stop_by { hook, stateless, abort_callback };
+
+// One context of the stop test with its trigger: the hook's chain, the stateless name's probe, or
+// the abort callback.
+struct stop_context {
+    common::hook_ptr        hook;
+    common::context_ptr     ctx;
+    fixtures::node_trigger  trig;
+    common::stateless_probe probe;
+    int8_t                  byte = 0;
+    stop_by                 by;
+
+    explicit stop_context(stop_by b) : by(b) {
+        trig.byte = &byte;
+        if (by == stop_by::hook) {
+            hook = fixtures::make_hook(&trig);
+        }
+        ctx = by == stop_by::stateless ? Embed::context(nullptr, common::stateless_probe::eval_cb, &probe)
+                                       : Embed::context(hook.get());
     }
-    const int n_calls = count.calls;
+    int calls() const { return by == stop_by::stateless ? probe.asks : trig.calls; }
+    void arm(int at) {
+        byte = 0;
+        if (by == stop_by::stateless) {
+            // Stored before ask `at`, where the stateless name's check while grouping sees it: a
+            // store during a node of a graph that runs uncut would be read only as it returns.
+            probe.rearm(at);
+            probe.while_grouping = true;
+        } else {
+            trig.calls = 0;
+            trig.at    = at;
+        }
+    }
+    void clear() { arm(-1); }
+    int8_t * the_byte() { return by == stop_by::stateless ? &probe.byte : &byte; }
+    llama_cancel_embed_params params() {
+        llama_cancel_embed_params p = llama_cancel_embed_default_params();
+        p.byte                = the_byte();
+        p.hook                = hook.get();
+        p.abort_callback      = by == stop_by::abort_callback ? fixtures::node_trigger::abort_cb : nullptr;
+        p.abort_callback_data = &trig;
+        return p;
+    }
+};
+
+void stop_keeps_finished_groups(common::owned_batch & b, stop_by by) {
+    std::vector<float> want;
+    int n_calls = 0;
+    {
+        stop_context c(by);
+        c.clear();
+        want.assign(static_cast<size_t>(k_seqs) * llama_cancel_embed_n_out(c.ctx.get()), k_unset);
+        llama_cancel_embed_params p = c.params();
+        ASSERT_EQ(llama_cancel_embed(c.ctx.get(), b.get(), &p, want.data(), want.size(), nullptr), LLAMA_CANCEL_OK);
+        n_calls = c.calls();
+    }
     ASSERT_GT(n_calls, 20);
     int n_partial = 0; // stops that kept some groups and not all
     for (int k = 1; k <= 9; ++k) {
-        int8_t byte = 0;
-        fixtures::node_trigger trig;
-        trig.at   = n_calls * k / 10;
-        trig.byte = &byte;
-        common::hook_ptr hook = fixtures::make_hook(by_abort ? nullptr : &trig);
-        auto ctx = make(hook.get());
+        stop_context c(by);
+        c.arm(n_calls * k / 10);
+        auto & ctx = c.ctx;
         std::vector<float> out(want.size(), k_unset);
-        llama_cancel_embed_params p = llama_cancel_embed_default_params();
-        p.byte = &byte;
-        p.hook = hook.get();
-        p.abort_callback      = by_abort ? fixtures::node_trigger::abort_cb : nullptr;
-        p.abort_callback_data = &trig;
+        llama_cancel_embed_params p = c.params();
         llama_cancel_embed_result r;
         const llama_batch all = b.get();
-        ASSERT_EQ(llama_cancel_embed(ctx.get(), all, &p, out.data(), out.size(), &r), LLAMA_CANCEL_CANCELLED)
-            << "stop at call " << trig.at << ": " << r.message;
+        const int32_t status = llama_cancel_embed(ctx.get(), all, &p, out.data(), out.size(), &r);
+        ASSERT_EQ(status, LLAMA_CANCEL_CANCELLED) << "stop at call " << n_calls * k / 10 << ": " << r.message;
         ASSERT_GE(r.n_committed, 0);
         ASSERT_LT(r.n_committed, all.n_tokens);
         n_partial += r.n_committed > 0 ? 1 : 0;
@@ -179,16 +226,21 @@ void stop_keeps_finished_groups(common::owned_batch & b, bool by_abort, common::
             if (!llama_model_has_encoder(suite_model()) && llama_get_memory(ctx.get()) != nullptr) {
                 // finished sequences hold their tokens, the stopped group's none (an encoder's
                 // memory, T5's decoder cache, is never written)
-                EXPECT_EQ(fixtures::pos_max(ctx.get(), s) >= 0, done[s]) << "sequence " << s << ", stop at " << trig.at;
+                EXPECT_EQ(fixtures::pos_max(ctx.get(), s) >= 0, done[s]) << "sequence " << s << ", stop at " << k;
             }
         }
-        const int at = trig.at;
-        byte    = 0;
-        trig.at = -1;
+        const int at = n_calls * k / 10;
+        c.clear();
         ASSERT_EQ(llama_cancel_embed(ctx.get(), tail(all, r.n_committed), &p, out.data(), out.size(), &r), LLAMA_CANCEL_OK)
             << r.message;
-        EXPECT_EQ(std::memcmp(out.data(), want.data(), sizeof(float) * out.size()), 0)
-            << "resumed after a stop at call " << at;
+        if (test_backend().name() == "cpu") {
+            EXPECT_EQ(std::memcmp(out.data(), want.data(), sizeof(float) * out.size()), 0)
+                << "resumed after a stop at call " << at;
+        } else {
+            // A KV model's resumed groups meet other cells than the uninterrupted call's (the
+            // stopped group's were freed): llvmpipe's attention rounds them apart.
+            EXPECT_LT(fixtures::relative_difference(out, want), 1e-2) << "resumed after a stop at call " << at;
+        }
     }
     EXPECT_GT(n_partial, 0); // some stops fell after a finished group
 }
@@ -197,12 +249,17 @@ void stop_keeps_finished_groups(common::owned_batch & b, bool by_abort, common::
 
 TEST_F(Embed, StopKeepsFinishedGroupsAndResumesBitForBit) {
     common::owned_batch b = batch();
-    stop_keeps_finished_groups(b, false, [](llama_cancel_hook * h) { return context(h); });
+    stop_keeps_finished_groups(b, stop_by::hook);
+}
+
+TEST_F(Embed, StatelessNameStopKeepsFinishedGroupsAndResumesBitForBit) {
+    common::owned_batch b = batch();
+    stop_keeps_finished_groups(b, stop_by::stateless);
 }
 
 TEST_F(Embed, AbortCallbackStopKeepsFinishedGroupsAndResumesBitForBit) {
     common::owned_batch b = batch();
-    stop_keeps_finished_groups(b, true, [](llama_cancel_hook * h) { return context(h); });
+    stop_keeps_finished_groups(b, stop_by::abort_callback);
 }
 
 // Another thread stores the byte while a graph runs (the host's abort callback holds it at a node
@@ -340,91 +397,3 @@ TEST_F(Embed, AnEncodeOverNUbatchIsAnError) {
     }
 }
 
-namespace {
-
-// An encoder-decoder model (T5) from $LLAMA_CANCEL_T5_MODEL.
-class EncoderDecoder : public fixtures::model_suite<EncoderDecoder> {
-  public:
-    static constexpr const char * model_env  = "LLAMA_CANCEL_T5_MODEL";
-    static constexpr const char * model_what = "a t5 model from scripts/make_model.py --arch t5";
-
-  protected:
-    static common::context_ptr context(llama_cancel_hook * hook) {
-        return fixtures::make_bound_context(suite_model(), hook, fixtures::context_options(64, 64));
-    }
-    // The decoder's logits for its start token after `prompt` was encoded.
-    static std::vector<float> first_logits(llama_context * ctx) {
-        const llama_token start = llama_model_decoder_start_token(suite_model());
-        common::seq_batch b({start}, 0, 1, 0);
-        llama_cancel_decode_result r;
-        EXPECT_EQ(llama_cancel_decode(ctx, b.get(), nullptr, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
-        const float * l = llama_cancel_get_logits_ith(ctx, &r, -1);
-        const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(suite_model()));
-        return l != nullptr ? std::vector<float>(l, l + n) : std::vector<float>();
-    }
-};
-
-} // namespace
-
-// A stopped encode is CANCELLED with nothing committed; the context still holds the encode before
-// it, which a decode would use: encoded again, the decode gives a clean run's logits bit for bit.
-TEST_F(EncoderDecoder, AStoppedEncodeIsCancelledAndTheEncodeAgainDecodesLikeACleanRun) {
-    ASSERT_TRUE(llama_model_has_encoder(suite_model()) && llama_model_has_decoder(suite_model()));
-    const auto prompt = common::make_prompt(suite_model(), 24, 5);
-    const auto other  = common::make_prompt(suite_model(), 24, 9);
-    std::vector<float> want;
-    fixtures::node_trigger count;
-    {
-        common::hook_ptr hook = fixtures::make_hook(&count);
-        auto ctx = context(hook.get());
-        common::seq_batch b(prompt, 0, 24, 0);
-        llama_cancel_decode_result r;
-        ASSERT_EQ(llama_cancel_encode(ctx.get(), b.get(), nullptr, &r), LLAMA_CANCEL_OK) << r.message;
-        EXPECT_EQ(r.n_committed, 24);
-        want = first_logits(ctx.get());
-        ASSERT_FALSE(want.empty());
-    }
-    int8_t byte = 0;
-    fixtures::node_trigger trig;
-    trig.byte = &byte;
-    common::hook_ptr hook = fixtures::make_hook(&trig);
-    auto ctx = context(hook.get());
-    common::seq_batch ob(other, 0, 24, 0);
-    ASSERT_EQ(llama_cancel_encode(ctx.get(), ob.get(), nullptr, nullptr), LLAMA_CANCEL_OK);
-    const int n_encode_asks = trig.calls;
-    trig.calls = 0;
-    trig.at    = n_encode_asks / 2; // inside the encode of `prompt`
-    llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.byte = &byte;
-    p.hook = hook.get();
-    common::seq_batch b(prompt, 0, 24, 0);
-    llama_cancel_decode_result r;
-    ASSERT_EQ(llama_cancel_encode(ctx.get(), b.get(), &p, &r), LLAMA_CANCEL_CANCELLED) << r.message;
-    EXPECT_EQ(r.n_committed, 0);
-    EXPECT_EQ(fixtures::pos_max(ctx.get(), 0), -1); // the decoder's memory untouched
-    byte    = 0;
-    trig.at = -1;
-    ASSERT_EQ(llama_cancel_encode(ctx.get(), b.get(), &p, &r), LLAMA_CANCEL_OK) << r.message;
-    const std::vector<float> got = first_logits(ctx.get());
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * want.size()), 0);
-}
-
-// An encode on a model without an encoder, and seq_bytes or a budget on an encode: clear ERRORs.
-TEST_F(EncoderDecoder, EncodeArgumentsAreCheckedFirst) {
-    auto ctx = context(nullptr);
-    const auto prompt = common::make_prompt(suite_model(), 8, 5);
-    common::seq_batch b(prompt, 0, 8, 0);
-    int8_t one = 0;
-    const int8_t * bytes[1] = {&one};
-    llama_cancel_decode_params p = llama_cancel_decode_default_params();
-    p.seq_bytes = bytes;
-    p.n_seq     = 1;
-    llama_cancel_decode_result r;
-    EXPECT_EQ(llama_cancel_encode(ctx.get(), b.get(), &p, &r), LLAMA_CANCEL_ERROR);
-    EXPECT_NE(std::string(r.message).find("seq_bytes"), std::string::npos) << r.message;
-    p           = llama_cancel_decode_default_params();
-    p.max_stop_ms = 5.0f;
-    EXPECT_EQ(llama_cancel_encode(ctx.get(), b.get(), &p, &r), LLAMA_CANCEL_ERROR);
-    EXPECT_EQ(llama_cancel_encode(nullptr, b.get(), nullptr, &r), LLAMA_CANCEL_ERROR);
-}
