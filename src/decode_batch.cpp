@@ -69,6 +69,18 @@ std::vector<char> check_batch(llama_context * ctx, const llama_batch & batch) {
     return msg.empty() ? check_seq_ids(ctx, batch) : msg;
 }
 
+llama_batch batch_slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
+    llama_batch s = batch;
+    s.n_tokens    = n;
+    s.token       = batch.token != nullptr ? batch.token + a : nullptr;
+    s.embd        = batch.embd != nullptr ? batch.embd + static_cast<size_t>(a) * n_embd : nullptr;
+    s.pos         = batch.pos != nullptr ? batch.pos + a : nullptr;
+    s.n_seq_id    = batch.n_seq_id != nullptr ? batch.n_seq_id + a : nullptr;
+    s.seq_id      = batch.seq_id != nullptr ? batch.seq_id + a : nullptr;
+    s.logits      = batch.logits != nullptr ? batch.logits + a : nullptr;
+    return s;
+}
+
 std::vector<llama_pos> seq_pos_max(llama_context * ctx) {
     llama_memory_t mem = llama_get_memory(ctx);
     std::vector<llama_pos> pos(llama_n_seq_max(ctx), -1);

@@ -19,6 +19,10 @@ std::vector<char> check_batch(llama_context * ctx, const llama_batch & batch);
 // also the token's position in memory), 1 otherwise (text tokens take one position on any model).
 int32_t n_pos_per_token(llama_context * ctx, const llama_batch & batch);
 
+// Tokens [a, a + n) of `batch` as a batch of their own, sharing its arrays (`n_embd`: floats per
+// row of batch.embd).
+llama_batch batch_slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd);
+
 // Each sequence's last position in memory (-1: empty), for every sequence id of ctx.
 std::vector<llama_pos> seq_pos_max(llama_context * ctx);
 

@@ -66,19 +66,6 @@ std::vector<seq_span> split_sequences(llama_context * ctx, const llama_batch & b
     return spans;
 }
 
-// Tokens [begin, end) of the batch as a batch of their own, sharing its arrays.
-llama_batch view(const llama_batch & b, int32_t begin, int32_t end, int32_t n_embd) {
-    llama_batch v = b;
-    v.n_tokens    = end - begin;
-    v.token       = b.token != nullptr ? b.token + begin : nullptr;
-    v.embd        = b.embd != nullptr ? b.embd + static_cast<size_t>(begin) * n_embd : nullptr;
-    v.pos         = b.pos != nullptr ? b.pos + begin : nullptr;
-    v.n_seq_id    = b.n_seq_id != nullptr ? b.n_seq_id + begin : nullptr;
-    v.seq_id      = b.seq_id != nullptr ? b.seq_id + begin : nullptr;
-    v.logits      = b.logits != nullptr ? b.logits + begin : nullptr;
-    return v;
-}
-
 bool check_args(llama_context * ctx, const llama_batch & batch, const float * out, int64_t n_out_max,
                 llama_cancel_embed_result * result) {
     if (ctx == nullptr) {
@@ -139,7 +126,8 @@ int32_t embed(llama_context * ctx, const llama_batch & batch, const llama_cancel
             ++e;
         }
         llama_cancel_decode_result dr;
-        const llama_batch group = view(batch, spans[g].begin, spans[e - 1].end, llama_model_n_embd_inp(model));
+        const llama_batch group = llama_cancel::batch_slice(batch, spans[g].begin, spans[e - 1].end - spans[g].begin,
+                                                            llama_model_n_embd_inp(model));
         const std::vector<llama_pos> before = llama_cancel::seq_pos_max(ctx);
         const int32_t status = encoder ? llama_cancel_encode(ctx, group, &dp, &dr) : llama_cancel_decode(ctx, group, &dp, &dr, nullptr);
         result->n_calls += dr.n_decode_calls;

@@ -1,27 +1,11 @@
 #include "pending_batch.h"
 
 #include "byte.h"
+#include "decode_batch.h"
 
 #include <algorithm>
 
 namespace llama_cancel {
-
-namespace {
-
-// Tokens [a, a + n) of `batch`, sharing its arrays.
-llama_batch slice(const llama_batch & batch, int32_t a, int32_t n, int32_t n_embd) {
-    llama_batch s = batch;
-    s.n_tokens    = n;
-    s.token       = batch.token != nullptr ? batch.token + a : nullptr;
-    s.embd        = batch.embd != nullptr ? batch.embd + static_cast<size_t>(a) * n_embd : nullptr;
-    s.pos         = batch.pos != nullptr ? batch.pos + a : nullptr;
-    s.n_seq_id    = batch.n_seq_id != nullptr ? batch.n_seq_id + a : nullptr;
-    s.seq_id      = batch.seq_id != nullptr ? batch.seq_id + a : nullptr;
-    s.logits      = batch.logits != nullptr ? batch.logits + a : nullptr;
-    return s;
-}
-
-} // namespace
 
 pending_batch::pending_batch(const llama_batch & batch, const std::vector<llama_pos> & pos, int32_t n_embd,
                              int32_t n_pos_per_token, const int8_t * const * seq_bytes, int32_t n_seq_bytes)
@@ -136,7 +120,7 @@ void pending_batch::copy_positions(int32_t n) {
 
 llama_batch pending_batch::next(int32_t n) {
     if (!gaps_) {
-        llama_batch b = slice(batch_, index_[next_], n, n_embd_); // untouched so far: the caller's arrays
+        llama_batch b = batch_slice(batch_, index_[next_], n, n_embd_); // untouched so far: the caller's arrays
         if (n_pos_ > 1 && n < batch_.n_tokens) {
             copy_positions(n); // sections of n_tokens each: a slice needs its own, n each
             b.pos = cpos_.data();

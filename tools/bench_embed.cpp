@@ -165,13 +165,6 @@ void measure(way_context (&c)[n_ways], const embed_bench_options & o,
     }
 }
 
-double overhead_pct(const std::vector<double> & s, const std::vector<double> & ref) {
-    std::vector<double> r;
-    for (size_t i = 0; i < s.size() && i < ref.size(); ++i) {
-        r.push_back(100.0 * (s[i] / ref[i] - 1.0));
-    }
-    return common::percentile(r, 0.5);
-}
 
 const char k_synopsis[] =
     "usage: llama-cancel-bench bench-embed cpu|vulkan|vulkan-1t|rpc|blas --model PATH [--passages N] [--per-call N]\n"
@@ -240,7 +233,7 @@ int bench_embed_main(int argc, char ** argv) {
     bool failed = false, stops_met = true, cost_met = true;
     for (int w = 0; w < n_ways; ++w) {
         const double call  = common::percentile(f[w].call_ms, 0.5);
-        const double cost  = w == idiom ? 0.0 : overhead_pct(f[w].call_ms, f[idiom].call_ms);
+        const double cost  = w == idiom ? 0.0 : common::paired_overhead_pct(f[w].call_ms, f[idiom].call_ms);
         const double p50   = f[w].stops.p50(), worst = common::max_of(f[w].stops.ms);
         std::printf("| %-9s | %-13s | %8.1f | %+7.2f%% | %8.1f | %2d / %-2d | %8.2f | %8.2f | %6.1f%% | %6.1f%% |\n",
                     o.name.c_str(), k_way_names[w], call, cost, f[w].job_ms[0], f[w].stops.cancelled, o.runs, p50,

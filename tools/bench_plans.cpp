@@ -163,15 +163,6 @@ void measure(way_context (&c)[n_ways], const plans_options & o, const std::vecto
     }
 }
 
-// The median of the paired ratios of `s` to `ref`, as % (the byte at 0's cost a call).
-double overhead_pct(const series & s, const series & ref) {
-    std::vector<double> r;
-    for (size_t i = 0; i < s.ms.size() && i < ref.ms.size(); ++i) {
-        r.push_back(100.0 * (s.ms[i] / ref.ms[i] - 1.0));
-    }
-    return common::percentile(r, 0.5);
-}
-
 common::json series_json(const char * way, const char * workload, const series & s, double overhead) {
     return {{"way", way},
             {"workload", workload},
@@ -249,7 +240,7 @@ int bench_plans_main(int argc, char ** argv) {
         for (const auto & [workload, s, ref] :
              {std::tuple<const char *, const series *, const series *>{"token steps", &steps[w], &steps[none]},
               std::tuple<const char *, const series *, const series *>{"prefill", &prefill[w], &prefill[none]}}) {
-            const double overhead = overhead_pct(*s, *ref);
+            const double overhead = common::paired_overhead_pct(s->ms, ref->ms);
             std::printf("| %-9s | %-9s | %-11s | %5zu | %8.2f | %+7.2f%% | %6.2f | %3d / %-3zu |\n", o.name.c_str(),
                         k_way_names[w], workload, s->checkpoints.size(), common::percentile(s->ms, 0.5), overhead,
                         s->per_call(), s->changes(), s->checkpoints.size() - 3);

@@ -16,6 +16,14 @@ double percentile(std::vector<double> v, double p) {
     return v[lo] + (v[hi] - v[lo]) * (idx - lo);
 }
 
+double paired_overhead_pct(const std::vector<double> & s, const std::vector<double> & ref) {
+    std::vector<double> r;
+    for (size_t i = 0; i < s.size() && i < ref.size(); ++i) {
+        r.push_back(100.0 * (s[i] / ref[i] - 1.0));
+    }
+    return percentile(r, 0.5);
+}
+
 double max_of(const std::vector<double> & v) {
     return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
 }

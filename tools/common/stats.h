@@ -10,6 +10,9 @@ namespace common {
 // p in [0, 1], linear interpolation; 0 for an empty list.
 double percentile(std::vector<double> v, double p);
 double max_of(const std::vector<double> & v);
+// The median of the paired ratios s[i] / ref[i], as % over 1 (what a way costs against its
+// reference, the two measured turn by turn).
+double paired_overhead_pct(const std::vector<double> & s, const std::vector<double> & ref);
 
 // How a run whose byte another thread stored ended: the byte stopped it; it returned before the
 // store (finished first); or the store came before the return, after its last checkpoint, and it
