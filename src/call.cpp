@@ -31,8 +31,8 @@ bool call::stop_requested() const {
     return false;
 }
 
-void call::graph_returned() {
-    if (policy != nullptr) {
+void call::graph_returned(bool outputs_read) {
+    if (policy != nullptr && (outputs_read || !rpc_asked)) {
         policy->graph_returned(now_ms());
     }
 }

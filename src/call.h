@@ -58,6 +58,7 @@ struct call {
     bool     held_stop       = false; // a chained cb_eval asked to stop a held graph
     double   longest_view_ms = 0.0;   // longest compute between two checkpoints on a device
     uint64_t device_asks     = 0;     // asks about device nodes so far (never cleared: a clock)
+    bool     rpc_asked       = false; // an ask about a node in an RPC server's memory
     // A graph began since a hook last looked: the hook's stop state starts clean there.
     bool     graph_fresh     = false;
     // A graph began that the checkpoint policy was not told of yet (checkpoint_policy::begin_graph):
@@ -75,9 +76,11 @@ struct call {
 
     // The call's byte or a pending sequence's is set (never while the call holds its graph).
     bool stop_requested() const;
-    // The graph llama.cpp or clip ran for the call returned: its policy learns when it ended (a
-    // graph's last view has no checkpoint; outside calls its end is seen only as the next begins).
-    void graph_returned();
+    // The graph llama.cpp or clip ran for the call returned, synchronized: its policy learns when it
+    // ended (a graph's last view has no checkpoint; outside calls its end is seen only as the next
+    // begins). `outputs_read`: the call copied outputs out; where it did not, an RPC server may still
+    // be computing (ggml-rpc's synchronize does not wait, work.h), and the end is not known.
+    void graph_returned(bool outputs_read);
     // Where the graph that returned read the bytes (enum llama_cancel_reach).
     int32_t graph_reach() const {
         return eval_seen ? LLAMA_CANCEL_REACH_GRAPH : abort_seen ? LLAMA_CANCEL_REACH_CPU : LLAMA_CANCEL_REACH_CALLS;
@@ -88,6 +91,7 @@ struct call {
         eval_stopped    = false;
         held_stop       = false;
         longest_view_ms = 0.0;
+        rpc_asked       = false;
         graph_fresh     = true;
         graph_untold    = true;
     }

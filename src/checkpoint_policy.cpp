@@ -31,7 +31,7 @@ checkpoint_policy::node_device checkpoint_policy::device_of(const ggml_tensor * 
     if (node->buffer != cached_buffer_ || buft != cached_buft_) {
         cached_buffer_ = node->buffer;
         cached_buft_   = buft;
-        cached_device_ = {device_key(node), on_emulated_vulkan(node)};
+        cached_device_ = {device_key(node), on_emulated_vulkan(node), is_rpc_buffer(node->buffer)};
     }
     return cached_device_;
 }
@@ -46,10 +46,11 @@ void checkpoint_policy::set_interval(double interval_ms) {
 }
 
 double checkpoint_policy::interval_of(const device_rate & d) const {
-    // Only a measured rate is lengthened: with a guessed one, rarer checkpoints would only make
-    // the measure slower to come.
+    // Only a measured rate is lengthened, and only by k_trip_samples round trips: with a guessed
+    // rate, or one round trip a busy core delayed, rarer checkpoints would only make the measure
+    // slower to come.
     double paid = interval_;
-    if (d.measured) {
+    if (d.measured && d.n_trips >= k_trip_samples) {
         double stretch = d.round_trip / k_cost_share;
         if (graph_ms_ > 0.0) {
             stretch = std::min(stretch, graph_ms_ / k_min_graph_checkpoints);
@@ -246,7 +247,9 @@ void checkpoint_policy::time_tail(double end, bool returned) {
 
 bool checkpoint_policy::wants_round_trip() const {
     const device_rate * d = find(last_device_);
-    return d == nullptr || d->round_trip <= 0.0 || d->since_trip + 1 >= k_cost_sample_every;
+    // Every checkpoint until k_trip_samples are in: the interval stretches from their minimum, and
+    // one read that waited for a busy core would stretch it a hundredfold.
+    return d == nullptr || d->n_trips < k_trip_samples || d->since_trip + 1 >= k_cost_sample_every;
 }
 
 void checkpoint_policy::passed(double now, double round_trip_ms) {

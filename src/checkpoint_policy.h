@@ -54,6 +54,7 @@ class checkpoint_policy {
     struct node_device {
         const void * key      = nullptr;
         bool         emulated = false;
+        bool         rpc      = false; // an RPC server's memory (on_rpc_server)
     };
 
     explicit checkpoint_policy(double interval_ms = LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS);

@@ -46,7 +46,7 @@ clip_outcome run_clip_call(const int8_t * byte, const int8_t * seq_byte, llama_c
         call_scope scope(c);
         c.begin_graph();
         *ret = fn();
-        c.graph_returned();
+        c.graph_returned(true); // clip reads its output (synchronously)
     }
     if (c.wrong_hook) {
         return clip_outcome::wrong_hook;

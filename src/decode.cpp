@@ -186,8 +186,10 @@ struct decode_run {
         call.seq_bytes = pending.call_bytes();
         call.begin_graph();
         budget.begin_call();
-        const int32_t ret = encode ? llama_encode(ctx, pending.next(n)) : llama_decode(ctx, pending.next(n));
-        call.graph_returned();
+        const llama_batch slice = pending.next(n);
+        const int32_t     ret   = encode ? llama_encode(ctx, slice) : llama_decode(ctx, slice);
+        llama_synchronize(ctx); // a GPU API computes on past the return: the policy times the end
+        call.graph_returned(encode || llama_cancel::first_output(slice, embd_mode) < slice.n_tokens);
         if (ret == 0 || ret == 2) {
             o.reach = std::max(o.reach, call.graph_reach()); // the worst of the call's graphs
         }

@@ -77,6 +77,7 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         const checkpoint_policy::node_device device = policy.device_of(t);
         if (c != nullptr && device.key != nullptr) {
             c->device_asks++; // a budget's node clock sees that a device split ran in between
+            c->rpc_asked = c->rpc_asked || device.rpc;
         }
         // A held graph stops nowhere. The call's abort callback stops this node's backend by
         // itself: a checkpoint would only cost a synchronize.

@@ -41,7 +41,8 @@ constexpr uint32_t k_clock_every = 8;
 constexpr double k_cost_share = 0.01;
 // checkpoints. The round trip is timed again every this many checkpoints of a device.
 constexpr uint32_t k_cost_sample_every = 32;
-// count. Round trips kept; the interval follows their minimum.
+// count. Round trips kept, timed at each checkpoint until this many are in; the interval follows
+// their minimum.
 constexpr uint32_t k_trip_samples = 8;
 // count. The stretch leaves a graph at least this many checkpoints.
 // Test: Policy.RoundTripStretchLeavesShortGraphsFourCheckpoints.

@@ -67,7 +67,8 @@ int32_t process(llama_context * ctx, int32_t type, llama_batch_ext * batch, cons
         llama_cancel::abort_guard guard(ctx, c, p.abort_callback, p.abort_callback_data);
         c.begin_graph();
         ret = llama_process(ctx, static_cast<llama_process_type>(type), batch);
-        c.graph_returned();
+        llama_synchronize(ctx); // a GPU API computes on past the return: the policy times the end
+        c.graph_returned(false); // the opaque batch does not tell whether outputs were read
     }
     result->decode_ret     = ret;
     result->n_decode_calls = 1;

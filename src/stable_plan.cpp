@@ -154,7 +154,12 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
         heaviest = std::max(heaviest, static_cast<double>(n.ms));
     }
     if (took_ms < 0.0 || expected <= 0.0 || took_ms > pause_factor * expected) {
-        return; // not known: the plan stays
+        // Not known: a pause, or a graph that slowed past the pause factor. A plan that keeps not
+        // hearing of its graph's end is dropped, and the graph measured again (by checkpoints).
+        if (strayed(r, false)) {
+            r.last_use = 0;
+        }
+        return;
     }
     if (!strayed(r, took_ms - heaviest <= k_slower * interval_ms)) {
         return; // still fits, or one call did not

@@ -67,7 +67,8 @@ class stable_plans {
     bool uncut() const { return plan_ >= 0 && plans_[plan_].uncut; }
     // The uncut graph in flight ended, `took_ms` from its first ask to the next graph's (< 0: not
     // known, a pause longer than `pause_factor` times its time). Planned again, its nodes' times
-    // scaled to that, where it no longer fits in k_slower of `interval_ms` beside its longest node.
+    // scaled to that, where it no longer fits in k_slower of `interval_ms` beside its longest node;
+    // dropped where its end stays unknown (k_plan_strays calls in a row), to be measured again.
     void end_uncut(double took_ms, double pause_factor, double interval_ms);
     // How many times a kept graph's cuts moved, since creation.
     uint64_t replans() const { return replans_; }

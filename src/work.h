@@ -125,13 +125,18 @@ inline double node_work(const ggml_tensor * t) {
     return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t);
 }
 
-// True when `t` lives in an RPC server's memory: reading it is a network round trip.
-inline bool on_rpc_server(const ggml_tensor * t) {
-    if (t->buffer == nullptr || ggml_backend_buffer_is_host(t->buffer) || ggml_nbytes(t) == 0) {
+// True when `buf` is an RPC server's memory.
+inline bool is_rpc_buffer(ggml_backend_buffer_t buf) {
+    if (buf == nullptr || ggml_backend_buffer_is_host(buf)) {
         return false;
     }
-    const char * name = ggml_backend_buffer_name(t->buffer);
+    const char * name = ggml_backend_buffer_name(buf);
     return name != nullptr && std::strncmp(name, "RPC", 3) == 0;
+}
+
+// True when `t` lives in an RPC server's memory: reading it is a network round trip.
+inline bool on_rpc_server(const ggml_tensor * t) {
+    return ggml_nbytes(t) != 0 && is_rpc_buffer(t->buffer);
 }
 
 // Makes sure `t` is computed before a checkpoint reads the byte. The scheduler synchronizes the

@@ -481,8 +481,9 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     EXPECT_NEAR(sim.spacing(20), planned, 0.15 * planned) << "checkpoints one round-trip-paying interval apart";
     EXPECT_EQ(policy.interval_ms(dev_b), k_interval) << "a device without a round trip keeps the interval";
     const int checkpoints = static_cast<int>(sim.checkpoints.size());
-    EXPECT_LE(sim.trips, 1 + checkpoints / static_cast<int>(llama_cancel::tuning::k_cost_sample_every) + 1)
-        << "the round trip is timed now and then, not at every checkpoint";
+    EXPECT_LE(sim.trips, static_cast<int>(llama_cancel::tuning::k_trip_samples) +
+                             checkpoints / static_cast<int>(llama_cancel::tuning::k_cost_sample_every) + 1)
+        << "the round trip is timed at the first checkpoints, then now and then, not at every checkpoint";
     EXPECT_GE(sim.trips, checkpoints / static_cast<int>(llama_cancel::tuning::k_cost_sample_every));
 
     // One round trip a busy host delayed does not stretch the interval: the minimum of the last ones.
@@ -497,6 +498,26 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     EXPECT_NEAR(policy.budget(dev_a), rate * 7.0, 0.2 * rate * 7.0);
     policy.set_cap(0.0);
     EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
+}
+
+// The first round trips decide the interval only together: one that waited for a busy core (5 ms
+// among 0.5 ms ones) does not stretch it a hundredfold before the others are in.
+TEST_F(Policy, FirstRoundTripAloneDoesNotStretchTheInterval) {
+    checkpoint_policy policy;
+    const double rate = 1.0e6;
+    double now = 0.0;
+    policy.place(node(1000), dev_a, now);
+    policy.passed(now += 1.0, -1.0); // the rate measured
+    for (uint32_t i = 0; i < llama_cancel::tuning::k_trip_samples; ++i) {
+        ASSERT_TRUE(policy.wants_round_trip()) << "every checkpoint times one until the samples are in: " << i;
+        policy.place(node(static_cast<int64_t>(rate)), dev_a, now);
+        policy.passed(now += 1.0, i == 0 ? 5.0 : 0.5);
+        if (i + 1 < llama_cancel::tuning::k_trip_samples) {
+            EXPECT_EQ(policy.interval_ms(dev_a), k_interval) << "after " << i + 1 << " round trips";
+        }
+    }
+    EXPECT_NEAR(policy.interval_ms(dev_a), 0.5 / llama_cancel::tuning::k_cost_share, 1e-9) << "their minimum";
+    EXPECT_FALSE(policy.wants_round_trip()) << "then now and then";
 }
 
 // A graph shorter than 100 round trips keeps about four checkpoints: the round trip's stretch
@@ -1244,6 +1265,33 @@ TEST_F(RepeatedGraph, AShortGraphIsNotCutAndASlowerOneIsCutAgain) {
     }
     EXPECT_FALSE(cuts.empty()) << "a graph of two intervals is cut";
     EXPECT_EQ(policy.stable_replans(), replans + 1) << "planned again once";
+}
+
+// Outside calls an uncut graph's end is seen only as the next begins, and a pause longer than
+// k_pause_factor times its time is taken for the host's: a graph that became ten times slower (a
+// loaded machine, a device that clocked down) would look paused after every call and run uncut for
+// good, a stop waiting for its whole 60 ms. Its plan is dropped instead, and the graph cut again.
+TEST_F(RepeatedGraph, AnUncutGraphWhoseEndStaysUnknownIsCutAgain) {
+    device_graph g;
+    for (int i = 0; i < 200; ++i) {
+        g.nodes.push_back(node(1000000 + i));
+        g.ms.push_back(0.03); // 6 ms
+    }
+    checkpoint_policy policy;
+    std::mt19937      rng(3);
+    double            now = 1000.0;
+    for (int call = 0; call < 12; ++call) {
+        g.run(policy, now, rng, 0.1);
+    }
+    ASSERT_TRUE(g.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
+    device_graph::pass p;
+    for (int call = 0; call < 6; ++call) {
+        p = g.run(policy, now, rng, 0.1, 10.0);
+    }
+    EXPECT_FALSE(p.cuts.empty()) << "a 60 ms graph is cut";
+    for (size_t v = 0; v < p.view_ms.size(); ++v) {
+        EXPECT_LE(p.view_ms[v] - p.view_heavy[v], llama_cancel::tuning::k_slower * k_interval) << "view " << v;
+    }
 }
 
 TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
