@@ -28,8 +28,10 @@ foreach(text llama lfm2 mamba)
         set(text_model ${SMALL_${TEXT}_MODEL})
         set(suffix "_${text}")
     endif()
+    # 17 cases of 1-30 s each, three to four times that beside the rest of the suite (-j2 on CI's two
+    # cores: test_mtmd_audio_mamba took 204 s there): more than the suite's default.
     foreach(kind vision audio)
-        llama_cancel_test(NAME test_mtmd_${kind}${suffix} TARGET test_mtmd ${mtmd_program}
+        llama_cancel_test(NAME test_mtmd_${kind}${suffix} TARGET test_mtmd ${mtmd_program} TIMEOUT 600
             ARGS --gtest_filter=*/${kind} FIXTURES models mmproj
             ENV "LLAMA_CANCEL_SMALL_MODEL=${text_model}" "LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}" "LLAMA_CANCEL_AUDIO_MMPROJ=${AUDIO_MMPROJ}")
         set(mtmd_program "")
@@ -47,7 +49,8 @@ llama_cancel_test(NAME test_mtmd_stateless TARGET test_mtmd ARGS --gtest_filter=
 set(TEST_VIDEO ${MODELS_DIR}/video-64x64-4fps-2s.mp4)
 add_test(NAME make_test_video COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/make_video.py ${TEST_VIDEO})
 set_tests_properties(make_test_video PROPERTIES FIXTURES_SETUP video FIXTURES_REQUIRED models)
-llama_cancel_test(NAME test_mtmd_video SOURCES test_mtmd_video.cpp mtmd_fixtures.cpp
+# Each case evaluates the clip's 8 frames several times (TIMEOUT: as the chunk tests above).
+llama_cancel_test(NAME test_mtmd_video SOURCES test_mtmd_video.cpp mtmd_fixtures.cpp TIMEOUT 600
     INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY} FIXTURES models mmproj video
     ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}" "LLAMA_CANCEL_VIDEO=${TEST_VIDEO}")
 
