@@ -34,6 +34,24 @@ def lib():
     return _lib
 
 
+class ModelTest(unittest.TestCase):
+    """A test class on one model loaded once for it (MODEL: the environment variable of its path),
+    with the library (`lib`) and a host byte (`byte`). A subclass makes its contexts and hooks after
+    this setUpClass and frees them before this tearDownClass."""
+    MODEL = "LLAMA_CANCEL_TINY_MODEL"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = lib()
+        cls.model, res = cls.lib.model_load(env(cls.MODEL))
+        assert cls.model, res.message
+        cls.byte = llama_cancel.Byte()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lib.llama.llama_model_free(cls.model)
+
+
 class Probe:
     """tests/ffi_probe.c's host probe: a native callback that holds the graph (or the token loop) at
     call `hold_at` until the host's byte is set, so that a store from this thread lands inside the

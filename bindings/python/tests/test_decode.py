@@ -15,23 +15,22 @@ N_TOKENS, N_UBATCH, RUNS = 256, 64, 10
 N_PREFILL, N_PREFILL_UBATCH = 512, 128  # four ubatches
 
 
-class DecodeCancelledFromMainThread(unittest.TestCase):
+class DecodeCancelledFromMainThread(host.ModelTest):
+    MODEL = "LLAMA_CANCEL_BENCH_MODEL"
+
     @classmethod
     def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_BENCH_MODEL"))
-        assert cls.model, res.message
-        cls.ctx = lib.context(cls.model, n_ctx=512, n_batch=N_TOKENS, n_ubatch=N_UBATCH, n_threads=2,
-                              n_threads_batch=2, op_offload=False, offload_kqv=False)
-        cls.mem = lib.llama.llama_get_memory(cls.ctx)
-        cls.byte = llama_cancel.Byte()
+        super().setUpClass()
+        cls.ctx = cls.lib.context(cls.model, n_ctx=512, n_batch=N_TOKENS, n_ubatch=N_UBATCH, n_threads=2,
+                                  n_threads_batch=2, op_offload=False, offload_kqv=False)
+        cls.mem = cls.lib.llama.llama_get_memory(cls.ctx)
         cls.probe = host.Probe(cls.byte)
 
     @classmethod
     def tearDownClass(cls):
         cls.probe.close()
         cls.lib.llama.llama_free(cls.ctx)
-        cls.lib.llama.llama_model_free(cls.model)
+        super().tearDownClass()
 
     def setUp(self):
         self.byte.clear()  # whatever a failed test left
@@ -104,21 +103,10 @@ class DecodeCancelledFromMainThread(unittest.TestCase):
         self.assertIn(b"NULL", result.message)
 
 
-class DecodeReportsItsReach(unittest.TestCase):
+class DecodeReportsItsReach(host.ModelTest):
     """result.reach says where the byte was read: with a hook bound to the context, inside every
     graph (REACH_GRAPH: every backend); without an eval callback, at the abort callback's CPU nodes
     alone (REACH_CPU: a GPU's graph would have run to its end)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
-        assert cls.model, res.message
-        cls.byte = llama_cancel.Byte()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.lib.llama.llama_model_free(cls.model)
 
     def reach(self, hook):
         """The reach of a clean 32-token decode on a new context, `hook` bound to it (None: none)."""
@@ -173,7 +161,7 @@ class AskCounter:
         return True
 
 
-class DecodeStoppedInsideThePrefill(unittest.TestCase):
+class DecodeStoppedInsideThePrefill(host.ModelTest):
     """512 tokens in ubatches of 128, the byte stored from inside the third: CANCELLED with the two
     finished ubatches committed (a stop that threw finished work away, or one before any work, fails
     here), and the rest decoded from there gives the last token's logits of a clean decode on a
@@ -181,20 +169,17 @@ class DecodeStoppedInsideThePrefill(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
-        assert cls.model, res.message
-        cls.byte = llama_cancel.Byte()
+        super().setUpClass()
         cls.counter = AskCounter(cls.byte)
-        cls.hook = lib.hook(cls.byte, chain=cls.counter.address)
+        cls.hook = cls.lib.hook(cls.byte, chain=cls.counter.address)
         cls.ctx = cls.context(hook=cls.hook)
-        cls.mem = lib.llama.llama_get_memory(cls.ctx)
+        cls.mem = cls.lib.llama.llama_get_memory(cls.ctx)
 
     @classmethod
     def tearDownClass(cls):
         cls.lib.llama.llama_free(cls.ctx)
         cls.lib.llama_cancel_hook_free(cls.hook)
-        cls.lib.llama.llama_model_free(cls.model)
+        super().tearDownClass()
 
     @classmethod
     def context(cls, hook=None):

@@ -11,13 +11,10 @@ import host
 N_SEQS, N_UBATCH = 8, 32
 
 
-class EmbedCancelledFromMainThread(unittest.TestCase):
+class EmbedCancelledFromMainThread(host.ModelTest):
     @classmethod
     def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
-        assert cls.model, res.message
-        cls.byte = llama_cancel.Byte()
+        super().setUpClass()
         cls.probe = host.Probe(cls.byte)
         # sequences of 10..24 tokens: two or three to a group of N_UBATCH tokens
         cls.seqs = [host.tokens(10 + 2 * s, seed=7919 + s) for s in range(N_SEQS)]
@@ -25,7 +22,7 @@ class EmbedCancelledFromMainThread(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.probe.close()
-        cls.lib.llama.llama_model_free(cls.model)
+        super().tearDownClass()
 
     def context(self):
         return self.lib.context(self.model, n_ctx=1024, n_batch=512, n_ubatch=N_UBATCH, n_seq_max=N_SEQS,

@@ -9,13 +9,11 @@ import host
 N_PROMPT, N_PREDICT = 48, 8
 
 
-class GenerateCancelledFromMainThread(unittest.TestCase):
+class GenerateCancelledFromMainThread(host.ModelTest):
     @classmethod
     def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_TINY_MODEL"))
-        assert cls.model, res.message
-        cls.byte = llama_cancel.Byte()
+        super().setUpClass()
+        lib = cls.lib
         # One probe chained behind the hook holds a prefill graph; another, as on_token, the loop.
         cls.probe = host.Probe(cls.byte)
         cls.token_probe = host.Probe(cls.byte)
@@ -29,9 +27,9 @@ class GenerateCancelledFromMainThread(unittest.TestCase):
     def tearDownClass(cls):
         cls.lib.llama.llama_free(cls.ctx)
         cls.lib.llama_cancel_hook_free(cls.hook)
-        cls.lib.llama.llama_model_free(cls.model)
         cls.probe.close()
         cls.token_probe.close()
+        super().tearDownClass()
 
     def fresh(self):
         self.lib.llama.llama_memory_clear(self.mem, True)

@@ -10,17 +10,13 @@ import host
 N, SEQS = 64, 2
 
 
-class DecodeSeqs(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.lib = lib = host.lib()
-        cls.model, res = lib.model_load(host.env("LLAMA_CANCEL_BENCH_MODEL"))
-        assert cls.model, res.message
-        cls.prompts = [host.tokens(N, seed=101 + s) for s in range(SEQS)]
+class DecodeSeqs(host.ModelTest):
+    MODEL = "LLAMA_CANCEL_BENCH_MODEL"
 
     @classmethod
-    def tearDownClass(cls):
-        cls.lib.llama.llama_model_free(cls.model)
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.prompts = [host.tokens(N, seed=101 + s) for s in range(SEQS)]
 
     def context(self, n_seq_max):
         return self.lib.context(self.model, n_ctx=512, n_batch=N * SEQS, n_ubatch=N * SEQS, n_seq_max=n_seq_max,
