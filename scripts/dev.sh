@@ -205,8 +205,9 @@ sanitized_tests() {
     dir="$(build_dir)-$1"
     # Debug and sanitized: three times the suite's default timeout per test.
     in_env cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DLLAMA_CANCEL_SANITIZE="$2" -DLLAMA_CANCEL_TEST_TIMEOUT=900
-    in_env cmake --build "$dir" -j "$jobs" --target test_callbacks test_decode test_generate test_model_load test_entry_errors test_outputs \
-        test_memory_kinds test_budget test_host_promises test_tts llama-cancel-bench
+    # The labelled tests' programs (tests/CMakeLists.txt: tests_asan, tests_tsan), and the stress
+    # command stress_short runs.
+    in_env cmake --build "$dir" -j "$jobs" --target "tests_$1" llama-cancel-bench
     # One ggml thread under TSan: ggml's OpenMP workers synchronize in code TSan cannot see.
     in_env env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
         LLAMA_CANCEL_THREADS="$([ "$1" = tsan ] && echo 1 || echo 2)" \
