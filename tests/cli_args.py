@@ -80,7 +80,11 @@ for cmd in commands:
 
 # Further values refused after parsing: the bench's section options and stress's minimums.
 MORE_REFUSED = {
-    "bench": [["--mtmd", "video"], ["--tts", "qwen3tts:metal"], ["--seq-ubatches", "0"], ["--seq-ubatches", "513"]],
+    "bench": [["--mtmd", "hologram"], ["--mtmd", "vision:vulkan"], ["--tts", "qwen3tts:metal"], ["--seq-ubatches", "0"],
+              ["--seq-ubatches", "513"]],
+    # the video row's clip goes with KIND video, and only with it
+    "bench-mtmd": [["video", "--model", "m.gguf", "--mmproj", "p.gguf"],
+                   ["vision", "--model", "m.gguf", "--mmproj", "p.gguf", "--video", "v.mp4"]],
     "stress": [["--model", "m.gguf", "--min-cancels", "-2"], ["--model", "m.gguf", "--min-storm-cancels", "-1"]],
 }
 for cmd, cases in MORE_REFUSED.items():

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The CLI with an image and with an audio file (synthetic projectors): the media go through the
-# cancellable mtmd path and generation follows. usage: cli_media.sh LLAMA_CANCEL MODEL VISION AUDIO
+# The CLI with an image and with an audio file (synthetic projectors), and with a video where VIDEO
+# is given: the media go through the cancellable mtmd path and generation follows; a file that is
+# not there is a clear error. usage: cli_media.sh LLAMA_CANCEL MODEL VISION AUDIO [VIDEO FRAMES]
 set -euo pipefail
-exe=$1 model=$2 vision=$3 audio=$4
+exe=$1 model=$2 vision=$3 audio=$4 video=${5:-} frames=${6:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 python3 - "$dir" <<'PY'
@@ -31,4 +32,18 @@ for kind in image audio; do
 done
 "$exe" generate --model "$model" --mmproj "$vision" --image "$dir/missing.png" -n 1 >"$dir/err" 2>&1 && fail=1
 grep -q "cannot read" "$dir/err" || { echo "FAIL: no clear error for a missing image"; cat "$dir/err"; fail=1; }
+if [ -n "$video" ]; then
+    # every frame read first, each an image chunk of the prompt, then the generation
+    if out=$("$exe" generate --model "$model" --mmproj "$vision" --video "$video" --prompt "what happens?" -n 4 2>&1); then
+        echo "$out" | tail -n 3
+        grep -q "video: $frames frames read" <<<"$out" || { echo "FAIL: video frames"; echo "$out"; fail=1; }
+        grep -Eq "stop: length; prompt ([0-9]+)/\1 tokens in memory; 4 tokens generated, 4 in memory" <<<"$out" ||
+            { echo "FAIL: video generation"; fail=1; }
+    else
+        echo "FAIL: video run exited $?"; echo "$out"; fail=1
+    fi
+    "$exe" generate --model "$model" --mmproj "$vision" --video "$dir/missing.mp4" -n 1 >"$dir/err" 2>&1 && fail=1
+    grep -q "error: cannot read .*missing.mp4 as a video" "$dir/err" ||
+        { echo "FAIL: no clear error for a missing video"; cat "$dir/err"; fail=1; }
+fi
 exit $fail

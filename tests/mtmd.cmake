@@ -54,10 +54,15 @@ llama_cancel_test(NAME test_mtmd_video SOURCES test_mtmd_video.cpp mtmd_fixtures
     INCLUDES ${MTMD_INCLUDE_DIR} LINK ${MTMD_LIBRARY} FIXTURES models mmproj video
     ENV "LLAMA_CANCEL_SMALL_MODEL=${SMALL_MODEL}" "LLAMA_CANCEL_VISION_MMPROJ=${VISION_MMPROJ}" "LLAMA_CANCEL_VIDEO=${TEST_VIDEO}")
 
-# The CLI with an image and an audio file.
+# bench-mtmd's video row on the same clip and projector (issue 48).
+add_test(NAME bench_video COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/bench_video.py
+    $<TARGET_FILE:llama-cancel-bench> ${SMALL_MODEL} ${VISION_MMPROJ} ${TEST_VIDEO} ${CMAKE_CURRENT_BINARY_DIR}/bench_video.json)
+set_tests_properties(bench_video PROPERTIES FIXTURES_REQUIRED "models;mmproj;video" TIMEOUT 600)
+
+# The CLI with an image, an audio file and the test clip (8 frames).
 add_test(NAME cli_media COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_media.sh $<TARGET_FILE:llama-cancel-cli>
-    ${SMALL_MODEL} ${VISION_MMPROJ} ${AUDIO_MMPROJ})
-set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj")
+    ${SMALL_MODEL} ${VISION_MMPROJ} ${AUDIO_MMPROJ} ${TEST_VIDEO} 8)
+set_tests_properties(cli_media PROPERTIES FIXTURES_REQUIRED "models;mmproj;video")
 # `llama-cancel check --mmproj`: the projector's encodes' stop path too.
 add_test(NAME cli_check_mmproj COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli_check.py
     $<TARGET_FILE:llama-cancel-cli> ${TINY_MODEL} ${SMALL_MODEL} ${VISION_MMPROJ})

@@ -34,7 +34,7 @@ const char k_synopsis[] =
     "usage: llama-cancel-bench bench [--all] [--model PATH] [--json PATH] [--batches 64,256,512]\n"
     "                                [--threads 1,2] [--runs N] [--seed N]\n"
     "                                [--backends vulkan,vulkan-1t,rpc,rpc2,rpc-lan,rpc2-lan,blas,cpu|none] [--backend-batch 128]\n"
-    "                                [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,qwen3a:vulkan,...|none] [--no-mtmd]\n"
+    "                                [--mtmd vision,audio,qwen3a,voxtral,glma,internvl-batch,video,qwen3a:vulkan,...|none] [--no-mtmd]\n"
     "                                [--tts qwen3tts,pockettts,qwen3tts-pred,qwen3tts:vulkan,pockettts:vulkan|none] [--archs llama,gemma3,mamba,mamba2,rwkv7,lfm2,...|none]\n"
     "                                [--arch-preset bench|tiny] [--budgets 5,20,100|none]\n"
     "                                [--seq-backends cpu,rpc1|none] [--seq-ubatches 512,128] [--plans cpu,vulkan|none]\n"
@@ -94,7 +94,8 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
-                "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; an evaluation as KIND:vulkan on Vulkan), or none")
+                "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; video: a 2 s clip's 8 frames evaluated "
+                "whole; an evaluation as KIND:vulkan on Vulkan), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
         .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PAIR (qwen3tts, pockettts; qwen3tts-pred: a 15-20 ms GEN_CODE) or PAIR:vulkan, "
                 "each step's stop latency and the byte at 0's cost a frame, or none")

@@ -47,7 +47,7 @@ struct options {
         o.batches      = {64, 256, 512};
         o.threads      = {1, 2};
         o.backends     = {"vulkan", "vulkan-1t", "rpc", "rpc2", "rpc-lan", "rpc2-lan", "blas", "cpu"};
-        o.mtmd         = {"vision", "audio", "qwen3a", "voxtral", "glma", "internvl-batch"};
+        o.mtmd         = {"vision", "audio", "qwen3a", "voxtral", "glma", "internvl-batch", "video", "video:vulkan"};
         o.tts          = {"qwen3tts", "pockettts", "qwen3tts-pred", "qwen3tts:vulkan", "pockettts:vulkan"};
         o.archs        = {"llama", "gemma3", "mamba", "mamba2", "rwkv7", "lfm2", "qwen35", "granitehybrid",
                           "nemotron_h", "falcon-h1", "mamba2:real", "qwen35:real"};

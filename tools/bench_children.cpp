@@ -181,7 +181,7 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
     const std::string mmproj  = dir + "mmproj-" + kind + (whisper ? "-small-l12-" : "-small-") +
                                 std::to_string(n_embd) + ".gguf";
     if (rc == 0 && !common::in_cache_and_current(mmproj, common::script_path("make_mmproj.py"))) {
-        const bool image = kind == "vision" || kind == "internvl-batch";
+        const bool image = kind == "vision" || kind == "internvl-batch" || kind == "video";
         std::vector<std::string> cmd = {"python3", common::script_path("make_mmproj.py"), mmproj, "--kind",
                                         image ? "vision" : "audio", "--preset", "small", "--n-embd-text",
                                         std::to_string(n_embd)};
@@ -199,9 +199,19 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
         }
         rc = common::run_command(cmd);
     }
+    // The video row's clip: 2 s at 4 frames a second (the helper's default rate: every frame read),
+    // 224x224 (the projector's image size), made once by ffmpeg (scripts/make_video.py).
+    const std::string video = dir + "bench-video-224x224-4fps-2s.mp4";
+    if (rc == 0 && kind == "video" && !common::in_cache_and_current(video, common::script_path("make_video.py"))) {
+        rc = common::run_command({"python3", common::script_path("make_video.py"), video, "--size", "224x224", "--fps",
+                                  "4", "--duration", "2"});
+    }
     if (rc == 0) {
         std::vector<std::string> args = {"bench-mtmd", kind, "--model", model, "--mmproj", mmproj, "--seed",
                                          std::to_string(opt.seed), "--json", tmp};
+        if (kind == "video") {
+            args.insert(args.end(), {"--video", video});
+        }
         if (is_eval_kind(kind)) {
             args.insert(args.end(), {"--runs", std::to_string(std::min(opt.runs, k_eval_runs_max)), "--repeats",
                                      std::to_string(k_eval_repeats), "--backend", backend, "--no-header"});

@@ -11,6 +11,7 @@
 #include "common/stats.h"
 #include "commands.h"
 #include "support.h"
+#include "video_frames.h"
 
 #include "mtmd.h"
 #include "mtmd-helper.h"
@@ -346,7 +347,7 @@ common::json row_json(const std::string & kind, const std::string & mmproj, int 
 }
 
 struct mtmd_options {
-    std::string kind, model, mmproj, json, trace;
+    std::string kind, model, mmproj, json, trace, video;
     std::string backend = "cpu"; // the evaluation kinds: cpu or vulkan
     int         runs = 10, threads = 2;
     int         seconds = bench_mtmd::k_eval_seconds; // the evaluation kinds: clip length, overhead repeats
@@ -358,19 +359,21 @@ struct mtmd_options {
 
 using bench_mtmd::is_eval_kind;
 
-const char k_synopsis[] = "usage: llama-cancel-bench bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch --model TEXT.gguf --mmproj MMPROJ.gguf "
+const char k_synopsis[] = "usage: llama-cancel-bench bench-mtmd vision|audio|qwen3a|voxtral|glma|internvl-batch|video --model TEXT.gguf --mmproj MMPROJ.gguf "
                           "[--runs N] [--threads N] [--seconds N] [--repeats N] [--repeat-for S] [--backend cpu|vulkan] [--no-header] [--json PATH]\n"
-                          "                          [--trace PATH]\n";
+                          "                          [--trace PATH] [--video FILE]\n";
 
 // The command line into `o`: -1 to go on, else the exit status.
 int parse_options(int argc, char ** argv, mtmd_options & o) {
     cli_args::parser p(k_synopsis);
     bool no_header = false;
     p.positional("KIND", &o.kind, "vision or audio (one encode); qwen3a, voxtral or glma (an audio prompt evaluated "
-                                  "whole); internvl-batch (two images, their tiles batched encodes, evaluated whole)")
+                                  "whole); internvl-batch (two images, their tiles batched encodes, evaluated whole); "
+                                  "video (a clip's frames, --video, evaluated whole)")
         .option("--model", &o.model, "TEXT.gguf", "the text model (required)")
         .option("--mmproj", &o.mmproj, "MMPROJ.gguf", "the projector (required)")
         .option("--json", &o.json, "PATH", "where the row's JSON goes")
+        .option("--video", &o.video, "FILE", "video: the clip, read with libmtmd's helper (ffprobe and ffmpeg on PATH)")
         .option("--trace", &o.trace, "PATH", "the evaluation kinds: each ask of the overhead's evaluations, wall and thread CPU time, every way (scripts/trace_views.py reads it)")
         .option("--runs", &o.runs, "N", "runs (>= 1)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
@@ -389,6 +392,7 @@ int parse_options(int argc, char ** argv, mtmd_options & o) {
                     {o.backend != "cpu" && !common::is_vulkan_setup(o.backend), "--backend must be cpu, vulkan or vulkan-1t"},
                     {o.backend != "cpu" && !is_eval_kind(o.kind), "--backend vulkan(-1t) applies to the evaluation kinds"},
                     {!o.trace.empty() && !is_eval_kind(o.kind), "--trace applies to the evaluation kinds"},
+                    {(o.kind == "video") == o.video.empty(), "KIND video and --video FILE go together"},
                     {o.seconds < 1, "--seconds must be at least 1"},
                     {o.repeats < 1, "--repeats must be at least 1"},
                     {o.repeat_for_s < 0, "--repeat-for must be at least 0"},
@@ -476,6 +480,7 @@ struct evaluator {
     uint64_t                last_checkpoints = 0; // both hooks', in the last evaluation the hook way
     double                  last_cpu_ms      = 0.0; // the evaluating thread's CPU time in the last one
     common::ask_trace *     trace   = nullptr; // --trace: bound into every way's contexts (set before make)
+    std::string             video;             // the video kind's clip (set before make)
     bool                    tracing = false;   // the evaluations now are traced (the overhead's)
 
     // `batched`: two wide images, their tiles batched; otherwise a `seconds` audio clip.
@@ -514,8 +519,16 @@ struct evaluator {
         }
         const std::string marker = mtmd_default_marker();
         std::vector<bitmap_ptr> media;
+        video_frames frames; // the video kind's: a chunk per frame, the helper's texts between them
         std::string prompt;
-        if (mctx[stateless] && batched) {
+        if (mctx[stateless] && !video.empty()) {
+            std::string error;
+            if (frames.read(mctx[today].get(), video, nullptr, error) != video_frames::outcome::read) {
+                std::fprintf(stderr, "error: %s\n", error.c_str());
+                return false;
+            }
+            prompt = "Describe this clip: " + frames.text + " Description:";
+        } else if (mctx[stateless] && batched) {
             media.push_back(make_wide_image(0));
             media.push_back(make_wide_image(1));
             prompt = "Compare " + marker + " with " + marker + " Answer:";
@@ -523,8 +536,9 @@ struct evaluator {
             media.push_back(make_clip(mctx[today].get(), seconds));
             prompt = "Transcribe this clip: " + marker + " Transcript:";
         }
-        const bool have_media = !media.empty() && std::all_of(media.begin(), media.end(), [](const bitmap_ptr & b) { return b != nullptr; });
-        std::vector<const mtmd_bitmap *> bitmaps;
+        const bool have_media = !frames.frames.empty() || (!media.empty() && std::all_of(media.begin(), media.end(),
+                                                                   [](const bitmap_ptr & b) { return b != nullptr; }));
+        std::vector<const mtmd_bitmap *> bitmaps = frames.bitmaps();
         for (const bitmap_ptr & b : media) {
             bitmaps.push_back(b.get());
         }
@@ -808,7 +822,7 @@ void print_eval_rows(const std::string & kind, const eval_results & r, int runs)
             std::snprintf(media, sizeof(media), "%d", r.n_media);
         }
         std::printf("| %-14s | %-22s | %6s | %7s | %6d | %9.1f | %11s | %6s | %5s | %5s | %-25s | %3d/%-3d | %14d |\n",
-                    kind.c_str(), k_eval_way_names[w], r.batched ? "-" : std::to_string(r.seconds).c_str(), media,
+                    kind.c_str(), k_eval_way_names[w], r.seconds == 0 ? "-" : std::to_string(r.seconds).c_str(), media,
                     r.n_tokens, r.eval_ms,
                     fig(l.p50(), "%.2f").c_str(), fig(mx, "%.2f").c_str(), fig(l.p50() / r.eval_ms * 100.0, "%.1f").c_str(),
                     fig(mx / r.eval_ms * 100.0, "%.1f").c_str(), w == today ? "-" : pct_list(r.overhead_pct[w]).c_str(),
@@ -841,8 +855,8 @@ bool node_bound_met(const eval_results & r, int w) {
     return !r.lat[w].ms.empty() && r.longest_node_ms > 0.0 && common::max_of(r.lat[w].ms) <= node_bound_ms(r);
 }
 
-common::json eval_row_json(const std::string & kind, const std::string & mmproj, const std::string & model, int threads,
-                           int runs, const eval_results & r) {
+common::json eval_row_json(const std::string & kind, const std::string & mmproj, const std::string & model,
+                           const std::string & video, int threads, int runs, const eval_results & r) {
     using common::printed;
     const double oh_hook = median_pct(r.overhead_pct[hooks]), oh_name = median_pct(r.overhead_pct[stateless]);
     const common::json row = {
@@ -851,7 +865,8 @@ common::json eval_row_json(const std::string & kind, const std::string & mmproj,
         {"backend", r.backend},
         {"model", model},
         {"mmproj", mmproj},
-        {"clip_s", r.batched ? common::json(nullptr) : common::json(r.seconds)},
+        {"clip_s", r.seconds == 0 ? common::json(nullptr) : common::json(r.seconds)},
+        {"video", video.empty() ? common::json(nullptr) : common::json(video)},
         {"media_chunks", r.n_media},
         {"media_tokens", r.n_tokens},
         {"batch_encode", r.batched},
@@ -904,6 +919,7 @@ std::unique_ptr<evaluator> make_warm_evaluator(const mtmd_options & o, llama_mod
                                                common::ask_trace * trace) {
     auto e   = std::make_unique<evaluator>();
     e->trace = trace;
+    e->video = o.video;
     if (!e->make(o.mmproj, model, o.threads, o.seconds, o.kind == "internvl-batch", o.backend != "cpu", first)) {
         return nullptr;
     }
@@ -948,7 +964,7 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
     r.n_tokens  = e->n_tokens;
     r.n_encodes = e->n_encodes;
     r.batched   = e->batched;
-    r.seconds   = e->batched ? 0 : o.seconds;
+    r.seconds   = e->batched || !o.video.empty() ? 0 : o.seconds;
     r.backend   = o.backend;
     std::fprintf(stderr, "[mtmd %s] stop latency\n", o.kind.c_str());
     measure_eval_latency(*e, o.runs, o.seed, r);
@@ -970,7 +986,7 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
         print_eval_targets(label, r);
     }
     if (!o.json.empty() &&
-        !common::write_json_file(o.json, eval_row_json(o.kind, o.mmproj, o.model, o.threads, o.runs, r))) {
+        !common::write_json_file(o.json, eval_row_json(o.kind, o.mmproj, o.model, o.video, o.threads, o.runs, r))) {
         return 1;
     }
     return 0;
@@ -981,9 +997,11 @@ int bench_mtmd_eval(const mtmd_options & o, llama_model * model) {
 void bench_mtmd::print_eval_header(int seconds, int repeats) {
     std::printf("\nmultimodal evaluations (mtmd, CPU): text, a %d s audio clip (qwen3a: a chunk per 8 s window), "
                 "text; internvl-batch: text, two 448x224 images (two tiles and a thumbnail each: 6 image chunks, "
-                "\"media\": chunks in clip graphs, each image's three one batched encode), text; evaluated whole; "
+                "\"media\": chunks in clip graphs, each image's three one batched encode), text; video: text, the frames "
+                "libmtmd's helper reads from a 2 s 224x224 clip at 4 a second (8 image chunks, its timestamps between "
+                "them), text; evaluated whole; "
                 "byte stored at a random 2-98%% point of the evaluation; today = upstream's loop (the audio rows: "
-                "mtmd_helper_eval_chunk_single chunk by chunk; internvl-batch: mtmd-cli's mtmd_batch_encode, then "
+                "mtmd_helper_eval_chunk_single chunk by chunk, the video's frames too; internvl-batch: mtmd-cli's mtmd_batch_encode, then "
                 "mtmd_helper_decode_image_chunk per chunk), the byte checked between chunks (what a stop waits "
                 "without llama-cancel); hook = llama_cancel_mtmd_eval_chunks (internvl-batch: with "
                 "LLAMA_CANCEL_MTMD_BATCH_ENCODE); stop = store to return, %% of the whole evaluation, over the runs "

@@ -11,9 +11,10 @@
 namespace bench_mtmd {
 
 // Kinds measured as one encode (vision, audio) and as a whole evaluation: an audio clip between
-// text (qwen3a, voxtral, glma), or two images whose tiles are batched encodes (internvl-batch).
+// text (qwen3a, voxtral, glma), two images whose tiles are batched encodes (internvl-batch), or a
+// video's frames, an image chunk each (video).
 inline bool is_eval_kind(const std::string & kind) {
-    return kind == "qwen3a" || kind == "voxtral" || kind == "glma" || kind == "internvl-batch";
+    return kind == "qwen3a" || kind == "voxtral" || kind == "glma" || kind == "internvl-batch" || kind == "video";
 }
 inline bool is_kind(const std::string & kind) {
     return kind == "vision" || kind == "audio" || is_eval_kind(kind);
@@ -33,7 +34,7 @@ inline bool is_row(const std::string & row) {
                             : common::is_vulkan_setup(backend) && is_eval_kind(row_kind(row));
 }
 // For messages and --help.
-constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch (evaluations also KIND:vulkan, KIND:vulkan-1t)";
+constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl-batch, video (evaluations also KIND:vulkan, KIND:vulkan-1t)";
 
 // The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
 constexpr int k_eval_seconds = 20, k_eval_repeats = 5;

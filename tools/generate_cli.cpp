@@ -9,6 +9,7 @@
 #ifdef LLAMA_CANCEL_HAVE_MTMD
 #    include "mtmd-helper.h"
 #    include "mtmd.h"
+#    include "video_frames.h"
 #endif
 
 #include <algorithm>
@@ -114,65 +115,25 @@ int load_model(const std::string & path, common::model_ptr & model) {
 }
 
 #ifdef LLAMA_CANCEL_HAVE_MTMD
-// --video: every item libmtmd's helper gives (ffprobe and ffmpeg as child programs), read before
-// anything is evaluated: the frames as bitmaps, its texts ("Video:", timestamps) in place. Ctrl-C
-// stops the reading between two items.
-struct video_frames {
-    struct bitmap_free_t { void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); } };
-    std::vector<std::unique_ptr<mtmd_bitmap, bitmap_free_t>> frames; // in order
-    std::string text; // the prompt's part for the video: the texts, a media marker per frame
-
-    // -1 when read, else the exit status.
-    int read(mtmd_context * mctx, const std::string & path) {
-        if (!mtmd_helper_support_video(mctx)) {
-            std::fprintf(stderr, "error: this libmtmd was built without video support\n");
+// --video: every item libmtmd's helper gives, read before anything is evaluated; Ctrl-C stops the
+// reading between two items. -1 when read, else the exit status.
+int read_video(video_frames & video, mtmd_context * mctx, const std::string & path) {
+    std::fprintf(stderr, "reading %s (Ctrl-C cancels)\n", path.c_str());
+    std::string error;
+    switch (video.read(mctx, path, [] { return ctrl_c::pressed(); }, error)) {
+        case video_frames::outcome::stopped:
+            std::printf("\n[video reading cancelled after %zu frames, %.1f ms from Ctrl-C]\n", video.frames.size(),
+                        ctrl_c::ms_since());
+            return 130;
+        case video_frames::outcome::failed:
+            std::fprintf(stderr, "error: %s\n", error.c_str());
             return 1;
-        }
-        const mtmd_helper_video_init_params vp = mtmd_helper_video_init_params_default();
-        mtmd_helper::video_ptr video(mtmd_helper_video_init(mctx, path.c_str(), vp));
-        if (!video) {
-            std::fprintf(stderr, "error: cannot read %s as a video (libmtmd's helper runs ffprobe and ffmpeg from PATH)\n",
-                         path.c_str());
-            return 1;
-        }
-        const mtmd_helper_video_info info = mtmd_helper_video_get_info(video.get());
-        std::fprintf(stderr, "reading %s: %ux%u at %.2f frames a second (Ctrl-C cancels)\n", path.c_str(), info.width,
-                     info.height, info.fps);
-        const std::string marker = mtmd_default_marker();
-        for (;;) {
-            mtmd_bitmap * bm = nullptr;
-            char *        tx = nullptr;
-            const int32_t rc = mtmd_helper_video_read_next(video.get(), &bm, &tx);
-            std::unique_ptr<mtmd_bitmap, bitmap_free_t> frame(bm);
-            std::unique_ptr<char, decltype(&std::free)> t(tx, &std::free);
-            // After the read: a Ctrl-C from a terminal ends the ffmpeg child too, which reads as the end.
-            if (ctrl_c::pressed()) {
-                std::printf("\n[video reading cancelled after %zu frames, %.1f ms from Ctrl-C]\n", frames.size(),
-                            ctrl_c::ms_since());
-                return 130;
-            }
-            if (rc == -1) {
-                break;
-            }
-            if (rc != 0) {
-                std::fprintf(stderr, "error: reading %s failed after %zu frames (%d)\n", path.c_str(), frames.size(), rc);
-                return 1;
-            }
-            if (frame) {
-                text += marker;
-                frames.push_back(std::move(frame));
-            } else if (t) {
-                text += t.get();
-            }
-        }
-        if (frames.empty()) {
-            std::fprintf(stderr, "error: %s has no frames\n", path.c_str());
-            return 1;
-        }
-        std::fprintf(stderr, "video: %zu frames read, now evaluated one by one\n", frames.size());
-        return -1;
+        case video_frames::outcome::read:
+            break;
     }
-};
+    std::fprintf(stderr, "video: %zu frames read, now evaluated one by one\n", video.frames.size());
+    return -1;
+}
 
 // With --mmproj: the projector (its load cancellable, its encodes through a hook) and the prompt as
 // mtmd chunks holding the image, audio or video frames.
@@ -200,18 +161,14 @@ struct media_prompt {
         const size_t      at     = o.prompt.find(marker);
         if (!o.video.empty()) {
             // The video's part where the prompt's marker is (else first): its texts, a marker per frame.
-            const int vrc = video.read(mctx.get(), o.video);
+            const int vrc = read_video(video, mctx.get(), o.video);
             if (vrc >= 0) {
                 return vrc;
             }
             const std::string text = at == std::string::npos
                                          ? video.text + "\n" + o.prompt
                                          : o.prompt.substr(0, at) + video.text + o.prompt.substr(at + marker.size());
-            std::vector<const mtmd_bitmap *> bitmaps;
-            for (const auto & f : video.frames) {
-                bitmaps.push_back(f.get());
-            }
-            return tokenize(text, bitmaps, n_pos);
+            return tokenize(text, video.bitmaps(), n_pos);
         }
         mtmd_helper_bitmap_wrapper w =
             mtmd_helper_bitmap_init_from_file(mctx.get(), o.media.c_str(), false, mtmd_helper_init_opt_default());
