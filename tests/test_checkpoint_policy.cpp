@@ -1144,6 +1144,15 @@ class RepeatedGraph : public Policy {
         }
         return g;
     }
+    // 200 nodes of 0.03 ms: 6 ms, within the interval.
+    device_graph short_graph() {
+        device_graph g;
+        for (int i = 0; i < 200; ++i) {
+            g.nodes.push_back(node(1000000 + i));
+            g.ms.push_back(0.03);
+        }
+        return g;
+    }
 };
 
 // ggml-cuda keeps a CUDA graph per first node of each graph it computes, and with cb_eval set each
@@ -1236,14 +1245,10 @@ TEST_F(RepeatedGraph, OneSlowCallMovesNoCheckpoint) {
 // A graph within the interval runs as upstream runs it, one view per split, call after call (the
 // call reads the byte as it returns); one that stays slower is cut again, once, and stays so.
 TEST_F(RepeatedGraph, AShortGraphIsNotCutAndASlowerOneIsCutAgain) {
-    device_graph g;
-    for (int i = 0; i < 200; ++i) {
-        g.nodes.push_back(node(1000000 + i));
-        g.ms.push_back(0.03); // 6 ms
-    }
-    checkpoint_policy policy;
-    std::mt19937      rng(3);
-    double            now = 1000.0;
+    const device_graph g = short_graph();
+    checkpoint_policy  policy;
+    std::mt19937       rng(3);
+    double             now = 1000.0;
     for (int call = 0; call < 12; ++call) {
         g.run(policy, now, rng, 0.1);
     }
@@ -1272,14 +1277,10 @@ TEST_F(RepeatedGraph, AShortGraphIsNotCutAndASlowerOneIsCutAgain) {
 // loaded machine, a device that clocked down) would look paused after every call and run uncut for
 // good, a stop waiting for its whole 60 ms. Its plan is dropped instead, and the graph cut again.
 TEST_F(RepeatedGraph, AnUncutGraphWhoseEndStaysUnknownIsCutAgain) {
-    device_graph g;
-    for (int i = 0; i < 200; ++i) {
-        g.nodes.push_back(node(1000000 + i));
-        g.ms.push_back(0.03); // 6 ms
-    }
-    checkpoint_policy policy;
-    std::mt19937      rng(3);
-    double            now = 1000.0;
+    const device_graph g = short_graph();
+    checkpoint_policy  policy;
+    std::mt19937       rng(3);
+    double             now = 1000.0;
     for (int call = 0; call < 12; ++call) {
         g.run(policy, now, rng, 0.1);
     }
