@@ -94,7 +94,7 @@ int parse_options(int argc, char ** argv, options & opt) {
         .option("--backends", &opt.backends, "LIST", "backend rows, each in its own process, or none")
         .option("--backend-batch", &opt.backend_batch, "N", "batch of the backend rows (>= 2)")
         .option("--mtmd", &opt.mtmd, "LIST", "multimodal rows (vision, audio: one encode; qwen3a, voxtral, glma: an audio prompt evaluated "
-                "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; video: a 2 s clip's 8 frames evaluated "
+                "whole; internvl-batch: two images, their tiles batched encodes, evaluated whole; video: a generated clip's frames evaluated "
                 "whole; an evaluation as KIND:vulkan on Vulkan), or none")
         .flag("--no-mtmd", &no_mtmd, true, "leave out the multimodal rows, text to speech too (--mtmd none --tts none)")
         .option("--tts", &opt.tts, "LIST", "text-to-speech rows: PAIR (qwen3tts, pockettts; qwen3tts-pred: a 15-20 ms GEN_CODE) or PAIR:vulkan, "

@@ -178,10 +178,12 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
     // the evaluation (whisper-large-v3's, 32 layers of width 1280: 0.25%). 12 gives 3.4%.
     const bool        whisper = kind == "voxtral" || kind == "glma";
     const std::string dir     = model.substr(0, model.find_last_of('/') + 1);
-    const std::string mmproj  = dir + "mmproj-" + kind + (whisper ? "-small-l12-" : "-small-") +
-                                std::to_string(n_embd) + ".gguf";
+    // The video row's frames go through the vision row's projector: one file for both.
+    const std::string projector = kind == "video" ? "vision" : kind;
+    const std::string mmproj    = dir + "mmproj-" + projector + (whisper ? "-small-l12-" : "-small-") +
+                                  std::to_string(n_embd) + ".gguf";
     if (rc == 0 && !common::in_cache_and_current(mmproj, common::script_path("make_mmproj.py"))) {
-        const bool image = kind == "vision" || kind == "internvl-batch" || kind == "video";
+        const bool image = projector == "vision" || projector == "internvl-batch";
         std::vector<std::string> cmd = {"python3", common::script_path("make_mmproj.py"), mmproj, "--kind",
                                         image ? "vision" : "audio", "--preset", "small", "--n-embd-text",
                                         std::to_string(n_embd)};
@@ -199,12 +201,14 @@ int run_mtmd_row(const options & opt, int n_embd, const std::string & row, const
         }
         rc = common::run_command(cmd);
     }
-    // The video row's clip: 2 s at 4 frames a second (the helper's default rate: every frame read),
-    // 224x224 (the projector's image size), made once by ffmpeg (scripts/make_video.py).
-    const std::string video = dir + "bench-video-224x224-4fps-2s.mp4";
+    // The video row's clip (bench_mtmd.h's size, rate and length), made once by ffmpeg.
+    using bench_mtmd::k_video_fps, bench_mtmd::k_video_seconds, bench_mtmd::k_video_side;
+    const std::string side  = std::to_string(k_video_side) + "x" + std::to_string(k_video_side);
+    const std::string video = dir + "bench-video-" + side + "-" + std::to_string(k_video_fps) + "fps-" +
+                              std::to_string(k_video_seconds) + "s.mp4";
     if (rc == 0 && kind == "video" && !common::in_cache_and_current(video, common::script_path("make_video.py"))) {
-        rc = common::run_command({"python3", common::script_path("make_video.py"), video, "--size", "224x224", "--fps",
-                                  "4", "--duration", "2"});
+        rc = common::run_command({"python3", common::script_path("make_video.py"), video, "--size", side, "--fps",
+                                  std::to_string(k_video_fps), "--duration", std::to_string(k_video_seconds)});
     }
     if (rc == 0) {
         std::vector<std::string> args = {"bench-mtmd", kind, "--model", model, "--mmproj", mmproj, "--seed",

@@ -998,7 +998,7 @@ void bench_mtmd::print_eval_header(int seconds, int repeats) {
     std::printf("\nmultimodal evaluations (mtmd, CPU): text, a %d s audio clip (qwen3a: a chunk per 8 s window), "
                 "text; internvl-batch: text, two 448x224 images (two tiles and a thumbnail each: 6 image chunks, "
                 "\"media\": chunks in clip graphs, each image's three one batched encode), text; video: text, the frames "
-                "libmtmd's helper reads from a 2 s 224x224 clip at 4 a second (8 image chunks, its timestamps between "
+                "libmtmd's helper reads from a %d s %dx%d clip at %d a second (%d image chunks, its timestamps between "
                 "them), text; evaluated whole; "
                 "byte stored at a random 2-98%% point of the evaluation; today = upstream's loop (the audio rows: "
                 "mtmd_helper_eval_chunk_single chunk by chunk, the video's frames too; internvl-batch: mtmd-cli's mtmd_batch_encode, then "
@@ -1009,7 +1009,8 @@ void bench_mtmd::print_eval_header(int seconds, int repeats) {
                 "against today (median paired ratio, each of at least %d repeats on fresh contexts, up to 3x as "
                 "many while they took under %d s); targets: worst stop <= %.0f%% of the evaluation, overhead "
                 "<= %.0f%%\n\n",
-                seconds, repeats, bench_mtmd::k_eval_repeat_for_s, k_eval_worst_pct_cpu, k_eval_overhead_pct);
+                seconds, k_video_seconds, k_video_side, k_video_side, k_video_fps, k_video_fps * k_video_seconds, repeats,
+                bench_mtmd::k_eval_repeat_for_s, k_eval_worst_pct_cpu, k_eval_overhead_pct);
     std::printf("| kind           | path                   | clip s |   media | tokens |   eval ms | stop p50 ms | max ms "
                 "| p50 %% | max %% | overhead (repeats)        | stopped | finished first |\n");
     std::printf("|:---------------|:-----------------------|-------:|--------:|-------:|----------:|------------:|-------:"

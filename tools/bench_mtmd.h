@@ -38,6 +38,9 @@ constexpr const char * k_kinds = "vision, audio, qwen3a, voxtral, glma, internvl
 
 // The evaluation rows' audio clip, s (bench-mtmd --seconds' default), and the overhead's repeats.
 constexpr int k_eval_seconds = 20, k_eval_repeats = 5;
+// The video row's generated clip: square frames of the small vision projector's image size, at
+// libmtmd's helper's default rate (every frame read), k_video_fps * k_video_seconds frames.
+constexpr int k_video_side = 224, k_video_fps = 4, k_video_seconds = 2;
 // The overhead's repeats go on past `repeats`, up to 3x as many, while they took under this many
 // seconds: a short evaluation's repeats are cheap and each draws its contexts' placement anew.
 constexpr int k_eval_repeat_for_s = 150;

@@ -131,7 +131,8 @@ int read_video(video_frames & video, mtmd_context * mctx, const std::string & pa
         case video_frames::outcome::read:
             break;
     }
-    std::fprintf(stderr, "video: %zu frames read, now evaluated one by one\n", video.frames.size());
+    std::fprintf(stderr, "video: %zu frames read (%ux%u at %.2f a second), now evaluated one by one\n",
+                 video.frames.size(), video.info.width, video.info.height, video.info.fps);
     return -1;
 }
 

@@ -14,6 +14,7 @@ video_frames::outcome video_frames::read(mtmd_context * mctx, const std::string 
         error = "cannot read " + path + " as a video (libmtmd's helper runs ffprobe and ffmpeg from PATH)";
         return outcome::failed;
     }
+    info = mtmd_helper_video_get_info(video.get());
     const std::string marker = mtmd_default_marker();
     for (;;) {
         mtmd_bitmap * bm = nullptr;
