@@ -153,6 +153,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         // The graph fits in the interval: the rest of its asks only look for the next graph.
         uncut_       = true;
         uncut_start_ = now;
+        uncut_asks_  = stable_.uncut_asks();
         graph_held_  = true;
         range_open_  = false;
         return false;
@@ -181,7 +182,7 @@ void checkpoint_policy::open_range(const void * device, bool emulated, double no
 
 bool checkpoint_policy::open_graph_at(const ggml_tensor * node, double now) {
     const bool full = graph_asks_ >= k_graph_nodes;
-    began_ = !full && (graph_pending_ || graph_nodes_.contains(node));
+    began_ = !full && (graph_pending_ || uncut_overran_ || graph_nodes_.contains(node));
     if (full || began_ || graph_asks_ == 0) {
         // Asked before in this graph, or a call began a graph, or the policy's first ask: a new
         // graph begins here (or no end in sight: its work not known).
@@ -200,8 +201,10 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     const double end      = returned ? returned_ms_ : now;
     returned_ms_          = 0.0;
     if (uncut_) {
-        stable_.end_uncut(end - uncut_start_, returned ? HUGE_VAL : k_pause_factor, interval_on(stable_.device()));
-        uncut_ = false;
+        const double took = uncut_overran_ ? -1.0 : end - uncut_start_; // another graph's time
+        stable_.end_uncut(took, returned ? HUGE_VAL : k_pause_factor, interval_on(stable_.device()));
+        uncut_         = false;
+        uncut_overran_ = false;
     } else {
         time_tail(end, returned);
     }
@@ -215,7 +218,9 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
         return r != nullptr && r->measured ? r->rate : 0.0;
     }};
     const double interval = interval_on(stable_.device());
-    stable_.end(seen && !cap_strict_, rates, interval, emulated_.longest_view_ms(interval, graph_ms_));
+    const size_t asks = every_ask_ > 0 ? every_ask_ - 1 : 0; // this ask is the next graph's
+    every_ask_        = every_ask_ > 0 ? 1 : 0;
+    stable_.end(seen && !cap_strict_, asks, rates, interval, emulated_.longest_view_ms(interval, graph_ms_));
     emulated_.end_graph(seen, graph_ms_);
     head_ = graph_head::of(head);
     emulated_.begin_graph(head_, graph_pending_ ? pending_before_ms_ : -1.0, now);

@@ -115,12 +115,20 @@ class checkpoint_policy {
     // While the graph in flight follows a stable plan with no cut (it fits in the interval), its
     // asks after the first need only see where the next graph begins: true where `node` is such an
     // ask (answer false, nothing priced); false where the ask goes to place() (ask_time first).
+    // Every ask comes here first: its count is what a plan knows its graph by.
     bool uncut_ask(const ggml_tensor * node) {
+        every_ask_++;
         if (!uncut_ || graph_pending_ || graph_asks_ >= tuning::k_graph_nodes) {
             return false;
         }
         if (graph_nodes_.size() < tuning::k_graph_first_nodes ? !graph_nodes_.insert(node) : graph_nodes_.contains(node)) {
             return false; // asked before: a new graph begins here
+        }
+        if (every_ask_ > uncut_asks_) {
+            // Past the planned graph's asks with no node of it asked again: another graph (a new
+            // context's, in a buffer an old one left) runs on. It begins here, to be measured.
+            uncut_overran_ = true;
+            return false;
         }
         graph_asks_++;
         return true;
@@ -239,6 +247,9 @@ class checkpoint_policy {
     bool        graph_held_        = false; // held or uncut: its asks not counted
     bool        uncut_             = false; // runs uncut (uncut_ask)
     double      uncut_start_       = 0.0;   // ms: its first ask
+    size_t      uncut_asks_        = 0;     // the asks its plan counted
+    bool        uncut_overran_     = false; // it ran past them: a new graph begins
+    size_t      every_ask_         = 0;     // asks since its first, every one (uncut_ask's count)
     double      returned_ms_       = 0.0;   // graph_returned's; 0: not told
 
     timed_graph timed_[tuning::k_graph_records]; // note_graph_ms's

@@ -247,7 +247,7 @@ bool stable_plans::strayed(record & r, bool in_band) {
     return !r.served || r.strays >= k_plan_strays;
 }
 
-void stable_plans::end(bool whole, const device_rates & rates, double interval_ms, double emulated_view_ms) {
+void stable_plans::end(bool whole, size_t asks, const device_rates & rates, double interval_ms, double emulated_view_ms) {
     const int followed = plan_;
     plan_ = -1;
     if (!whole || !valid_ || log_.empty() || interval_ms <= 0.0) {
@@ -261,6 +261,7 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
     const bool same = followed >= 0 && r.nodes.size() == log_.size() &&
                       std::abs(r.interval_ms - interval_ms) <= 0.05 * interval_ms;
     if (same && !strayed(r, keeps(r, total, interval_ms, emulated_view_ms))) {
+        r.asks = asks;
         return; // the cuts stay where they are
     }
     if (followed >= 0 && r.emulated && replayed_) {
@@ -280,6 +281,7 @@ void stable_plans::end(bool whole, const device_rates & rates, double interval_m
     r.emulated   = emulated_;
     r.last_use = ++uses_;
     r.nodes.swap(log_); // log_ keeps the old nodes' memory for the next graph
+    r.asks       = asks;
     r.planned_ms = total;
     r.served     = false;
     r.strays     = 0;

@@ -57,7 +57,8 @@ class stable_plans {
     // again from its times for `interval_ms` (its device's) where its cuts no longer serve it
     // (keeps). `rates` price the nodes no view timed where the graph's timed ones cannot.
     // `emulated_view_ms`: the longest view the emulated-device strategy allows (past the interval).
-    void end(bool whole, const device_rates & rates, double interval_ms, double emulated_view_ms);
+    // `asks`: every ask the graph made, nodes a plan does not price and views included.
+    void end(bool whole, size_t asks, const device_rates & rates, double interval_ms, double emulated_view_ms);
     // The graph in flight's first device off the host (NULL: the host's alone): whose rate and
     // interval plan it.
     const void * device() const { return device_; }
@@ -65,6 +66,8 @@ class stable_plans {
     // The followed plan cuts the graph nowhere (it fits in the interval): its asks after the first
     // may go unlogged (end_uncut then ends it).
     bool uncut() const { return plan_ >= 0 && plans_[plan_].uncut; }
+    // The followed plan's graph's asks (end's `asks`): a graph that asks more is another one.
+    size_t uncut_asks() const { return plan_ >= 0 ? plans_[plan_].asks : 0; }
     // The uncut graph in flight ended, `took_ms` from its first ask to the next graph's (< 0: not
     // known, a pause longer than `pause_factor` times its time). Planned again, its nodes' times
     // scaled to that, where it no longer fits in k_slower of `interval_ms` beside its longest node;
@@ -85,6 +88,7 @@ class stable_plans {
         bool                 emulated = false; // the emulated-device strategy's cuts, replayed
         uint64_t             last_use = 0; // 0: the slot is free
         std::vector<node>    nodes;
+        size_t               asks = 0; // every ask of the graph (end's `asks`)
         std::vector<uint8_t> cuts;
         double               planned_ms  = 0.0; // the graph's time when cut
         bool                 uncut       = false; // no cut (a graph within the interval)

@@ -1074,13 +1074,6 @@ TEST_F(PlannedPolicy, AStopTimeCapLeavesThePlanAside) {
     }
 }
 
-// The graph-end detector's set: inserts report news, clearing empties it, growth keeps members.
-// An encoder's memory-bound run (issue 31): a product with a short inner dimension (a conv stack's
-// first, over im2col's 9 rows), then a run of nodes that take the time of the bytes they move (adds,
-// activations, copies, norms), on a device that moves a byte in the time of 3 FLOPs (a CPU's
-// balance). Once its rate is learnt, no stretch between checkpoints (from a graph's start, between
-// two, to its end) outlasts the interval by more than the longest node. Priced by FLOPs alone, the
-// run costs a twentieth of the product and checkpoints fall once a layer, twice the interval apart.
 // A graph on a device the host does not sleep on (the CPU's clip graphs, a GPU API, RPC) whose
 // nodes take `ms` each, whatever their work says, run by a scheduler on a simulated clock, each
 // node's time scaled by `scale` and by a noise of up to +-`noise` (seeded): where each checkpoint
@@ -1088,6 +1081,7 @@ TEST_F(PlannedPolicy, AStopTimeCapLeavesThePlanAside) {
 struct device_graph {
     std::vector<ggml_tensor *> nodes;
     std::vector<double>        ms;
+    bool                       told = true; // a call tells the policy where it begins (begin_graph)
 
     struct pass {
         std::vector<int>    cuts;
@@ -1102,7 +1096,9 @@ struct device_graph {
         std::uniform_real_distribution<double> jitter(1.0 - noise, 1.0 + noise);
         pass   r;
         double view = 0.0, heavy = 0.0;
-        policy.begin_graph(); // as a call's llama_decode or encode tells it
+        if (told) {
+            policy.begin_graph(); // as a call's llama_decode or encode tells it
+        }
         for (size_t i = 0; i < nodes.size(); ++i) {
             now += 1e-5;
             // as the eval callbacks ask: a graph that runs uncut answers at once
@@ -1295,6 +1291,32 @@ TEST_F(RepeatedGraph, AnUncutGraphWhoseEndStaysUnknownIsCutAgain) {
     }
 }
 
+// Outside calls an uncut graph ends where a node of it is asked again. A host that frees a context
+// and makes another, whose compute buffer lands where the old one's was (the stateless name's
+// policy is kept per buffer), runs graphs none of whose nodes the policy saw: taken for the uncut
+// graph's tail, they ran with no checkpoint for 65,536 asks. Past the planned
+// graph's asks a new graph begins, measured and cut.
+TEST_F(RepeatedGraph, AGraphOfNewNodesAfterAnUncutOneIsCut) {
+    device_graph small = short_graph(), large = graph();
+    small.told = large.told = false;
+    checkpoint_policy policy;
+    std::mt19937      rng(3);
+    double            now = 1000.0;
+    for (int call = 0; call < 12; ++call) {
+        small.run(policy, now, rng, 0.1);
+    }
+    ASSERT_TRUE(small.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
+    for (int call = 0; call < 6; ++call) {
+        EXPECT_FALSE(large.run(policy, now, rng, 0.1).cuts.empty()) << "call " << call << " of a 110 ms graph";
+    }
+}
+
+// An encoder's memory-bound run (issue 31): a product with a short inner dimension (a conv stack's
+// first, over im2col's 9 rows), then a run of nodes that take the time of the bytes they move (adds,
+// activations, copies, norms), on a device that moves a byte in the time of 3 FLOPs (a CPU's
+// balance). Once its rate is learnt, no stretch between checkpoints (from a graph's start, between
+// two, to its end) outlasts the interval by more than the longest node. Priced by FLOPs alone, the
+// run costs a twentieth of the product and checkpoints fall once a layer, twice the interval apart.
 TEST(WorkModel, MemoryBoundRunsStayWithinTheInterval) {
     ggml_context * ctx = metadata_context(4 << 20);
     ASSERT_NE(ctx, nullptr);
@@ -1502,6 +1524,7 @@ TEST(StatelessPolicy, OutsideCallsEachComputeBufferKeepsItsOwn) {
     EXPECT_EQ(policies.of(&in_a), 7);
 }
 
+// The graph-end detector's set: inserts report news, clearing empties it, growth keeps members.
 TEST(PointerSet, InsertClearGrow) {
     llama_cancel::pointer_set set;
     std::vector<int> items(5000);
