@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -286,8 +287,11 @@ class Stateless : public ::testing::Test {
             EXPECT_NE(ctx, nullptr);
             const auto prompt = common::make_prompt(model, b, 21);
             decode(ctx.get(), prompt);
-            const double ms = decode(ctx.get(), prompt);
-            std::printf("[%s] plain decode of %d tokens: %.1f ms\n", test_backend().name().c_str(), b, ms);
+            double ms = decode(ctx.get(), prompt);
+            for (int i = 0; i < 2; ++i) { // the fastest of three: one a busy core slowed sizes too small
+                ms = std::min(ms, decode(ctx.get(), prompt));
+            }
+            std::printf("[%s] plain decode of %d tokens: %.1f ms (fastest of 3)\n", test_backend().name().c_str(), b, ms);
             if (ms >= 8 * LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS) {
                 break;
             }
