@@ -42,7 +42,7 @@ checkpoint_policy::checkpoint_policy(double interval_ms) : interval_(LLAMA_CANCE
 
 void checkpoint_policy::set_interval(double interval_ms) {
     interval_   = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
-    inv_budget_ = 0.0;
+    inv_quota_ = 0.0;
 }
 
 double checkpoint_policy::interval_of(const device_rate & d) const {
@@ -60,8 +60,8 @@ double checkpoint_policy::interval_of(const device_rate & d) const {
     return cap_ > 0.0 ? std::min(paid, cap_) : paid;
 }
 
-double checkpoint_policy::budget_of(const device_rate & d) const {
-    return std::clamp(d.rate * interval_of(d), k_min_budget, k_max_budget);
+double checkpoint_policy::quota_of(const device_rate & d) const {
+    return std::clamp(d.rate * interval_of(d), k_min_quota, k_max_quota);
 }
 
 const checkpoint_policy::device_rate * checkpoint_policy::find(const void * device) const {
@@ -94,16 +94,16 @@ checkpoint_policy::device_rate & checkpoint_policy::rate_of(const void * device)
 checkpoint_policy::device_rate & checkpoint_policy::asked(const void * device) {
     if (asked_ < 0 || devices_[asked_].device != device) {
         asked_      = static_cast<int>(&rate_of(device) - devices_);
-        inv_budget_ = 0.0;
+        inv_quota_ = 0.0;
     }
     return devices_[asked_];
 }
 
-double checkpoint_policy::inv_budget() {
-    if (inv_budget_ == 0.0) {
-        inv_budget_ = 1.0 / budget_of(devices_[asked_]);
+double checkpoint_policy::inv_quota() {
+    if (inv_quota_ == 0.0) {
+        inv_quota_ = 1.0 / quota_of(devices_[asked_]);
     }
-    return inv_budget_;
+    return inv_quota_;
 }
 
 bool checkpoint_policy::pause_was_compute(const device_rate & d, double now) const {
@@ -144,18 +144,18 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     }
     graph_asks_++;
     d.graph_acc += work;
-    progress_ += work * inv_budget();
+    progress_ += work * inv_quota();
     emulated_.busy_until(now + view_work_ / d.rate); // the view grouped so far computes after its asks
     // A cap turns the emulated device's strategy off: a stop-time budget's is a promise no plan knows of.
     emulated = emulated && emulated_.ask(device, work, fence, paused || split_start, split_start, timing(d));
     const int stable = stable_.ask(device, emulated, work, !cap_strict_ && !emulated_.planned());
     if (stable == 0 && graph_asks_ == 1 && stable_.uncut() && !cap_strict_) {
         // The graph fits in the interval: the rest of its asks only look for the next graph.
-        uncut_       = true;
-        uncut_start_ = now;
-        uncut_asks_  = stable_.uncut_asks();
-        graph_held_  = true;
-        range_open_  = false;
+        uncut_          = true;
+        uncut_start_    = now;
+        uncut_asks_     = stable_.uncut_asks();
+        graph_unpriced_ = true;
+        range_open_     = false;
         return false;
     }
     if (emulated && cap_ <= 0.0) {
@@ -195,7 +195,7 @@ bool checkpoint_policy::open_graph_at(const ggml_tensor * node, double now) {
 // The graph in flight ended (`whole`: seen from its first node to its last); the one beginning at
 // `head` follows its plan, if one was kept.
 void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double now) {
-    const bool counted = whole && !graph_held_; // a held graph's asks were not
+    const bool counted = whole && !graph_unpriced_; // its asks were priced
     const bool seen    = counted && !graph_cut_; // and a stopped one's nodes were not all computed
     const bool   returned = returned_ms_ > 0.0 && returned_ms_ <= now; // a call saw the graph end
     const double end      = returned ? returned_ms_ : now;
@@ -225,12 +225,12 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     head_ = graph_head::of(head);
     emulated_.begin_graph(head_, graph_pending_ ? pending_before_ms_ : -1.0, now);
     graph_nodes_.clear();
-    graph_asks_    = 0;
-    graph_pending_ = false;
-    graph_held_    = false;
-    graph_cut_     = false;
-    inv_budget_    = 0.0; // the graph's time may stretch the interval
-    range_first_   = 0;
+    graph_asks_     = 0;
+    graph_pending_  = false;
+    graph_unpriced_ = false;
+    graph_cut_      = false;
+    inv_quota_     = 0.0; // the graph's time may stretch the interval
+    range_first_    = 0;
     stable_.begin(head_);
 }
 
@@ -308,7 +308,7 @@ bool checkpoint_policy::graph_is_short() {
 }
 
 void checkpoint_policy::hold_graph() {
-    graph_held_ = true;
+    graph_unpriced_ = true;
     range_open_ = false;
 }
 
@@ -325,7 +325,7 @@ void checkpoint_policy::reset() {
 
 void checkpoint_policy::end_view() {
     asked_      = -1; // rates, round trips or devices may have changed
-    inv_budget_ = 0.0;
+    inv_quota_ = 0.0;
     progress_   = 0.0;
     view_work_  = 0.0;
     emulated_.end_view();
@@ -347,9 +347,9 @@ void checkpoint_policy::learn(device_rate & d, double work, double ms) {
     d.sample_ms   = 0.0;
 }
 
-double checkpoint_policy::budget(const void * device) const {
+double checkpoint_policy::quota(const void * device) const {
     const device_rate * d = find(device);
-    return budget_of(d != nullptr ? *d : device_rate{});
+    return quota_of(d != nullptr ? *d : device_rate{});
 }
 
 double checkpoint_policy::interval_ms(const void * device) const {
@@ -361,8 +361,8 @@ double checkpoint_policy::round_trip_ms(const void * device) const {
     return d != nullptr ? d->round_trip : 0.0;
 }
 
-double checkpoint_policy::budget() const {
-    return budget(last_device_);
+double checkpoint_policy::quota() const {
+    return quota(last_device_);
 }
 
 double checkpoint_policy::take_longest_view_ms() {

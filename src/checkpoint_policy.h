@@ -5,7 +5,7 @@
 // groups them up to the first node answered true into one graph view, computes and synchronizes
 // that view, and only then calls ask = false for that node. Each node answered true is a checkpoint:
 // the only place a stop can be seen, and a backend synchronize. The policy answers true once the
-// work grouped since the last checkpoint reaches a budget, the work a device gets through in
+// work grouped since the last checkpoint reaches a quota, the work a device gets through in
 // `interval` ms at the rate measured on it, so that checkpoints fall about that far apart in compute
 // time whatever the node sizes and the device's speed.
 //
@@ -74,7 +74,7 @@ class checkpoint_policy {
         }
         return last_ask_;
     }
-    // At ask time `now` (ms): counts `node`'s work against the budget of `device`. `emulated`: the
+    // At ask time `now` (ms): counts `node`'s work against the quota of `device`. `emulated`: the
     // device is one the emulated-device strategy places views on; `fence`: the node's fence_role
     // there. True when the node should be a checkpoint.
     bool place(const ggml_tensor * node, const void * device, double now, bool emulated = false,
@@ -83,7 +83,7 @@ class checkpoint_policy {
     // device of the node asked last has none measured yet, or its turn came.
     bool wants_round_trip() const;
     // At a checkpoint (ask = false, the view computed at `now`): measures the view's rate, adapts
-    // its device's budget and restarts the count. `round_trip_ms` >= 0: what one more read of the
+    // its device's quota and restarts the count. `round_trip_ms` >= 0: what one more read of the
     // node took (a checkpoint's own cost).
     void passed(double now, double round_trip_ms = -1.0);
     // The next ask is a new graph's first (a call's llama_decode or encode), wherever that graph was
@@ -149,7 +149,7 @@ class checkpoint_policy {
         const double cap = cap_ms > 0.0 ? cap_ms : 0.0;
         if (cap != cap_) {
             cap_        = cap;
-            inv_budget_ = 0.0;
+            inv_quota_ = 0.0;
         }
         cap_strict_ = cap > 0.0 && strict;
     }
@@ -162,10 +162,10 @@ class checkpoint_policy {
     const void * last_device() const { return last_device_; }
     // True when the node of the last place() began a new graph (it was asked before in the graph).
     bool graph_began() const { return began_; }
-    // Current budget of `device`, FLOPs (tuning::k_initial_budget when not measured yet); of the
+    // Current quota of `device`, FLOPs (tuning::k_initial_quota when not measured yet); of the
     // device most recently asked about.
-    double budget(const void * device) const;
-    double budget() const;
+    double quota(const void * device) const;
+    double quota() const;
     // The longest time between two checkpoints on a device (not the host) since the last take, ms
     // (0: none): what a stop there may wait for (a stop-time budget sizes slices from it).
     double take_longest_view_ms();
@@ -175,9 +175,9 @@ class checkpoint_policy {
         const void * device   = nullptr;
         bool         used     = false;
         uint64_t     last_use = 0;
-        // FLOPs per ms, kept apart from the interval: a budget clamped for a short interval comes
+        // FLOPs per ms, kept apart from the interval: a quota clamped for a short interval comes
         // back whole with the longer one.
-        double       rate        = tuning::k_initial_budget / LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+        double       rate        = tuning::k_initial_quota / LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
         double       sample_work = 0.0; // measured views not yet applied to the rate
         double       sample_ms   = 0.0;
         bool         measured    = false; // the rate was learnt at least once
@@ -199,8 +199,8 @@ class checkpoint_policy {
     device_rate &       asked(const void * device);
     const device_rate * find(const void * device) const;
     device_timing       timing(const device_rate & d) const;
-    double              inv_budget();
-    double              budget_of(const device_rate & d) const;
+    double              inv_quota();
+    double              quota_of(const device_rate & d) const;
     double              interval_of(const device_rate & d) const;
     double              interval_on(const void * device) const;
     bool                pause_was_compute(const device_rate & d, double now) const;
@@ -216,13 +216,13 @@ class checkpoint_policy {
     bool        cap_strict_ = false;
     device_rate devices_[tuning::k_devices];
     uint64_t    uses_ = 0;
-    // The device of the last ask and its budget's reciprocal (0: to compute), kept while nothing
+    // The device of the last ask and its quota's reciprocal (0: to compute), kept while nothing
     // they depend on changes: finding them at every ask was a third of the policy's cost.
     int    asked_      = -1; // index into devices_ (a copied policy stays whole)
-    double inv_budget_ = 0.0;
+    double inv_quota_ = 0.0;
 
     // The view being grouped and the measured range it belongs to.
-    double       progress_       = 0.0; // work since the last checkpoint, in budgets (1 = due)
+    double       progress_       = 0.0; // work since the last checkpoint, in quotas (1 = due)
     bool         range_open_     = false;
     const void * range_device_   = nullptr;
     double       range_start_    = 0.0; // ms: first ask of the measured range
@@ -244,7 +244,7 @@ class checkpoint_policy {
     bool        graph_pending_     = false; // begin_graph() was called: the next ask opens a graph
     double      pending_before_ms_ = 0.0;
     bool        graph_cut_         = false; // stopped (abandon_graph)
-    bool        graph_held_        = false; // held or uncut: its asks not counted
+    bool        graph_unpriced_    = false; // held or uncut: its asks not priced
     bool        uncut_             = false; // runs uncut (uncut_ask)
     double      uncut_start_       = 0.0;   // ms: its first ask
     size_t      uncut_asks_        = 0;     // the asks its plan counted

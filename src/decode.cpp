@@ -158,7 +158,7 @@ struct decode_run {
     // decoded again in a later call, whose outputs are the ones llama.cpp keeps.
     bool keep_finished_ubatches(int32_t n) {
         std::vector<std::pair<llama_seq_id, llama_pos>> requeue;
-        if (!pending.keep_held(n, llama_cancel::seq_pos_max(ctx), embeddings(), requeue)) {
+        if (!pending.keep_in_memory(n, llama_cancel::seq_pos_max(ctx), embeddings(), requeue)) {
             return false;
         }
         remove_from(ctx, requeue);
@@ -226,7 +226,7 @@ struct decode_run {
                 if (aborted_kv) {
                     // llama.cpp removes an aborted ubatch's positions by each token's first sequence
                     // id only: the other sequences of such a token lose it here.
-                    remove_from(ctx, pending.partly_held(n, llama_cancel::seq_pos_max(ctx)));
+                    remove_from(ctx, pending.partly_in_memory(n, llama_cancel::seq_pos_max(ctx)));
                     return false;
                 }
                 undo_call();

@@ -130,12 +130,12 @@ int32_t count_committed(const llama_batch & batch, const std::vector<llama_pos> 
     for (int32_t i = 0; i < batch.n_tokens; ++i) {
         bool committed = true;
         for (int32_t k = 0; k < batch_seq_count(batch, i); ++k) {
-            const llama_seq_id s    = batch_seq_of(batch, i, k);
-            const bool         held = all || (pos[i] > before[s] && pos[i] <= after[s]);
-            committed = committed && held;
-            // Per sequence, a token counts where that sequence holds it: a token shared with a
+            const llama_seq_id s         = batch_seq_of(batch, i, k);
+            const bool         in_memory = all || (pos[i] > before[s] && pos[i] <= after[s]);
+            committed = committed && in_memory;
+            // Per sequence, a token counts where that sequence has it in memory: a token shared with a
             // dropped sequence is committed for the ones that keep it.
-            if (n_committed != nullptr && s < n && held) {
+            if (n_committed != nullptr && s < n && in_memory) {
                 n_committed[s]++;
             }
         }

@@ -124,11 +124,11 @@ bool emulated_device_views::view_ends(double progress, double view_work, double 
     }
     // A view of fewer than ten nodes, or with no node to carry the almost-ready fence near its
     // end, is waited for busy from start to end: ending it there would keep the core spinning at
-    // every checkpoint where single nodes outlast the budget.
+    // every checkpoint where single nodes outlast the quota.
     if (first_spun_node(view_fence_.data(), view_fence_.size()) == 0) {
         return false;
     }
-    return progress >= k_sleep_budgets ||
+    return progress >= k_sleep_quotas ||
            spun_share(view_work_.data(), view_fence_.data(), view_work_.size()) <= k_spun_share;
 }
 
@@ -141,7 +141,7 @@ bool emulated_device_views::unwaited(double ms, double work, const device_timing
 }
 
 double emulated_device_views::longest_view_ms(double interval_ms, double graph_ms) const {
-    return std::max(k_sleep_budgets * interval_ms, k_sleep_graph_share * (graph_ms + before_ms_));
+    return std::max(k_sleep_quotas * interval_ms, k_sleep_graph_share * (graph_ms + before_ms_));
 }
 
 // The measured range took `ms`: the graph's nodes in it share their part of it (a range may begin
@@ -228,7 +228,7 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         p.cuts.clear();
         return;
     }
-    const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_budgets * interval);
+    const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_quotas * interval);
     // Noise never moves a view: the cuts stay while the longest view allowed stays within the
     // stable plans' band of the one they were planned for, and their views within k_plan_view_over
     // of it or out of it for fewer than k_plan_strays graphs in a row.

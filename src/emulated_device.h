@@ -4,11 +4,11 @@
 //
 // ggml-vulkan's synchronize sleeps until an almost-ready fence and spins through the rest of a
 // view (backend_wait.h). On a real GPU the spinning core is idle anyway. On an emulated one it is
-// a core the compute needs, so where the budget is reached the view goes on to a node where little
+// a core the compute needs, so where the quota is reached the view goes on to a node where little
 // of it spins: one with a node for the fence and a busy tail of at most k_spun_share of its work,
-// or k_sleep_budgets budgets with a node for the fence. That is only worth it while a view stays a
+// or k_sleep_quotas quotas with a node for the fence. That is only worth it while a view stays a
 // small share of its graph (k_sleep_graph_share of the graph's work there, and of what ran before
-// it in its call or run); past it the budget ends the view. A graph's work is what a graph with
+// it in its call or run); past it the quota ends the view. A graph's work is what a graph with
 // the same first node did last time (k_graph_records remembered), or its work so far.
 //
 // Once a graph was seen whole, its views are planned (view_plan.h) where its nodes are slow for
@@ -17,7 +17,7 @@
 // with that first node ends its views where the plan says while its nodes are the planned ones.
 // Where the graph leaves the device for the host and comes back, the device's split ends there by
 // itself: no planned view spans it. A plan's views last at most k_sleep_graph_share of the graph
-// or k_sleep_budgets intervals, and cost the least busy-waited time.
+// or k_sleep_quotas intervals, and cost the least busy-waited time.
 //
 // Outside the library's calls no call says where a run of graphs began (upstream's mtmd helper:
 // a prompt's encodes and decodes). The policies of one thread share a run_clock that tells it from
@@ -87,7 +87,7 @@ class emulated_device_views {
     float planned_ms(size_t i) const {
         return plan_ >= 0 && i < plans_[plan_].nodes.size() ? plans_[plan_].nodes[i].ms : -1.0f;
     }
-    // Past the budget: whether the view grouped so far (`view_work` FLOPs, `progress` budgets)
+    // Past the quota: whether the view grouped so far (`view_work` FLOPs, `progress` quotas)
     // ends at the node just asked.
     bool view_ends(double progress, double view_work, double rate) const;
 

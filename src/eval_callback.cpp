@@ -84,9 +84,10 @@ bool checkpoint_due(checkpoint_policy & policy, const ggml_tensor * t, call * c)
         if (c != nullptr && (c->hold || (c->abort_installed && c->reach.stops_on_abort(t)))) {
             return false;
         }
-        // A view computes nothing: no work to count, no clock to read (attention makes several a layer).
-        // On an emulated device it stays a node of the view: ggml-vulkan's fence counts it.
-        if (!device.emulated && llama_cancel::is_view(t)) {
+        // A node that only describes memory computes nothing: no work to count, no clock to read
+        // (attention makes several a layer). On an emulated device it stays a node of the view:
+        // ggml-vulkan's fence counts it.
+        if (!device.emulated && llama_cancel::describes_memory(t)) {
             return false;
         }
         const bool due = policy.place(t, device.key, policy.ask_time(t, device.key, now_ms), device.emulated,
@@ -247,7 +248,7 @@ extern "C" llama_cancel_hook_stats llama_cancel_hook_get_stats(const llama_cance
     if (hook != nullptr) {
         s.checkpoints   = hook->checkpoints;
         s.asks          = hook->asks;
-        s.work_flops    = hook->policy.budget();
+        s.work_flops    = hook->policy.quota();
         s.interval_ms   = hook->policy.interval_ms(hook->policy.last_device());
         s.round_trip_ms = hook->policy.round_trip_ms(hook->policy.last_device());
     }

@@ -159,25 +159,25 @@ void pending_batch::consume(int32_t n) {
     next_ += n;
 }
 
-bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
+bool pending_batch::keep_in_memory(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
                               std::vector<std::pair<llama_seq_id, llama_pos>> & requeue) {
     // Filled here and handed out only on success: a false leaves the caller's vector as it was.
     std::vector<std::pair<llama_seq_id, llama_pos>> again_from;
-    std::vector<bool> held(n);
+    std::vector<bool> in_memory(n);
     for (int32_t k = 0; k < n; ++k) {
         const int32_t i = index_[next_ + k];
-        held[k] = pos_[i] <= pos_max[seqs_[i][0]];
+        in_memory[k] = pos_[i] <= pos_max[seqs_[i][0]];
         for (const llama_seq_id s : seqs_[i]) {
-            if ((pos_[i] <= pos_max[s]) != held[k]) {
+            if ((pos_[i] <= pos_max[s]) != in_memory[k]) {
                 return false; // llama.cpp removes an aborted ubatch's positions by its first sequence id only
             }
         }
-        // A held output of a sequence that goes on: from it on, that sequence is decoded again.
+        // An output in memory of a sequence that goes on: from it on, that sequence is decoded again.
         const bool output = is_output(i, n, k, embeddings_context);
         for (const llama_seq_id s : seqs_[i]) {
             const bool going_on = !(s < n_bytes_ && byte_is_set(bytes_[s]));
             const bool seen = std::any_of(again_from.begin(), again_from.end(), [&](const auto & r) { return r.first == s; });
-            if (held[k] && output && going_on && !seen) {
+            if (in_memory[k] && output && going_on && !seen) {
                 again_from.emplace_back(s, pos_[i]);
             }
         }
@@ -194,7 +194,7 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
         if (again(i) && seqs_[i].size() > 1) {
             return false; // removing it from one sequence would leave it in the others
         }
-        committed[i] = held[k] && !again(i);
+        committed[i] = in_memory[k] && !again(i);
     }
     const auto first = index_.begin() + next_;
     const auto rest  = std::stable_partition(first, first + n, [&](int32_t i) { return committed[i]; });
@@ -204,7 +204,7 @@ bool pending_batch::keep_held(int32_t n, const std::vector<llama_pos> & pos_max,
     return true;
 }
 
-std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_held(int32_t n,
+std::vector<std::pair<llama_seq_id, llama_pos>> pending_batch::partly_in_memory(int32_t n,
                                                                           const std::vector<llama_pos> & pos_max) const {
     std::vector<std::pair<llama_seq_id, llama_pos>> from;
     for (int32_t k = 0; k < n; ++k) {

@@ -56,13 +56,13 @@ class pending_batch {
     // that a sequence not dropped gives back its committed outputs and what follows them (llama.cpp
     // keeps only the last call's outputs, so those are decoded again, after `requeue` names
     // (sequence, first position) for llama_memory_seq_rm). False, with nothing changed, when a
-    // token is held by some of its sequences only or a token to decode again is shared.
-    bool keep_held(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
+    // token is in memory for some of its sequences only or a token to decode again is shared.
+    bool keep_in_memory(int32_t n, const std::vector<llama_pos> & pos_max, bool embeddings_context,
                    std::vector<std::pair<llama_seq_id, llama_pos>> & requeue);
     // After a llama_decode call over the next `n` tokens was aborted: for each sequence that holds a
     // token some of whose other sequences do not (llama.cpp removes an aborted ubatch's positions by
     // a token's first sequence id only), the first such position, from which it must be removed.
-    std::vector<std::pair<llama_seq_id, llama_pos>> partly_held(int32_t n, const std::vector<llama_pos> & pos_max) const;
+    std::vector<std::pair<llama_seq_id, llama_pos>> partly_in_memory(int32_t n, const std::vector<llama_pos> & pos_max) const;
     // True when one of the next `n` tokens, short of the last pending one, asks for an output.
     bool output_before_end(int32_t n, bool embeddings_context) const;
 

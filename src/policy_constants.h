@@ -11,15 +11,15 @@ namespace llama_cancel::tuning {
 // --- The core (checkpoint_policy.h): work, rates, interval ---------------------------------------
 // FLOP. Work between checkpoints never below this: tiny graphs do not synchronize at every node.
 // Test: Policy.BudgetStaysWithinItsBounds.
-constexpr double k_min_budget = 4.0e6;
-// FLOP. The budget of a device not measured yet (why not smaller: docs/design.md, Checkpoints).
+constexpr double k_min_quota = 4.0e6;
+// FLOP. The quota of a device not measured yet (why not smaller: docs/design.md, Checkpoints).
 // Test: Policy.BudgetAdaptsToASlowDevice.
-constexpr double k_initial_budget = 2.0e8;
+constexpr double k_initial_quota = 2.0e8;
 // ms. A device not measured yet takes the rate its first views showed once they add up to this
 // (the guess replaced at once). Test: Policy.ANewGraphIsCutByTheRateItsDeviceShowed.
 constexpr double k_first_sample_ms = 0.5;
 // FLOP. Work between checkpoints never above this. Test: Policy.BudgetStaysWithinItsBounds.
-constexpr double k_max_budget = 1.0e13;
+constexpr double k_max_quota = 1.0e13;
 // ms. Asks closer than this belong to one view (they follow each other within microseconds).
 // Test: Policy.ShortPausesBetweenSplitsCountInTheInterval.
 constexpr double k_ask_gap_ms = 0.25;
@@ -85,9 +85,9 @@ constexpr size_t k_graph_devices = 8;
 // share. A view whose busy-waited tail is at most this share of its work may end at once.
 // Test: SleepingPolicy.ViewsEndWhereTheFenceCanGo.
 constexpr double k_spun_share = 0.1;
-// budgets. How far past the budget a view may run to find a place with a node for the fence.
+// quotas. How far past the quota a view may run to find a place with a node for the fence.
 // Test: SleepingPolicy.ViewsHoldTenNodes.
-constexpr double k_sleep_budgets = 2.0;
+constexpr double k_sleep_quotas = 2.0;
 // share. A view may take this share of its graph and of what ran before it in its call or run.
 // Test: SleepingPolicy.EachGraphKeepsTheShareOfItsOwnShape; bench: vulkan rows within 10% of the call.
 constexpr double k_sleep_graph_share = 0.1;

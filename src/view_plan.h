@@ -2,8 +2,8 @@
 // backend_wait.h): chosen once for the whole graph from each node's measured time, instead of node
 // by node as the asks come.
 //
-// Asked node by node, a view can only end where the budget finds it: where single nodes outlast
-// the budget (llvmpipe, a slow GPU) views of ten nodes hold a heavy product in the busy-waited tail
+// Asked node by node, a view can only end where the quota finds it: where single nodes outlast
+// the quota (llvmpipe, a slow GPU) views of ten nodes hold a heavy product in the busy-waited tail
 // at nearly every place, and a core spins through it (on llvmpipe, the core the compute needs).
 // Seen whole, a graph can be cut where each view's tail is cheap: a view of 10 to 14 nodes whose
 // last node carries the almost-ready fence (a product, say) has no busy tail at all.

@@ -94,7 +94,7 @@ inline double node_flops(const ggml_tensor * t, double n) {
 
 // True for the ops that only describe their source's memory: ggml computes nothing for them (its
 // backends skip them), so they weigh nothing, whatever the size of the tensor they look into.
-inline bool is_view(const ggml_tensor * t) {
+inline bool describes_memory(const ggml_tensor * t) {
     switch (t->op) {
         case GGML_OP_RESHAPE:
         case GGML_OP_VIEW:
@@ -107,9 +107,9 @@ inline bool is_view(const ggml_tensor * t) {
 }
 
 // A node's estimated work: its FLOPs plus its bytes' worth (a node without an op, as the policy's
-// tests make, is its element count; a view, nothing).
+// tests make, is its element count; one that describes memory, nothing).
 inline double node_work(const ggml_tensor * t, const type_sizes & sizes) {
-    if (is_view(t)) {
+    if (describes_memory(t)) {
         return 0.0;
     }
     const double n     = elements(t);
@@ -118,7 +118,7 @@ inline double node_work(const ggml_tensor * t, const type_sizes & sizes) {
 }
 
 inline double node_work(const ggml_tensor * t) {
-    if (is_view(t)) {
+    if (describes_memory(t)) {
         return 0.0;
     }
     const double flops = node_flops(t, elements(t));

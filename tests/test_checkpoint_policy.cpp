@@ -127,7 +127,7 @@ struct scheduler_sim {
     }
 };
 
-// A graph on a device the host sleeps on, its nodes given in budgets (distinct nodes, as in a real
+// A graph on a device the host sleeps on, its nodes given in quotas (distinct nodes, as in a real
 // graph): asked once whole, then again from the start. The index of the first checkpoint of each
 // pass (-1: none).
 struct sleeping_graph {
@@ -141,7 +141,7 @@ struct sleeping_graph {
                 now += 1e-5;
                 if (policy.place(nodes[i], dev_a, now, sleeps)) {
                     first[pass] = first[pass] < 0 ? static_cast<int>(i) : first[pass];
-                    policy.reset(); // no rate learnt from the simulated clock: the budget stays
+                    policy.reset(); // no rate learnt from the simulated clock: the quota stays
                 }
             }
         }
@@ -168,11 +168,11 @@ class Policy : public ::testing::Test {
 TEST_F(Policy, BudgetAdaptsToASlowDevice) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
-    const double rate = 1.0e6; // FLOPs per ms (1 GFLOP/s): the default budget is 200 ms of it
+    const double rate = 1.0e6; // FLOPs per ms (1 GFLOP/s): the default quota is 200 ms of it
     for (int g = 0; g < 20; ++g) {
         sim.split(node(100000), 1000, dev_a, rate); // 100 ms graphs of 0.1 ms nodes
     }
-    EXPECT_NEAR(policy.budget(dev_a), rate * k_interval, 0.1 * rate * k_interval);
+    EXPECT_NEAR(policy.quota(dev_a), rate * k_interval, 0.1 * rate * k_interval);
     const double planned = llama_cancel::tuning::k_target * k_interval; // a repeated graph's views
     EXPECT_NEAR(sim.spacing(20), planned, 0.15 * planned) << "checkpoints about one interval apart";
 }
@@ -183,12 +183,12 @@ TEST_F(Policy, BudgetAdaptsToAFastDevice) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     sim.unseen = true;
-    const double rate = 1.0e10; // 10 TFLOP/s: the default budget is 20 microseconds of it
+    const double rate = 1.0e10; // 10 TFLOP/s: the default quota is 20 microseconds of it
     for (int g = 0; g < 200; ++g) {
         sim.split(node(10000000), 2000, dev_a, rate); // 2 ms graphs of 1 microsecond nodes
     }
     // A synchronize per checkpoint makes the measured rate a little lower than the device's.
-    EXPECT_NEAR(policy.budget(dev_a), rate * k_interval, 0.1 * rate * k_interval);
+    EXPECT_NEAR(policy.quota(dev_a), rate * k_interval, 0.1 * rate * k_interval);
     EXPECT_NEAR(sim.spacing(10), k_interval, 0.15 * k_interval);
     EXPECT_LT(sim.checkpoints.size(), 200u) << "not a synchronize per graph, let alone per node";
 }
@@ -222,7 +222,7 @@ TEST_F(Policy, IdleGapBetweenGraphsDoesNotCollapseTheBudget) {
     for (int g = 0; g < 10; ++g) {
         sim.split(node(1000000), 500, dev_a, rate);
     }
-    const double learnt = policy.budget(dev_a);
+    const double learnt = policy.quota(dev_a);
     ASSERT_NEAR(learnt, rate * k_interval, 0.1 * rate * k_interval);
 
     // A graph that ends between checkpoints, then ten minutes of host idle time, then more graphs:
@@ -237,7 +237,7 @@ TEST_F(Policy, IdleGapBetweenGraphsDoesNotCollapseTheBudget) {
     }
     ASSERT_GE(sim.checkpoints.size(), before + 2) << "checkpoints after the pause";
     EXPECT_GT(sim.checkpoints[before], last_checkpoint + 10 * 60 * 1000.0);
-    EXPECT_NEAR(policy.budget(dev_a), learnt, 0.1 * learnt) << "the pause was taken for compute";
+    EXPECT_NEAR(policy.quota(dev_a), learnt, 0.1 * learnt) << "the pause was taken for compute";
     for (int g = 0; g < 20; ++g) {
         sim.split(node(1000000), 500, dev_a, rate);
     }
@@ -256,7 +256,7 @@ TEST_F(Policy, ShortPausesBetweenSplitsCountInTheInterval) {
         sim.now += 0.5;                              // then 0.5 ms of something else
     }
     EXPECT_NEAR(sim.spacing(10), k_interval, 0.15 * k_interval);
-    EXPECT_NEAR(policy.budget(dev_a), 0.5 * rate * k_interval, 0.1 * rate * k_interval);
+    EXPECT_NEAR(policy.quota(dev_a), 0.5 * rate * k_interval, 0.1 * rate * k_interval);
 }
 
 TEST_F(Policy, DevicesKeepTheirOwnRates) {
@@ -269,16 +269,16 @@ TEST_F(Policy, DevicesKeepTheirOwnRates) {
         sim.split(node(1000000), 1999, dev_b, fast); // 2 ms
         sim.split(node(100000), 999, nullptr, slow); // 100 ms
     }
-    EXPECT_NEAR(policy.budget(nullptr), slow * k_interval, 0.15 * slow * k_interval);
-    EXPECT_NEAR(policy.budget(dev_b), fast * k_interval, 0.15 * fast * k_interval);
-    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_initial_budget) << "a device never seen";
+    EXPECT_NEAR(policy.quota(nullptr), slow * k_interval, 0.15 * slow * k_interval);
+    EXPECT_NEAR(policy.quota(dev_b), fast * k_interval, 0.15 * fast * k_interval);
+    EXPECT_EQ(policy.quota(dev_a), llama_cancel::tuning::k_initial_quota) << "a device never seen";
 
     // Beyond k_devices devices, the least recently used one is forgotten.
     static const int more[llama_cancel::tuning::k_devices] = {};
     for (const int & d : more) {
         sim.split(node(10000), 10, &d, slow);
     }
-    EXPECT_EQ(policy.budget(dev_b), llama_cancel::tuning::k_initial_budget);
+    EXPECT_EQ(policy.quota(dev_b), llama_cancel::tuning::k_initial_quota);
 }
 
 TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
@@ -288,7 +288,7 @@ TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
     for (int g = 0; g < 10; ++g) {
         sim.split(node(100000), 999, dev_a, rate);
     }
-    const double learnt = policy.budget(dev_a);
+    const double learnt = policy.quota(dev_a);
     ASSERT_NEAR(learnt, rate * k_interval, 0.1 * rate * k_interval);
 
     // Work counted before a reset does not count after it.
@@ -298,21 +298,21 @@ TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
     EXPECT_TRUE(policy.place(node(static_cast<int64_t>(0.2 * learnt)), dev_a, now + 1e-3));
     policy.reset();
     EXPECT_FALSE(policy.place(node(static_cast<int64_t>(0.2 * learnt)), dev_a, now + 2e-3));
-    EXPECT_EQ(policy.budget(dev_a), learnt) << "reset keeps what was learnt";
+    EXPECT_EQ(policy.quota(dev_a), learnt) << "reset keeps what was learnt";
 
     policy.set_interval(2 * k_interval);
-    EXPECT_DOUBLE_EQ(policy.budget(dev_a), 2 * learnt);
+    EXPECT_DOUBLE_EQ(policy.quota(dev_a), 2 * learnt);
     EXPECT_EQ(policy.interval_ms(), 2 * k_interval);
     policy.set_interval(0);
     EXPECT_EQ(policy.interval_ms(), k_interval) << "<= 0 means the default";
-    EXPECT_DOUBLE_EQ(policy.budget(dev_a), learnt);
+    EXPECT_DOUBLE_EQ(policy.quota(dev_a), learnt);
 
-    // A stop-time budget lowers the interval for one call, past the budget's lower bound; the
-    // interval put back afterwards brings the learnt budget back whole.
+    // A stop-time budget lowers the interval for one call, past the quota's lower bound; the
+    // interval put back afterwards brings the learnt quota back whole.
     policy.set_interval(1e-3);
-    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_min_budget);
+    EXPECT_EQ(policy.quota(dev_a), llama_cancel::tuning::k_min_quota);
     policy.set_interval(k_interval);
-    EXPECT_DOUBLE_EQ(policy.budget(dev_a), learnt);
+    EXPECT_DOUBLE_EQ(policy.quota(dev_a), learnt);
 }
 
 TEST_F(Policy, BudgetStaysWithinItsBounds) {
@@ -321,12 +321,12 @@ TEST_F(Policy, BudgetStaysWithinItsBounds) {
     for (int g = 0; g < 10; ++g) {
         sim.split(node(1000000), 100, dev_a, 1.0e3); // 1 MFLOP/s: 10 kFLOPs an interval
     }
-    EXPECT_EQ(policy.budget(dev_a), llama_cancel::tuning::k_min_budget);
+    EXPECT_EQ(policy.quota(dev_a), llama_cancel::tuning::k_min_quota);
     for (int g = 0; g < 300; ++g) {
         sim.split(node(1000000000), 100, dev_b, 1.0e15); // 1 EFLOP/s
     }
-    EXPECT_LE(policy.budget(dev_b), llama_cancel::tuning::k_max_budget);
-    EXPECT_GT(policy.budget(dev_b), 0.5 * llama_cancel::tuning::k_max_budget);
+    EXPECT_LE(policy.quota(dev_b), llama_cancel::tuning::k_max_quota);
+    EXPECT_GT(policy.quota(dev_b), 0.5 * llama_cancel::tuning::k_max_quota);
 }
 
 TEST_F(Policy, NodesWithoutABufferAreHostNodes) {
@@ -495,7 +495,7 @@ TEST_F(Policy, RoundTripLengthensTheIntervalSoCheckpointsCostOnePercent) {
     // A stop-time budget's cap wins over what the round trip calls for, and goes with it.
     policy.set_cap(7.0);
     EXPECT_EQ(policy.interval_ms(dev_a), 7.0);
-    EXPECT_NEAR(policy.budget(dev_a), rate * 7.0, 0.2 * rate * 7.0);
+    EXPECT_NEAR(policy.quota(dev_a), rate * 7.0, 0.2 * rate * 7.0);
     policy.set_cap(0.0);
     EXPECT_NEAR(policy.interval_ms(dev_a), want, 1e-9);
 }
@@ -541,12 +541,12 @@ TEST_F(Policy, RoundTripStretchLeavesShortGraphsFourCheckpoints) {
 
 class SleepingPolicy : public Policy {
   protected:
-    // `n` nodes; node i holds budgets(i) budgets of a fresh policy.
-    template <typename F> sleeping_graph graph(int n, F budgets) {
-        const double budget = checkpoint_policy().budget(dev_a);
+    // `n` nodes; node i holds quotas(i) quotas of a fresh policy.
+    template <typename F> sleeping_graph graph(int n, F quotas) {
+        const double quota = checkpoint_policy().quota(dev_a);
         sleeping_graph g;
         for (int i = 0; i < n; ++i) {
-            g.nodes.push_back(node(static_cast<int64_t>(budgets(i) * budget)));
+            g.nodes.push_back(node(static_cast<int64_t>(quotas(i) * quota)));
         }
         return g;
     }
@@ -557,39 +557,39 @@ class SleepingPolicy : public Policy {
     }
 };
 
-// A view that reached its budget ends where the busy tail is cheap: one cheap node after the heavy
+// A view that reached its quota ends where the busy tail is cheap: one cheap node after the heavy
 // one here, instead of at the heavy node; not where that view is more than a tenth of the graph.
 TEST_F(SleepingPolicy, ViewsEndAfterTheHeavyNode) {
     auto pattern = [](int i) { return i % 9 == 8 ? 0.5 : 1e-4; };
-    const sleeping_graph large = graph(400, pattern); // 22 budgets: a tenth holds the 2-budget view
-    EXPECT_EQ(second(large, false), 17) << "the second heavy node reaches the budget";
+    const sleeping_graph large = graph(400, pattern); // 22 quotas: a tenth holds the 2-quota view
+    EXPECT_EQ(second(large, false), 17) << "the second heavy node reaches the quota";
     EXPECT_EQ(second(large, true), 18) << "one cheap node later the heavy one is slept through";
     EXPECT_EQ(second(large, true, 5.0), 8)
-        << "a 5 ms stop-time budget's cap halves the budget and lets no view run past it";
-    const sleeping_graph small = graph(20, pattern); // 1 budget: a tenth is less than a view
-    EXPECT_EQ(second(small, true), 17) << "a view past a tenth of the graph ends at the budget";
+        << "a 5 ms stop-time budget's cap halves the quota and lets no view run past it";
+    const sleeping_graph small = graph(20, pattern); // 1 quota: a tenth is less than a view
+    EXPECT_EQ(second(small, true), 17) << "a view past a tenth of the graph ends at the quota";
 }
 
-// Nodes that each hold half a budget: the view reaches its budget at its second node, yet ends at
+// Nodes that each hold half a quota: the view reaches its quota at its second node, yet ends at
 // its tenth, the first view ggml-vulkan sleeps through, once a graph was seen whole and where ten
-// nodes are at most a tenth of it; past ten nodes, at two budgets with a heavy tail.
+// nodes are at most a tenth of it; past ten nodes, at two quotas with a heavy tail.
 TEST_F(SleepingPolicy, ViewsHoldTenNodes) {
     const sleeping_graph heavy = graph(400, [](int) { return 0.5; });
     checkpoint_policy policy;
     const auto first_two = heavy.checkpoints(policy, true);
-    EXPECT_EQ(first_two.first, 1) << "before a graph was seen whole the budget ends the view";
+    EXPECT_EQ(first_two.first, 1) << "before a graph was seen whole the quota ends the view";
     EXPECT_EQ(first_two.second, 9) << "then a sleeping device's view holds 10 nodes";
-    EXPECT_EQ(second(heavy, false), 1) << "elsewhere the budget ends the view";
+    EXPECT_EQ(second(heavy, false), 1) << "elsewhere the quota ends the view";
     EXPECT_EQ(second(graph(30, [](int) { return 0.5; }), true), 3)
-        << "in a 15-budget graph a view ends past 1.5 budgets, whatever its nodes";
+        << "in a 15-quota graph a view ends past 1.5 quotas, whatever its nodes";
     EXPECT_EQ(second(graph(400, [](int i) { return i < 14 ? 1e-4 : 0.5; }), true), 17)
-        << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 budgets end the view";
+        << "after 14 cheap nodes the busy tail holds a heavy node at every node: 2 quotas end the view";
 }
 
-// Nodes of a tenth of a budget, one in thirteen able to carry ggml-vulkan's almost-ready fence (a
-// product among fused and memory-only nodes): a view past its budget ends at such a node, the
+// Nodes of a tenth of a quota, one in thirteen able to carry ggml-vulkan's almost-ready fence (a
+// product among fused and memory-only nodes): a view past its quota ends at such a node, the
 // last of a view of 13 nodes, which the host sleeps through whole; where every node could carry
-// it, at the budget (the tenth node).
+// it, at the quota (the tenth node).
 TEST_F(SleepingPolicy, ViewsEndWhereTheFenceCanGo) {
     const sleeping_graph g = graph(400, [](int) { return 0.1; });
     for (bool every : {false, true}) {
@@ -638,8 +638,8 @@ std::vector<int> checkpoints_of_pass(checkpoint_policy & policy, const sleeping_
 // size), each built in memory of its own: each graph's views are sized by the share of what a
 // graph with its first node did last time, not of the graph before it.
 TEST_F(SleepingPolicy, EachGraphKeepsTheShareOfItsOwnShape) {
-    const sleeping_graph large = graph(400, [](int) { return 0.5; }); // 200 budgets
-    const sleeping_graph small = graph(30, [](int) { return 0.5; });  // 15 budgets, other nodes
+    const sleeping_graph large = graph(400, [](int) { return 0.5; }); // 200 quotas
+    const sleeping_graph small = graph(30, [](int) { return 0.5; });  // 15 quotas, other nodes
     checkpoint_policy    policy;
     double               now = 1000.0;
     for (int round = 0; round < 2; ++round) {
@@ -670,14 +670,14 @@ TEST_F(SleepingPolicy, ACallTellsWhereItsGraphBegins) {
     const std::vector<int> without    = checkpoints_of_pass(untold, small, false, now);
     ASSERT_GE(with_begin.size(), 2u);
     ASSERT_GE(without.size(), 2u);
-    EXPECT_EQ(with_begin[1] - with_begin[0], 2) << "a graph not seen before: the budget ends its views";
+    EXPECT_EQ(with_begin[1] - with_begin[0], 2) << "a graph not seen before: the quota ends its views";
     EXPECT_EQ(without[1] - without[0], 10) << "taken for the large graph's rest";
 }
 
 // A graph that begins late in its call or run (an mtmd evaluation's media embeddings after its
 // encode) may hold views of a tenth of what ran before it and the graph together.
 TEST_F(SleepingPolicy, AGraphLateInItsRunHoldsLongerViews) {
-    const sleeping_graph small = graph(30, [](int) { return 0.5; }); // 15 budgets
+    const sleeping_graph small = graph(30, [](int) { return 0.5; }); // 15 quotas
     const double         graph_ms = 15.0 * k_interval;                 // at the rate not measured yet
     checkpoint_policy    policy;
     double               now = 1000.0;
@@ -702,21 +702,21 @@ TEST_F(SleepingPolicy, AGraphLateInItsRunHoldsLongerViews) {
 }
 
 // Before a graph of its shape was seen whole, its share is its work so far (a lower bound): the
-// budget ends its first views, and views hold ten nodes once that work makes them a tenth or less.
+// quota ends its first views, and views hold ten nodes once that work makes them a tenth or less.
 TEST_F(SleepingPolicy, AnUnseenGraphsViewsGrowWithIt) {
     const sleeping_graph heavy = graph(400, [](int) { return 0.5; });
     checkpoint_policy    policy;
     double               now = 1000.0;
     const std::vector<int> at = checkpoints_of_pass(policy, heavy, true, now);
     ASSERT_GE(at.size(), 3u);
-    EXPECT_EQ(at[0], 1) << "the first view ends at the budget";
+    EXPECT_EQ(at[0], 1) << "the first view ends at the quota";
     int longest = 0;
     for (size_t i = 1; i < at.size(); ++i) {
         const int nodes = at[i] - at[i - 1];
         longest = std::max(longest, nodes);
-        if (nodes > 2) { // past the budget (two nodes)
+        if (nodes > 2) { // past the quota (two nodes)
             EXPECT_LE((nodes - 1) * 10, at[i] + 1)
-                << "a view past the budget ends at the node that takes it past a tenth of the work so far";
+                << "a view past the quota ends at the node that takes it past a tenth of the work so far";
         }
     }
     EXPECT_EQ(longest, 10) << "later views hold ten nodes, which ggml-vulkan sleeps through";
@@ -832,7 +832,7 @@ class PlannedPolicy : public Policy {
     // The longest a view of a plan may take on `g`: a tenth of it or two intervals.
     static double longest_view(const timed_graph & g) {
         return std::max(llama_cancel::tuning::k_sleep_graph_share * g.total_ms(),
-                        llama_cancel::tuning::k_sleep_budgets * k_interval);
+                        llama_cancel::tuning::k_sleep_quotas * k_interval);
     }
 };
 
@@ -996,7 +996,7 @@ TEST_F(PlannedPolicy, TooManyReplayedCutsAreDropped) {
     for (int pass = 0; pass < 12; ++pass) {
         const timed_pass p = g.run(policy, now);
         if (pass >= 4) {
-            EXPECT_LE(p.cuts.size(), 6u) << "pass " << pass << ": about one per budget";
+            EXPECT_LE(p.cuts.size(), 6u) << "pass " << pass << ": about one per quota";
             if (pass > 4) {
                 EXPECT_EQ(p.cuts, cuts) << "pass " << pass;
             }
@@ -1060,7 +1060,7 @@ TEST_F(PlannedPolicy, APlanIsFollowedWhileItsNodesAreThePlannedOnes) {
     EXPECT_TRUE(g.run(policy, now).planned) << "the plan of the whole graph stays after a stop";
 }
 
-// A stop-time budget's cap is a promise the plan does not know: with one, views end at its budget.
+// A stop-time budget's cap is a promise the plan does not know: with one, views end at the capped quota.
 TEST_F(PlannedPolicy, AStopTimeCapLeavesThePlanAside) {
     const timed_graph g = layers();
     checkpoint_policy policy;
@@ -1070,7 +1070,7 @@ TEST_F(PlannedPolicy, AStopTimeCapLeavesThePlanAside) {
     policy.set_cap(5.0);
     const timed_pass capped = g.run(policy, now);
     for (double v : capped.view_ms) {
-        EXPECT_LE(v, 5.0 + 8.0 + 1e-6) << "a view ends once it reaches the capped budget";
+        EXPECT_LE(v, 5.0 + 8.0 + 1e-6) << "a view ends once it reaches the capped quota";
     }
 }
 

@@ -1,5 +1,5 @@
 // The pending tokens of a per-sequence decode (src/pending_batch.cpp) alone, on hand-made batches.
-// Issue 22: keep_held promises that a refusal changes nothing, its out-parameter included; it used
+// Issue 22: keep_in_memory promises that a refusal changes nothing, its out-parameter included; it used
 // to return false with `requeue` already holding the (sequence, position) pairs of the tokens it had
 // looked at before the refusal. Built from the library's sources (it exports only the C API).
 #include "pending_batch.h"
@@ -47,7 +47,7 @@ TEST(PendingBatch, KeepHeldRefusalLeavesRequeueAndTokensAlone) {
     // shared token but sequence 2 does not: a token held by some of its sequences only.
     const std::vector<llama_pos> pos_max = {0, 0, -1};
     requeue_list requeue = {{99, 99}};
-    EXPECT_FALSE(pending.keep_held(2, pos_max, false, requeue));
+    EXPECT_FALSE(pending.keep_in_memory(2, pos_max, false, requeue));
     EXPECT_EQ(requeue, (requeue_list{{99, 99}})) << "a refusal must leave the caller's list as it was";
     EXPECT_EQ(pending.size(), 2);
     EXPECT_EQ(pending.next_index(), 0);
@@ -64,7 +64,7 @@ TEST(PendingBatch, KeepHeldNamesTheOutputsToDecodeAgain) {
     // back to be decoded in the last call.
     const std::vector<llama_pos> pos_max = {0, 0, 0};
     requeue_list requeue = {{99, 99}};
-    ASSERT_TRUE(pending.keep_held(2, pos_max, false, requeue));
+    ASSERT_TRUE(pending.keep_in_memory(2, pos_max, false, requeue));
     EXPECT_EQ(requeue, (requeue_list{{0, 0}}));
     EXPECT_EQ(pending.size(), 1) << "the shared token is committed, sequence 0's output is pending again";
     EXPECT_EQ(pending.next_index(), 0);
