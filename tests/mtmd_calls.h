@@ -1,11 +1,10 @@
 // The tests' shorthands for the multimodal calls: llama_cancel_mtmd_eval_chunks with the mtmd
-// context's hook and options as arguments, and what a 1.x host of llama_cancel_generate_mtmd calls
-// in 2.0 (the CHANGELOG's migration table): the prompt's chunks, then the token loop.
+// context's hook and options as arguments, and the prompt's chunks then the token loop
+// (common/mtmd_generate.h).
 #pragma once
 
+#include "common/mtmd_generate.h"
 #include "llama-cancel.h"
-
-#include <cstdio>
 
 namespace mtmd_test {
 
@@ -24,32 +23,15 @@ struct generate_mtmd_result : llama_cancel_generate_result {
     int32_t n_chunks_done = 0;
 };
 
-// The prompt's chunks through llama_cancel_mtmd_eval_chunks (gp's byte, hook, sequence, n_batch and
-// budget), then llama_cancel_generate from their last logits (n_prompt 0).
+// common::generate_after_chunks, its evaluation's n_chunks_done in the result.
 inline int32_t generate_mtmd(mtmd_context * mctx, llama_cancel_hook * mtmd_hook, llama_context * lctx,
                              const mtmd_input_chunks * chunks, int32_t first, llama_pos n_past,
                              const llama_cancel_generate_params * gp, llama_token * out, int32_t n_out_max,
                              generate_mtmd_result * r, uint32_t options = 0) {
-    llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
-    mp.byte        = gp->byte;
-    mp.hook        = gp->hook;
-    mp.seq_id      = gp->seq_id;
-    mp.n_batch     = gp->n_batch;
-    mp.max_stop_ms = gp->max_stop_ms;
     llama_cancel_mtmd_result mr{};
-    const int32_t st = eval_chunks(mctx, mtmd_hook, lctx, chunks, first, n_past, &mp, &mr, options);
+    const int32_t rc = common::generate_after_chunks(mctx, mtmd_hook, options, lctx, chunks, first, n_past, *gp, out,
+                                                     n_out_max, *r, mr);
     r->n_chunks_done = mr.n_chunks_done;
-    if (st != LLAMA_CANCEL_OK) {
-        static_cast<llama_cancel_generate_result &>(*r) = llama_cancel_generate_result{};
-        r->status             = st;
-        r->stop_reason        = st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR;
-        r->n_past             = mr.n_past;
-        r->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
-        std::snprintf(r->message, sizeof(r->message), "%s", mr.message);
-        return st;
-    }
-    const int32_t rc      = llama_cancel_generate(lctx, nullptr, 0, gp, out, n_out_max, r);
-    r->n_prompt_committed = static_cast<int32_t>(mr.n_past - n_past);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "ctrl_c.h"
 #include "common/args.h"
+#include "common/mtmd_generate.h"
 #include "support.h"
 
 #ifdef LLAMA_CANCEL_HAVE_MTMD
@@ -202,17 +203,10 @@ struct media_prompt {
 
     int32_t generate(llama_context * ctx, const llama_cancel_generate_params & gp, std::vector<llama_token> & out,
                      llama_cancel_generate_result & r) {
-        // The prompt's chunks, then the token loop from their last logits (n_prompt 0).
-        llama_cancel_mtmd_params mp = llama_cancel_mtmd_default_params();
-        mp.byte        = gp.byte;
-        mp.hook        = gp.hook;
-        mp.mtmd_hook   = mtmd_hook.get();
-        mp.seq_id      = gp.seq_id;
-        mp.n_batch     = gp.n_batch;
-        mp.max_stop_ms = gp.max_stop_ms;
         llama_cancel_mtmd_result mr{};
-        const int32_t st = llama_cancel_mtmd_eval_chunks(mctx.get(), ctx, chunks.get(), 0, 0, &mp, &mr);
-        if (st == LLAMA_CANCEL_CANCELLED && !video.frames.empty()) {
+        const int32_t st = common::generate_after_chunks(mctx.get(), mtmd_hook.get(), 0, ctx, chunks.get(), 0, 0, gp,
+                                                         out.data(), static_cast<int32_t>(out.size()), r, mr);
+        if (mr.status == LLAMA_CANCEL_CANCELLED && !video.frames.empty()) {
             // Memory holds exactly chunks [0, n_chunks_done): the frames among them.
             int in_memory = 0;
             for (int32_t i = 0; i < mr.n_chunks_done; ++i) {
@@ -221,18 +215,7 @@ struct media_prompt {
             std::printf("\n[video: %d of %zu frames in memory; a resume would go on from chunk %d of %zu]", in_memory,
                         video.frames.size(), mr.n_chunks_done, mtmd_input_chunks_size(chunks.get()));
         }
-        if (st != LLAMA_CANCEL_OK) {
-            r        = llama_cancel_generate_result{};
-            r.status = st;
-            r.stop_reason = st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR;
-            r.n_past = mr.n_past;
-            r.n_prompt_committed = mr.n_past;
-            std::snprintf(r.message, sizeof(r.message), "%s", mr.message);
-            return st;
-        }
-        const int32_t rc = llama_cancel_generate(ctx, nullptr, 0, &gp, out.data(), static_cast<int32_t>(out.size()), &r);
-        r.n_prompt_committed = mr.n_past;
-        return rc;
+        return st;
     }
 };
 #else
