@@ -233,12 +233,11 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
     // stable plans' band of the one they were planned for, and their views within k_plan_view_over
     // of it or out of it for fewer than k_plan_strays graphs in a row.
     if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms) {
-        p.strays = longest_cut_view(p, ms_of) <= k_plan_view_over * longest ? 0 : p.strays + 1;
-        if (p.strays < k_plan_strays) {
+        if (!p.strays.out(longest_cut_view(p, ms_of) <= k_plan_view_over * longest)) {
             return;
         }
     }
-    p.strays = 0;
+    p.strays = {};
     std::vector<float>   ms(p.nodes.size());
     std::vector<uint8_t> fence(p.nodes.size()), starts(p.nodes.size());
     for (size_t i = 0; i < p.nodes.size(); ++i) {

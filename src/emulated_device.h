@@ -121,7 +121,7 @@ class emulated_device_views {
         std::vector<logged_node> nodes;
         std::vector<uint8_t>     cuts;
         double                   longest_ms = 0.0; // the longest view the cuts were planned for
-        int                      strays     = 0;   // graphs in a row out of the cuts' band
+        tuning::band_strays      strays;           // graphs in a row out of the cuts' band
     };
     struct graph_record {
         graph_head   head;

@@ -71,6 +71,15 @@ constexpr double k_faster = 2.0;
 // band (one slow call is the host's noise, not the graph's). View plans' views likewise.
 // Test: RepeatedGraph.OneSlowCallMovesNoCheckpoint; bench: plans rows, "moved".
 constexpr int k_plan_strays = 2;
+// Calls in a row out of a plan's band: out(in_band) counts one more call and says whether
+// k_plan_strays in a row strayed (the plan is to be made again).
+struct band_strays {
+    int  n = 0;
+    bool out(bool in_band) {
+        n = in_band ? 0 : n + 1;
+        return n >= k_plan_strays;
+    }
+};
 // x. A node is the planned one while its work is within this factor of the planned node's (plus a
 // few kFLOP: views and copies of a few elements). Test: PlannedPolicy.APlanIsFollowedWhileItsNodesAreThePlannedOnes.
 constexpr double k_plan_work_slack = 2.0;

@@ -169,7 +169,7 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
     }
     r.planned_ms = took_ms;
     r.served     = false;
-    r.strays     = 0;
+    r.strays     = {};
     cut(r, interval_ms);
     replans_ += r.uncut ? 0 : 1;
 }
@@ -238,13 +238,9 @@ bool stable_plans::keeps(const record & r, double total, double interval_ms, dou
 // Whether `r`'s cuts are to be made again after a call `in_band` or not: once they served a call,
 // only after k_plan_strays calls in a row out of their band.
 bool stable_plans::strayed(record & r, bool in_band) {
-    if (in_band) {
-        r.served = true;
-        r.strays = 0;
-        return false;
-    }
-    r.strays++;
-    return !r.served || r.strays >= k_plan_strays;
+    const bool out = r.strays.out(in_band);
+    r.served       = r.served || in_band;
+    return !in_band && (!r.served || out);
 }
 
 void stable_plans::end(bool whole, size_t asks, const device_rates & rates, double interval_ms, double emulated_view_ms) {
@@ -284,7 +280,7 @@ void stable_plans::end(bool whole, size_t asks, const device_rates & rates, doub
     r.asks       = asks;
     r.planned_ms = total;
     r.served     = false;
-    r.strays     = 0;
+    r.strays     = {};
     cut(r, interval_ms);
     replans_ += kept && before != r.cuts ? 1 : 0;
 }

@@ -94,7 +94,7 @@ class stable_plans {
         bool                 uncut       = false; // no cut (a graph within the interval)
         double               interval_ms = 0.0; // and the interval
         bool                 served      = false; // the cuts were kept after a call
-        int                  strays      = 0;     // calls in a row out of the cuts' band
+        tuning::band_strays  strays;              // calls in a row out of the cuts' band
     };
 
     static double price(std::vector<node> & nodes, const device_rates & rates);
