@@ -2,7 +2,7 @@
 # llama-cancel's one entry point for set-up, build, tests and benchmark.
 #
 #   scripts/dev.sh bench [ARGS]   build llama-cancel-bench (what the benchmark runs), then run the
-#                                 cancel benchmark (main job): the headline rows, about 4 minutes; --all
+#                                 cancel benchmark (main job): the headline rows, about 3 minutes; --all
 #                                 for every row (llama-cancel-bench bench --help)
 #   scripts/dev.sh test           build, then run every test, then the ASan/UBSan and TSan
 #                                 builds' tests, the fuzz run, and the arm64 core tests under

@@ -41,8 +41,8 @@ const char k_synopsis[] =
     "                                [--embed cpu,vulkan|none]\n"
     "\n"
     "Without --model, generates (once) and uses the built-in synthetic model.\n"
-    "By default, the headline rows a host decides on (about 4 min on 2 cores): CPU at batches 64 and 512 on 2 threads,\n"
-    "vulkan, the Qwen3-ASR audio evaluation, Qwen3-TTS's steps on the CPU, plan stability on the CPU. --all runs every row\n"
+    "By default, the headline rows a host decides on (about 3 min on 2 cores): CPU at batches 64 and 512 on 2 threads,\n"
+    "vulkan at batch 64, the Qwen3-ASR audio evaluation, Qwen3-TTS's steps on the CPU, plan stability on the CPU. --all runs every row\n"
     "of every section (the lists shown above; about 16 min on 2 cores); an option given beside it wins.\n";
 
 // --all anywhere on the command line: every section's full lists, before the other options apply.
