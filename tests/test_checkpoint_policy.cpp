@@ -1140,6 +1140,13 @@ class RepeatedGraph : public Policy {
         }
         return g;
     }
+    // Runs `g` (a short_graph) with noise until it runs uncut: warmed up, then a call with no cut.
+    static void run_until_uncut(const device_graph & g, checkpoint_policy & policy, double & now, std::mt19937 & rng) {
+        for (int call = 0; call < 12; ++call) {
+            g.run(policy, now, rng, 0.1);
+        }
+        ASSERT_TRUE(g.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
+    }
     // 200 nodes of 0.03 ms: 6 ms, within the interval.
     device_graph short_graph() {
         device_graph g;
@@ -1277,10 +1284,7 @@ TEST_F(RepeatedGraph, AnUncutGraphWhoseEndStaysUnknownIsCutAgain) {
     checkpoint_policy  policy;
     std::mt19937       rng(3);
     double             now = 1000.0;
-    for (int call = 0; call < 12; ++call) {
-        g.run(policy, now, rng, 0.1);
-    }
-    ASSERT_TRUE(g.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
+    ASSERT_NO_FATAL_FAILURE(run_until_uncut(g, policy, now, rng));
     device_graph::pass p;
     for (int call = 0; call < 6; ++call) {
         p = g.run(policy, now, rng, 0.1, 10.0);
@@ -1294,18 +1298,15 @@ TEST_F(RepeatedGraph, AnUncutGraphWhoseEndStaysUnknownIsCutAgain) {
 // Outside calls an uncut graph ends where a node of it is asked again. A host that frees a context
 // and makes another, whose compute buffer lands where the old one's was (the stateless name's
 // policy is kept per buffer), runs graphs none of whose nodes the policy saw: taken for the uncut
-// graph's tail, they ran with no checkpoint for 65,536 asks. Past the planned
-// graph's asks a new graph begins, measured and cut.
+// graph's tail, they ran with no checkpoint for 65,536 asks. Past the planned graph's asks a new
+// graph begins, measured and cut.
 TEST_F(RepeatedGraph, AGraphOfNewNodesAfterAnUncutOneIsCut) {
     device_graph small = short_graph(), large = graph();
     small.told = large.told = false;
     checkpoint_policy policy;
     std::mt19937      rng(3);
     double            now = 1000.0;
-    for (int call = 0; call < 12; ++call) {
-        small.run(policy, now, rng, 0.1);
-    }
-    ASSERT_TRUE(small.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
+    ASSERT_NO_FATAL_FAILURE(run_until_uncut(small, policy, now, rng));
     for (int call = 0; call < 6; ++call) {
         EXPECT_FALSE(large.run(policy, now, rng, 0.1).cuts.empty()) << "call " << call << " of a 110 ms graph";
     }
