@@ -21,13 +21,16 @@ void stable_plans::begin(const graph_head & head) {
     valid_  = true;
     emulated_ = false;
     log_.clear();
-    plan_     = -1;
-    replayed_ = false;
+    plan_      = -1;
+    replayed_  = false;
+    measuring_ = false;
     for (int i = 0; i < k_stable_plans; ++i) {
         record & r = plans_[i];
         if (r.last_use != 0 && r.head == head && !r.cuts.empty()) {
-            r.last_use = ++uses_;
-            plan_      = i;
+            r.last_use  = ++uses_;
+            plan_       = i;
+            measuring_  = r.remeasure;
+            r.remeasure = false;
             return;
         }
     }
@@ -54,7 +57,7 @@ int stable_plans::ask(const void * device, bool emulated, double work, bool foll
         const double planned = r.nodes[i].work;
         const double lo = std::min(work, planned), hi = std::max(work, planned);
         if (hi <= k_plan_work_slack * lo + 1e3) {
-            return r.cuts[i];
+            return r.cuts[i] != 0 || (measuring_ && i + 1 == r.nodes.size()) ? 1 : 0;
         }
     }
     plan_ = -1;
@@ -154,13 +157,19 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
         heaviest = std::max(heaviest, static_cast<double>(n.ms));
     }
     if (took_ms < 0.0 || expected <= 0.0 || took_ms > pause_factor * expected) {
-        // Not known: a pause, or a graph that slowed past the pause factor. A plan that keeps not
-        // hearing of its graph's end is dropped, and the graph measured again (by checkpoints).
-        if (strayed(r, false)) {
-            r.last_use = 0;
+        // Not known: the host's pause, or a graph that slowed past the pause factor. Measured again
+        // when it stays so (a call with a checkpoint at its last node, which times it whole); each
+        // measure that finds it still fitting doubles the wait, or a host that pauses between its
+        // graphs would see their views move every few calls.
+        const int wait = k_plan_strays << std::min(r.remeasures, k_unknown_end_doublings);
+        if (++r.unknown_ends >= wait) {
+            r.unknown_ends = 0;
+            r.remeasures++;
+            r.remeasure = true;
         }
         return;
     }
+    r.unknown_ends = 0;
     if (!strayed(r, took_ms - heaviest <= k_slower * interval_ms)) {
         return; // still fits, or one call did not
     }
@@ -171,6 +180,7 @@ void stable_plans::end_uncut(double took_ms, double pause_factor, double interva
     r.served     = false;
     r.strays     = {};
     cut(r, interval_ms);
+    r.remeasures = r.uncut ? r.remeasures : 0;
     replans_ += r.uncut ? 0 : 1;
 }
 
@@ -244,8 +254,10 @@ bool stable_plans::strayed(record & r, bool in_band) {
 }
 
 void stable_plans::end(bool whole, size_t asks, const device_rates & rates, double interval_ms, double emulated_view_ms) {
-    const int followed = plan_;
-    plan_ = -1;
+    const int  followed = plan_;
+    const bool measured = measuring_; // the unknown ends that asked for it were the strays
+    plan_      = -1;
+    measuring_ = false;
     if (!whole || !valid_ || log_.empty() || interval_ms <= 0.0) {
         return;
     }
@@ -256,7 +268,8 @@ void stable_plans::end(bool whole, size_t asks, const device_rates & rates, doub
     record &   r    = followed >= 0 ? plans_[followed] : slot_of(head_);
     const bool same = followed >= 0 && r.nodes.size() == log_.size() &&
                       std::abs(r.interval_ms - interval_ms) <= 0.05 * interval_ms;
-    if (same && !strayed(r, keeps(r, total, interval_ms, emulated_view_ms))) {
+    const bool in_band = same && keeps(r, total, interval_ms, emulated_view_ms);
+    if (same && (measured ? in_band : !strayed(r, in_band))) {
         r.asks = asks;
         return; // the cuts stay where they are
     }
@@ -282,6 +295,9 @@ void stable_plans::end(bool whole, size_t asks, const device_rates & rates, doub
     r.served     = false;
     r.strays     = {};
     cut(r, interval_ms);
+    r.unknown_ends = 0;
+    r.remeasures   = kept && r.uncut ? r.remeasures : 0; // the back-off holds while the graph fits
+    r.remeasure    = false;
     replans_ += kept && before != r.cuts ? 1 : 0;
 }
 

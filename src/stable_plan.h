@@ -65,13 +65,14 @@ class stable_plans {
     bool following() const { return plan_ >= 0; }
     // The followed plan cuts the graph nowhere (it fits in the interval): its asks after the first
     // may go unlogged (end_uncut then ends it).
-    bool uncut() const { return plan_ >= 0 && plans_[plan_].uncut; }
+    bool uncut() const { return plan_ >= 0 && plans_[plan_].uncut && !measuring_; }
     // The followed plan's graph's asks (end's `asks`): a graph that asks more is another one.
     size_t uncut_asks() const { return plan_ >= 0 ? plans_[plan_].asks : 0; }
     // The uncut graph in flight ended, `took_ms` from its first ask to the next graph's (< 0: not
     // known, a pause longer than `pause_factor` times its time). Planned again, its nodes' times
-    // scaled to that, where it no longer fits in k_slower of `interval_ms` beside its longest node;
-    // dropped where its end stays unknown (k_plan_strays calls in a row), to be measured again.
+    // scaled to that, where it no longer fits in k_slower of `interval_ms` beside its longest node.
+    // Where its end stays unknown, its next call is measured again (after k_plan_strays calls in a
+    // row, twice as many each time it still fits: k_unknown_end_doublings).
     void end_uncut(double took_ms, double pause_factor, double interval_ms);
     // How many times a kept graph's cuts moved, since creation.
     uint64_t replans() const { return replans_; }
@@ -95,6 +96,9 @@ class stable_plans {
         double               interval_ms = 0.0; // and the interval
         bool                 served      = false; // the cuts were kept after a call
         tuning::band_strays  strays;              // calls in a row out of the cuts' band
+        int                  unknown_ends = 0;    // uncut calls in a row whose end was not known
+        int                  remeasures   = 0;    // times those had the graph measured again
+        bool                 remeasure    = false; // its next call is measured again
     };
 
     static double price(std::vector<node> & nodes, const device_rates & rates);
@@ -114,6 +118,7 @@ class stable_plans {
     bool         emulated_ = false; // the emulated-device strategy placed its cuts
     int          plan_   = -1;   // the followed plan in plans_
     bool         replayed_ = false; // the graph in flight was cut by the followed plan
+    bool         measuring_ = false; // it is measured again: a checkpoint at its last node (end_uncut)
 };
 
 } // namespace llama_cancel
