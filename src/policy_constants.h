@@ -10,24 +10,24 @@ namespace llama_cancel::tuning {
 
 // --- The core (checkpoint_policy.h): work, rates, interval ---------------------------------------
 // FLOP. Work between checkpoints never below this: tiny graphs do not synchronize at every node.
-// Test: Policy.BudgetStaysWithinItsBounds.
+// Test: Policy.QuotaStaysWithinItsBounds.
 constexpr double k_min_quota = 4.0e6;
 // FLOP. The quota of a device not measured yet (why not smaller: docs/design.md, Checkpoints).
-// Test: Policy.BudgetAdaptsToASlowDevice.
+// Test: Policy.QuotaAdaptsToASlowDevice.
 constexpr double k_initial_quota = 2.0e8;
 // ms. A device not measured yet takes the rate its first views showed once they add up to this
 // (the guess replaced at once). Test: Policy.ANewGraphIsCutByTheRateItsDeviceShowed.
 constexpr double k_first_sample_ms = 0.5;
-// FLOP. Work between checkpoints never above this. Test: Policy.BudgetStaysWithinItsBounds.
+// FLOP. Work between checkpoints never above this. Test: Policy.QuotaStaysWithinItsBounds.
 constexpr double k_max_quota = 1.0e13;
 // ms. Asks closer than this belong to one view (they follow each other within microseconds).
 // Test: Policy.ShortPausesBetweenSplitsCountInTheInterval.
 constexpr double k_ask_gap_ms = 0.25;
 // x. A longer pause is compute while at most this many times what the view before it takes at the
-// rate known so far; longer is the host's idle time. Test: Policy.IdleGapBetweenGraphsDoesNotCollapseTheBudget.
+// rate known so far; longer is the host's idle time. Test: Policy.IdleGapBetweenGraphsDoesNotCollapseTheQuota.
 constexpr double k_pause_factor = 3.0;
 // x interval. Measured views are applied to a rate once they add up to this share of the interval.
-// Test: Policy.BudgetAdaptsToAFastDevice.
+// Test: Policy.QuotaAdaptsToAFastDevice.
 constexpr double k_sample_share = 0.25;
 // count. Devices whose rates a policy keeps (least recently used forgotten). Test: Policy.DevicesKeepTheirOwnRates.
 constexpr int k_devices = 4;

@@ -165,7 +165,7 @@ class Policy : public ::testing::Test {
 
 } // namespace
 
-TEST_F(Policy, BudgetAdaptsToASlowDevice) {
+TEST_F(Policy, QuotaAdaptsToASlowDevice) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     const double rate = 1.0e6; // FLOPs per ms (1 GFLOP/s): the default quota is 200 ms of it
@@ -179,7 +179,7 @@ TEST_F(Policy, BudgetAdaptsToASlowDevice) {
 
 // Short graphs never seen before (each of new nodes): the work left at a graph's end counts toward
 // the next one's first checkpoint, so that checkpoints fall an interval apart across graphs.
-TEST_F(Policy, BudgetAdaptsToAFastDevice) {
+TEST_F(Policy, QuotaAdaptsToAFastDevice) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     sim.unseen = true;
@@ -214,7 +214,7 @@ TEST_F(Policy, ANewGraphIsCutByTheRateItsDeviceShowed) {
     }
 }
 
-TEST_F(Policy, IdleGapBetweenGraphsDoesNotCollapseTheBudget) {
+TEST_F(Policy, IdleGapBetweenGraphsDoesNotCollapseTheQuota) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     sim.unseen = true; // 5 ms graphs: seen again, each runs uncut (RepeatedGraphs below)
@@ -281,7 +281,7 @@ TEST_F(Policy, DevicesKeepTheirOwnRates) {
     EXPECT_EQ(policy.quota(dev_b), llama_cancel::tuning::k_initial_quota);
 }
 
-TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
+TEST_F(Policy, ResetKeepsTheQuotaAndIntervalScalesIt) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     const double rate = 1.0e7;
@@ -315,7 +315,7 @@ TEST_F(Policy, ResetKeepsTheBudgetAndIntervalScalesIt) {
     EXPECT_DOUBLE_EQ(policy.quota(dev_a), learnt);
 }
 
-TEST_F(Policy, BudgetStaysWithinItsBounds) {
+TEST_F(Policy, QuotaStaysWithinItsBounds) {
     checkpoint_policy policy;
     scheduler_sim     sim{policy};
     for (int g = 0; g < 10; ++g) {
