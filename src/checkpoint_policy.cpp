@@ -229,7 +229,7 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     graph_pending_  = false;
     graph_unpriced_ = false;
     graph_cut_      = false;
-    inv_quota_     = 0.0; // the graph's time may stretch the interval
+    inv_quota_      = 0.0; // the graph's time may stretch the interval
     range_first_    = 0;
     stable_.begin(head_);
 }

@@ -148,7 +148,7 @@ class checkpoint_policy {
     void set_cap(double cap_ms, bool strict = true) {
         const double cap = cap_ms > 0.0 ? cap_ms : 0.0;
         if (cap != cap_) {
-            cap_        = cap;
+            cap_       = cap;
             inv_quota_ = 0.0;
         }
         cap_strict_ = cap > 0.0 && strict;
@@ -218,7 +218,7 @@ class checkpoint_policy {
     uint64_t    uses_ = 0;
     // The device of the last ask and its quota's reciprocal (0: to compute), kept while nothing
     // they depend on changes: finding them at every ask was a third of the policy's cost.
-    int    asked_      = -1; // index into devices_ (a copied policy stays whole)
+    int    asked_     = -1; // index into devices_ (a copied policy stays whole)
     double inv_quota_ = 0.0;
 
     // The view being grouped and the measured range it belongs to.
