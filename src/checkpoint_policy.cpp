@@ -41,7 +41,7 @@ checkpoint_policy::checkpoint_policy(double interval_ms) : interval_(LLAMA_CANCE
 }
 
 void checkpoint_policy::set_interval(double interval_ms) {
-    interval_   = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
+    interval_  = interval_ms > 0.0 ? interval_ms : LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS;
     inv_quota_ = 0.0;
 }
 
@@ -93,7 +93,7 @@ checkpoint_policy::device_rate & checkpoint_policy::rate_of(const void * device)
 
 checkpoint_policy::device_rate & checkpoint_policy::asked(const void * device) {
     if (asked_ < 0 || devices_[asked_].device != device) {
-        asked_      = static_cast<int>(&rate_of(device) - devices_);
+        asked_     = static_cast<int>(&rate_of(device) - devices_);
         inv_quota_ = 0.0;
     }
     return devices_[asked_];
@@ -153,7 +153,6 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
         // The graph fits in the interval: the rest of its asks only look for the next graph.
         uncut_          = true;
         uncut_start_    = now;
-        uncut_asks_     = stable_.uncut_asks();
         graph_unpriced_ = true;
         range_open_     = false;
         return false;
@@ -309,7 +308,7 @@ bool checkpoint_policy::graph_is_short() {
 
 void checkpoint_policy::hold_graph() {
     graph_unpriced_ = true;
-    range_open_ = false;
+    range_open_     = false;
 }
 
 void checkpoint_policy::abandon_graph() {
@@ -324,10 +323,10 @@ void checkpoint_policy::reset() {
 }
 
 void checkpoint_policy::end_view() {
-    asked_      = -1; // rates, round trips or devices may have changed
+    asked_     = -1; // rates, round trips or devices may have changed
     inv_quota_ = 0.0;
-    progress_   = 0.0;
-    view_work_  = 0.0;
+    progress_  = 0.0;
+    view_work_ = 0.0;
     emulated_.end_view();
 }
 

@@ -124,7 +124,7 @@ class checkpoint_policy {
         if (graph_nodes_.size() < tuning::k_graph_first_nodes ? !graph_nodes_.insert(node) : graph_nodes_.contains(node)) {
             return false; // asked before: a new graph begins here
         }
-        if (every_ask_ > uncut_asks_) {
+        if (every_ask_ > stable_.uncut_asks()) {
             // Past the planned graph's asks with no node of it asked again: another graph (a new
             // context's, in a buffer an old one left) runs on. It begins here, to be measured.
             uncut_overran_ = true;
@@ -247,7 +247,6 @@ class checkpoint_policy {
     bool        graph_unpriced_    = false; // held or uncut: its asks not priced
     bool        uncut_             = false; // runs uncut (uncut_ask)
     double      uncut_start_       = 0.0;   // ms: its first ask
-    size_t      uncut_asks_        = 0;     // the asks its plan counted
     bool        uncut_overran_     = false; // it ran past them: a new graph begins
     size_t      every_ask_         = 0;     // asks since its first, every one (uncut_ask's count)
     double      returned_ms_       = 0.0;   // graph_returned's; 0: not told

@@ -73,8 +73,9 @@ constexpr double k_faster = 2.0;
 constexpr int k_plan_strays = 2;
 // doublings. An uncut graph whose end stays unknown (outside calls, a host that pauses between its
 // graphs) is measured again after k_plan_strays such calls, then twice as many each time it still
-// fits, at most this many times over (every 128 calls). Tests: RepeatedGraph.AnUncutGraphWhoseEnd
-// StaysUnknownIsCutAgain, .AHostsPausesMeasureAnUncutGraphEverRarely; bench: plans rows, "moved".
+// fits, at most this many times over (every 128 calls).
+// Tests: RepeatedGraph.AnUncutGraphWhoseEndStaysUnknownIsCutAgain,
+// .AHostsPausesMeasureAnUncutGraphEverRarely; bench: plans rows, "moved".
 constexpr int k_unknown_end_doublings = 6;
 // Calls in a row out of a plan's band: out(in_band) counts one more call and says whether
 // k_plan_strays in a row strayed (the plan is to be made again).

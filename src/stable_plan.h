@@ -66,7 +66,7 @@ class stable_plans {
     // The followed plan cuts the graph nowhere (it fits in the interval): its asks after the first
     // may go unlogged (end_uncut then ends it).
     bool uncut() const { return plan_ >= 0 && plans_[plan_].uncut && !measuring_; }
-    // The followed plan's graph's asks (end's `asks`): a graph that asks more is another one.
+    // The followed plan's graph's asks (end's `asks`): an uncut graph that asks more is another one.
     size_t uncut_asks() const { return plan_ >= 0 ? plans_[plan_].asks : 0; }
     // The uncut graph in flight ended, `took_ms` from its first ask to the next graph's (< 0: not
     // known, a pause longer than `pause_factor` times its time). Planned again, its nodes' times
