@@ -35,10 +35,8 @@ template <typename Suite, typename Base = ::testing::Test> class text_model_suit
 
 using common::hook_ptr;
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-using mtmd_ptr   = std::unique_ptr<mtmd_context, mtmd_deleter>;
-struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
+using mtmd_ptr   = mtmd::context_ptr;
+using chunks_ptr = mtmd::input_chunks_ptr;
 
 // The host's side of binding: cb_eval and its user data in mtmd_context_params. Warmup off (speed).
 mtmd_ptr make_mtmd(const std::string & path, ggml_backend_sched_eval_callback cb = nullptr, void * data = nullptr);

@@ -32,12 +32,9 @@ namespace {
 
 using fixtures::test_backend;
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-using mtmd_ptr = std::unique_ptr<mtmd_context, mtmd_deleter>;
-struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
-struct batch_deleter { void operator()(mtmd_batch * b) const { mtmd_batch_free(b); } };
-using batch_ptr = std::unique_ptr<mtmd_batch, batch_deleter>;
+using mtmd_ptr   = mtmd::context_ptr;
+using chunks_ptr = mtmd::input_chunks_ptr;
+using batch_ptr  = mtmd::batch_ptr;
 
 constexpr int32_t  k_n_batch  = 8; // an image chunk (16 tokens) takes two decodes
 constexpr size_t   k_n_chunks = 9;

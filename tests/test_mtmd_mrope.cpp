@@ -36,10 +36,8 @@ namespace {
 
 using fixtures::test_backend;
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-using mtmd_ptr = std::unique_ptr<mtmd_context, mtmd_deleter>;
-struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
+using mtmd_ptr   = mtmd::context_ptr;
+using chunks_ptr = mtmd::input_chunks_ptr;
 
 bool on_cpu() { return test_backend().name() == "cpu"; }
 

@@ -59,8 +59,7 @@ std::string find_in_path(const char * name) {
     return "";
 }
 
-struct bitmap_free_t { void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); } };
-using bitmap_ptr = std::unique_ptr<mtmd_bitmap, bitmap_free_t>;
+using bitmap_ptr = mtmd::bitmap_ptr;
 
 // One thing mtmd_helper_video_read_next gave: a frame or a text.
 struct video_item {

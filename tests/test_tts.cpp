@@ -27,8 +27,7 @@ namespace {
 
 using fixtures::test_backend;
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-using mtmd_ptr = std::unique_ptr<mtmd_context, mtmd_deleter>;
+using mtmd_ptr = mtmd::context_ptr;
 struct tts_deleter { void operator()(llama_cancel_tts * t) const { llama_cancel_tts_free(t); } };
 using tts_ptr = std::unique_ptr<llama_cancel_tts, tts_deleter>;
 

@@ -29,12 +29,9 @@
 
 namespace {
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-struct chunks_deleter { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-struct bitmap_deleter { void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); } };
-using mtmd_ptr   = std::unique_ptr<mtmd_context, mtmd_deleter>;
-using chunks_ptr = std::unique_ptr<mtmd_input_chunks, chunks_deleter>;
-using bitmap_ptr = std::unique_ptr<mtmd_bitmap, bitmap_deleter>;
+using mtmd_ptr   = mtmd::context_ptr;
+using chunks_ptr = mtmd::input_chunks_ptr;
+using bitmap_ptr = mtmd::bitmap_ptr;
 
 // Deterministic media: a 224x224 gradient image, or 1.5 s of a 440 Hz tone.
 bitmap_ptr make_media(mtmd_context * m, bool vision) {

@@ -39,8 +39,7 @@
 
 namespace {
 
-struct mtmd_deleter { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-using mtmd_ptr = std::unique_ptr<mtmd_context, mtmd_deleter>;
+using mtmd_ptr = mtmd::context_ptr;
 
 // The ways a step runs: today (plain contexts, the byte unread inside a call), the hooks, the
 // stateless callbacks bound by name (cb_eval of both contexts, the backbone's abort callback).

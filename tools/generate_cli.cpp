@@ -140,12 +140,10 @@ int read_video(video_frames & video, mtmd_context * mctx, const std::string & pa
 // With --mmproj: the projector (its load cancellable, its encodes through a hook) and the prompt as
 // mtmd chunks holding the image, audio or video frames.
 struct media_prompt {
-    struct mtmd_free_t { void operator()(mtmd_context * m) const { mtmd_free(m); } };
-    struct chunks_free_t { void operator()(mtmd_input_chunks * c) const { mtmd_input_chunks_free(c); } };
-    common::hook_ptr                                     mtmd_hook{llama_cancel_hook_init(nullptr)};
-    std::unique_ptr<mtmd_context, mtmd_free_t>        mctx;
-    std::unique_ptr<mtmd_input_chunks, chunks_free_t> chunks;
-    video_frames                                      video; // --video's frames, the chunks' bitmaps
+    common::hook_ptr       mtmd_hook{llama_cancel_hook_init(nullptr)};
+    mtmd::context_ptr      mctx;
+    mtmd::input_chunks_ptr chunks;
+    video_frames           video; // --video's frames, the chunks' bitmaps
 
     bool active() const { return mctx != nullptr; }
 

@@ -20,7 +20,7 @@ video_frames::outcome video_frames::read(mtmd_context * mctx, const std::string 
         mtmd_bitmap * bm = nullptr;
         char *        tx = nullptr;
         const int32_t rc = mtmd_helper_video_read_next(video.get(), &bm, &tx);
-        std::unique_ptr<mtmd_bitmap, bitmap_free_t> frame(bm);
+        mtmd::bitmap_ptr frame(bm);
         std::unique_ptr<char, decltype(&std::free)> t(tx, &std::free);
         if (stopped && stopped()) {
             return outcome::stopped;

@@ -11,8 +11,7 @@
 #include <vector>
 
 struct video_frames {
-    struct bitmap_free_t { void operator()(mtmd_bitmap * b) const { mtmd_bitmap_free(b); } };
-    std::vector<std::unique_ptr<mtmd_bitmap, bitmap_free_t>> frames; // in order
+    std::vector<mtmd::bitmap_ptr> frames; // in order
     std::string text; // the prompt's part for the video: the helper's texts, a media marker per frame
     mtmd_helper_video_info info{}; // the video's size and the rate its frames are read at
 
