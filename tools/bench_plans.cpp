@@ -3,15 +3,23 @@
 // ggml-cuda captures a CUDA graph per first node of each graph after two unchanged calls: a view
 // that moves between calls is never captured. For a token loop and for prefills of one shape, each
 // way records the nodes where each call's checkpoints fell (a probe in front of the callback sees
-// ask = false only at checkpoints) and counts the calls whose checkpoints differ from the call
-// before, after the first two; and each call's time against plain llama_decode without a callback
-// (the ways take turns call by call; median of the paired ratios). Run in its own process per
-// setup, as the other backend rows.
+// ask = false only at checkpoints) and counts the calls whose views differ from the call before,
+// after the first two; and each call's time against plain llama_decode without a callback (the
+// ways take turns call by call; median of the paired ratios). Run in its own process per setup, as
+// the other backend rows.
+//
+// A view is the nodes from one checkpoint to the next within a split: the scheduler ends a view at
+// its split's last node whatever the callback answers, and synchronizes after every view
+// (ggml-backend.cpp, ggml_backend_sched_compute_splits), so a checkpoint there ends no view of its
+// own and changes nothing the backend runs. Such a checkpoint is counted in checkpoints per call,
+// not in what moved.
 #include "commands.h"
 #include "common/args.h"
 #include "common/json.h"
 #include "common/stats.h"
 #include "support.h"
+
+#include "ggml-backend.h"
 
 #include <cstdio>
 #include <string>
@@ -33,25 +41,41 @@ struct plans_options {
 };
 
 // In front of the callback a context was given: forwards every call, and notes the index of the
-// ask each checkpoint ended (the scheduler calls ask = false only for a node answered true).
+// ask each checkpoint ended (the scheduler calls ask = false only for a node answered true), and
+// which of them ended a view inside a split: the next ask's node is in the same kind of buffer
+// (another backend's split begins where it is not; the graph's last ask ends its last split).
 struct probe {
     ggml_backend_sched_eval_callback inner = nullptr;
     void *                           data  = nullptr;
     int                              asks  = 0;
     std::vector<int>                 checkpoints;
+    std::vector<int>                 views; // the checkpoints that end a view inside a split
+    const void *                     checkpoint_buft = nullptr; // the last checkpoint's, until the next ask
+    bool                             pending         = false;
 
+    static const void * buft_of(const ggml_tensor * t) {
+        return t->buffer != nullptr ? ggml_backend_buffer_get_type(t->buffer) : nullptr;
+    }
     static bool cb(ggml_tensor * t, bool ask, void * self) {
         auto * p = static_cast<probe *>(self);
         if (ask) {
+            if (p->pending && buft_of(t) == p->checkpoint_buft) {
+                p->views.push_back(p->checkpoints.back());
+            }
+            p->pending = false;
             p->asks++;
         } else {
             p->checkpoints.push_back(p->asks - 1);
+            p->checkpoint_buft = buft_of(t);
+            p->pending         = true;
         }
         return p->inner(t, ask, p->data);
     }
     void rearm() {
-        asks = 0;
+        asks    = 0;
+        pending = false;
         checkpoints.clear();
+        views.clear();
     }
 };
 
@@ -59,17 +83,18 @@ struct probe {
 enum way { with_hook = 0, by_name = 1, none = 2, n_ways = 3 };
 const char * const k_way_names[n_ways] = {"hook", "stateless", "none"};
 
-// One workload's calls on one way: the checkpoints of each call, and its time.
+// One workload's calls on one way: the checkpoints and views of each call, and its time.
 struct series {
     std::vector<std::vector<int>> checkpoints;
+    std::vector<std::vector<int>> views;
     std::vector<double>           ms;
     int                           failed = 0; // calls that did not return OK
 
-    // Calls whose checkpoints differ from the call before, after the first two.
+    // Calls whose views differ from the call before, after the first two.
     int changes() const {
         int n = 0;
-        for (size_t i = 3; i < checkpoints.size(); ++i) {
-            n += checkpoints[i] != checkpoints[i - 1] ? 1 : 0;
+        for (size_t i = 3; i < views.size(); ++i) {
+            n += views[i] != views[i - 1] ? 1 : 0;
         }
         return n;
     }
@@ -106,6 +131,7 @@ struct way_context {
         if (s != nullptr) {
             s->ms.push_back(common::now_ms() - t0);
             s->checkpoints.push_back(p.checkpoints);
+            s->views.push_back(p.views);
             s->failed += ok ? 0 : 1;
         }
         return ok;
