@@ -95,7 +95,8 @@ double stable_plans::expected_ms(size_t first, double rate) const {
 
 // Each node's time: as timed, else its work at the rate its device's timed nodes in the graph
 // showed (where they did k_timed_share of its work there), else at the device's measured rate
-// (`rates`). The graph's whole time; < 0 where a node has no price (not planned).
+// (`rates`), else (less than a quota of it) at nothing. The graph's whole time; < 0 where a node
+// has no price (not planned).
 double stable_plans::price(std::vector<node> & nodes, const device_rates & rates) {
     struct per_device {
         const void * device = nullptr;
@@ -129,9 +130,12 @@ double stable_plans::price(std::vector<node> & nodes, const device_rates & rates
     for (size_t i = 0; i < n_seen; ++i) {
         per_device & d = seen[i];
         d.rate = d.ms > 0.0 && d.work >= k_timed_share * d.all ? d.work / d.ms : rates.of(rates.owner, d.device);
-        if (d.rate <= 0.0 && d.work < d.all) {
+        if (d.rate <= 0.0 && d.all - d.work >= k_min_quota) {
             return -1.0; // untimed nodes on a device with no rate measured
         }
+        // Less untimed work than the smallest quota never decides a cut (a host split's token
+        // lookup, too short for a view to time): priced at nothing.
+        d.rate = d.rate > 0.0 ? d.rate : HUGE_VAL;
     }
     double total = 0.0;
     for (node & n : nodes) {

@@ -430,9 +430,9 @@ TEST_F(Policy, AGraphsFirstAskReadsTheClock) {
         reads++;
         return now;
     };
-    std::vector<ggml_tensor *> graph;
+    std::vector<ggml_tensor *> graph; // of more untimed work than the smallest quota: not planned
     for (int i = 0; i < 3; ++i) {
-        graph.push_back(node(10 + i));
+        graph.push_back(node(2000000 + i));
     }
     for (ggml_tensor * t : graph) { // one view, no checkpoint: the range stays open
         now += 0.001;
@@ -1083,6 +1083,7 @@ struct device_graph {
     std::vector<double>        ms;
     bool                       told = true; // a call tells the policy where it begins (begin_graph)
     double                     host_ms = 2.0; // the host between two graphs
+    size_t                     host_nodes = 0; // the first nodes are the host's, then dev_a's
 
     struct pass {
         std::vector<int>    cuts;
@@ -1105,7 +1106,8 @@ struct device_graph {
             // as the eval callbacks ask: a graph that runs uncut answers at once
             const bool   at_once    = policy.uncut_ask(nodes[i]);
             r.at_once += at_once ? 1 : 0;
-            const bool   checkpoint = !at_once && policy.place(nodes[i], dev_a, now);
+            const void * device     = i < host_nodes ? nullptr : dev_a;
+            const bool   checkpoint = !at_once && policy.place(nodes[i], device, now);
             const double t          = ms[i] * scale * jitter(rng);
             view += t;
             heavy = std::max(heavy, t);
@@ -1179,6 +1181,36 @@ TEST_F(RepeatedGraph, CheckpointsFallOnTheSameNodesEveryCall) {
     EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
     EXPECT_TRUE(policy.stable());
     EXPECT_GE(planned.size(), 8u) << "a 110 ms graph is cut about every interval";
+}
+
+// A GPU graph begins with a host split too short for any view to time (a token's row lookup, a
+// few microseconds): with no rate ever measured on the host, its nodes had no price and the graph
+// no plan, its checkpoints placed by the rules, moving with the noise, every call. Less untimed
+// work than the smallest quota decides no cut: the graph is planned.
+TEST_F(RepeatedGraph, AHostSplitTooShortToTimeLeavesTheGraphPlanned) {
+    device_graph g;
+    g.host_nodes = 2;
+    for (int i = 0; i < 2; ++i) {
+        g.nodes.push_back(node(500000 + i));
+        g.ms.push_back(0.005);
+    }
+    const device_graph device = graph();
+    g.nodes.insert(g.nodes.end(), device.nodes.begin(), device.nodes.end());
+    g.ms.insert(g.ms.end(), device.ms.begin(), device.ms.end());
+    checkpoint_policy policy;
+    std::mt19937      rng(7);
+    double            now = 1000.0;
+    std::vector<int>  planned;
+    int               changes = 0;
+    for (int call = 0; call < 30; ++call) {
+        const device_graph::pass p = g.run(policy, now, rng, 0.15);
+        if (call >= 2) {
+            changes += !planned.empty() && p.cuts != planned ? 1 : 0;
+            planned = p.cuts;
+        }
+    }
+    EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
+    EXPECT_TRUE(policy.stable());
 }
 
 // Nodes slower than their work says get views by the time they took, not by the device's rate: a
