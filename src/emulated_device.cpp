@@ -181,9 +181,9 @@ void emulated_device_views::keep_plan() {
     };
     view_plan_record & slot = slot_for(plans_, this_graph, [](const view_plan_record & p) { return p.last_use == 0; });
     const bool same = this_graph(slot) && slot.nodes.size() == log_.size();
-    if (same) {
+    if (same && slot.warm) {
         // Each node's time averaged with what it took before: a graph's noise halved, its drift
-        // followed within a few graphs.
+        // followed within a few graphs. (Not the first run's: what ran once would stay for a few.)
         for (size_t i = 0; i < log_.size(); ++i) {
             const float before = slot.nodes[i].ms, now = log_[i].ms;
             log_[i].ms         = before >= 0.0f && now >= 0.0f ? 0.5f * (before + now) : now;
@@ -191,6 +191,7 @@ void emulated_device_views::keep_plan() {
     }
     slot.head     = head_;
     slot.device   = device_;
+    slot.warm     = same;
     slot.last_use = ++plan_uses_;
     slot.nodes.swap(log_); // log_ keeps the old nodes' memory for the next graph
     if (!same) {
@@ -204,8 +205,10 @@ void emulated_device_views::find_plan(const device_timing & t) {
         view_plan_record & p = plans_[i];
         if (p.last_use != 0 && p.head == head_ && p.device == device_) {
             p.last_use = ++plan_uses_;
-            plan(p, t);
-            plan_ = p.cuts.empty() ? -1 : i;
+            if (p.warm) {
+                plan(p, t);
+            }
+            plan_ = p.warm && !p.cuts.empty() ? i : -1;
             return;
         }
     }
@@ -213,7 +216,7 @@ void emulated_device_views::find_plan(const device_timing & t) {
 
 // The cuts of `p`: planned again where the longest view allowed left the band; none where its
 // nodes are fast enough for the rules at each ask.
-void emulated_device_views::plan(view_plan_record & p, const device_timing & t) const {
+void emulated_device_views::plan(view_plan_record & p, const device_timing & t) {
     if (!t.measured) {
         p.cuts.clear();
         return;
@@ -229,13 +232,17 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         return;
     }
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_quotas * interval);
-    // Noise never moves a view: the cuts stay while the longest view allowed stays within the
-    // stable plans' band of the one they were planned for, and their views within k_plan_view_over
-    // of it or out of it for fewer than k_plan_strays graphs in a row.
-    if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms) {
-        if (!p.strays.out(longest_cut_view(p, ms_of) <= k_plan_view_over * longest)) {
+    // Noise never moves a view: the cuts stay while their longest view stays within
+    // k_plan_view_over of the longest allowed and above 1/k_faster of it (fewer views would do), or
+    // out of that band for fewer than k_plan_strays graphs in a row; past k_slower of it (what is
+    // allowed fell: a new run) they are made again at once. A graph that got slower or faster
+    // throughout keeps its views: they stay the same share of it.
+    if (!p.cuts.empty()) {
+        const double over = longest_cut_view(p, ms_of) / longest;
+        if (over <= k_slower && !p.strays.out(over <= k_plan_view_over && over * k_faster >= 1.0)) {
             return;
         }
+        replans_++;
     }
     p.strays = {};
     std::vector<float>   ms(p.nodes.size());
@@ -259,7 +266,6 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
     if (spin(p.cuts) > spin(loose) + k_plan_view_cost * interval) {
         p.cuts.swap(loose);
     }
-    p.longest_ms = longest;
 }
 
 // The longest view `p`'s cuts make of its nodes' times (`ms_of`), ms; a split's start ends one too.

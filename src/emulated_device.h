@@ -11,7 +11,8 @@
 // it in its call or run); past it the quota ends the view. A graph's work is what a graph with
 // the same first node did last time (k_graph_records remembered), or its work so far.
 //
-// Once a graph was seen whole, its views are planned (view_plan.h) where its nodes are slow for
+// Once a graph was seen whole twice (its first run compiles shaders: its times are replaced, not
+// kept), its views are planned (view_plan.h) where its nodes are slow for
 // the interval (more than 1/k_plan_nodes_per_interval of it on average): each node's time is kept
 // (its view's measured time shared by what its nodes took before, or by work), and the next graph
 // with that first node ends its views where the plan says while its nodes are the planned ones.
@@ -83,6 +84,8 @@ class emulated_device_views {
     // or the graph is not the planned one (dropped for the rest of it).
     int  planned_cut(double work);
     bool planned() const { return plan_ >= 0; }
+    // How many times a kept view plan was made again, since creation.
+    uint64_t replans() const { return replans_; }
     // The time the followed plan gives the graph's node i on the device, ms; < 0 where none.
     float planned_ms(size_t i) const {
         return plan_ >= 0 && i < plans_[plan_].nodes.size() ? plans_[plan_].nodes[i].ms : -1.0f;
@@ -120,7 +123,7 @@ class emulated_device_views {
         uint64_t                 last_use = 0; // 0: the slot is free
         std::vector<logged_node> nodes;
         std::vector<uint8_t>     cuts;
-        double                   longest_ms = 0.0; // the longest view the cuts were planned for
+        bool                     warm = false; // its times are a later run's than the graph's first
         tuning::band_strays      strays;           // graphs in a row out of the cuts' band
     };
     struct graph_record {
@@ -133,7 +136,7 @@ class emulated_device_views {
 
     void keep_plan();
     void find_plan(const device_timing & t);
-    void plan(view_plan_record & p, const device_timing & t) const;
+    void plan(view_plan_record & p, const device_timing & t);
     template <typename MsOf> static double longest_cut_view(const view_plan_record & p, MsOf ms_of);
 
     run_clock *  run_ = nullptr;
@@ -149,6 +152,7 @@ class emulated_device_views {
     size_t       range_first_ = 0;    // the measured range's first logged node
     view_plan_record plans_[tuning::k_view_plans];
     uint64_t     plan_uses_ = 0;
+    uint64_t     replans_   = 0;
     int          plan_      = -1; // the graph in flight's plan; -1: none followed
     bool         plan_looked_ = false;
     graph_record graphs_[tuning::k_graph_records];

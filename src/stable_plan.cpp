@@ -280,12 +280,14 @@ void stable_plans::end(bool whole, size_t asks, const device_rates & rates, doub
     if (followed >= 0 && r.emulated && replayed_) {
         // This call replayed the cuts (no view plan placed them): the strategy's rules place the
         // next call's, kept from then.
-        r.last_use = 0;
         r.cuts.clear();
         replans_++;
         return;
     }
-    const bool           kept = r.last_use != 0 && r.head == head_ && !r.cuts.empty();
+    // A graph's first run pays what runs once (kernels or shaders loaded, memory first touched):
+    // kept, not planned from; its second is.
+    const bool           seen = r.last_use != 0 && r.head == head_ && r.nodes.size() == log_.size();
+    const bool           kept = seen && !r.cuts.empty();
     std::vector<uint8_t> before;
     if (kept) {
         before.swap(r.cuts);
@@ -298,10 +300,16 @@ void stable_plans::end(bool whole, size_t asks, const device_rates & rates, doub
     r.planned_ms = total;
     r.served     = false;
     r.strays     = {};
-    cut(r, interval_ms);
     r.unknown_ends = 0;
-    r.remeasures   = kept && r.uncut ? r.remeasures : 0; // the back-off holds while the graph fits
     r.remeasure    = false;
+    if (!seen) {
+        r.cuts.clear(); // not followed (begin)
+        r.uncut      = false;
+        r.remeasures = 0;
+        return;
+    }
+    cut(r, interval_ms);
+    r.remeasures = kept && r.uncut ? r.remeasures : 0; // the back-off holds while the graph fits
     replans_ += kept && before != r.cuts ? 1 : 0;
 }
 

@@ -535,7 +535,8 @@ TEST_F(Policy, RoundTripStretchLeavesShortGraphsFourCheckpoints) {
     const size_t before = sim.checkpoints.size();
     sim.split(node(100000), 800, dev_a, rate);
     EXPECT_GE(sim.checkpoints.size() - before, 3u) << "four views an 80 ms graph: three checkpoints and its end";
-    EXPECT_LE(sim.checkpoints.size() - before, 4u) << "(a fourth where round trips take it past 80 ms)";
+    EXPECT_LE(sim.checkpoints.size() - before, 5u)
+        << "(up to five where a plan's views, k_target of the interval, reach its last node)";
     EXPECT_NEAR(sim.spacing(2), 20.0, 0.2 * 20.0);
 }
 
@@ -865,8 +866,8 @@ TEST_F(PlannedPolicy, OutsideCallsAGraphGoesOnWithItsRun) {
     EXPECT_LE(longest(fresh), 1.01 * own_tenth) << "after a pause: a new run, a tenth of the graph";
 }
 
-// Seen whole once, a graph of heavy nodes is cut where no product falls in a busy tail, in views
-// of at most a tenth of it; asked node by node it was not.
+// Seen whole twice (its first run pays what runs once), a graph of heavy nodes is cut where no
+// product falls in a busy tail, in views of at most a tenth of it; asked node by node it was not.
 TEST_F(PlannedPolicy, AKnownGraphsViewsEndWhereNothingSpins) {
     const timed_graph g = layers();
     checkpoint_policy policy;
@@ -874,6 +875,7 @@ TEST_F(PlannedPolicy, AKnownGraphsViewsEndWhereNothingSpins) {
     const timed_pass  first = g.run(policy, now);
     EXPECT_FALSE(first.planned);
     EXPECT_GT(first.spun_ms, 0.05 * g.total_ms()) << "asked node by node, views spin";
+    EXPECT_FALSE(g.run(policy, now).planned) << "the second run is planned from";
     for (int pass = 0; pass < 3; ++pass) {
         const timed_pass p = g.run(policy, now);
         EXPECT_TRUE(p.planned) << "pass " << pass;
@@ -883,6 +885,64 @@ TEST_F(PlannedPolicy, AKnownGraphsViewsEndWhereNothingSpins) {
             EXPECT_LE(v, 1.01 * longest_view(g)) << "pass " << pass;
         }
     }
+}
+
+// A graph's first run of a shape compiles its shaders (llvmpipe: a 128-token prefill's first run
+// took 2.4 s, the next ones 1.5 s): its node times, averaged into the next runs', stayed for a few,
+// and the plan moved as they went (Vulkan prefills, 2-4 of 17 moved) or kept views cut for costs
+// that were gone. They are replaced by the second run's: the plan is the one a graph that never
+// paid them gets.
+TEST_F(PlannedPolicy, AGraphsFirstRunIsNotPlannedFrom) {
+    const timed_graph g     = layers();
+    timed_graph       first = g;
+    for (size_t i = 0; i < 35; ++i) {
+        first.ms[i] += first.fence[i] != 0 ? 60.0 : 0.0; // each product's shader compiled in the first layer
+    }
+    checkpoint_policy policy, fresh; // `fresh` never sees the first run's costs
+    double            now = 1000.0, now_fresh = 1000.0;
+    first.run(policy, now);
+    g.run(policy, now);
+    g.run(fresh, now_fresh);
+    g.run(fresh, now_fresh);
+    for (int pass = 0; pass < 4; ++pass) {
+        const timed_pass p = g.run(policy, now), f = g.run(fresh, now_fresh);
+        EXPECT_TRUE(p.planned) << "pass " << pass;
+        EXPECT_EQ(p.cuts, f.cuts) << "pass " << pass;
+    }
+}
+
+// llvmpipe's prefills got a quarter slower over a benchmark's 20 (1.4 s to 1.8 s): a plan made
+// again each time the longest view allowed grew past k_slower of the one it was made for moved
+// with its nodes' noise (Vulkan prefills, 2 of 17). Views that stay the same share of a graph
+// slower throughout are kept: the plan is made once.
+TEST_F(PlannedPolicy, AGraphThatSlowsThroughoutKeepsItsViews) {
+    timed_graph g; // 60 products of 10 ms: views end where a tenth of the graph is reached
+    for (int i = 0; i < 60; ++i) {
+        g.ms.push_back(10.0);
+        g.fence.push_back(1);
+        g.early.push_back(0);
+        g.nodes.push_back(node(static_cast<int64_t>(1e9) + i));
+    }
+    checkpoint_policy policy;
+    double            now = 1000.0;
+    std::mt19937      rng(5);
+    std::uniform_real_distribution<double> jitter(0.9, 1.1);
+    std::vector<int> planned;
+    int              moved = 0;
+    for (int run = 0; run < 14; ++run) {
+        timed_graph slower = g;
+        for (double & ms : slower.ms) {
+            ms *= (1.0 + 0.05 * run) * jitter(rng); // 65% slower by the last
+        }
+        const timed_pass p = slower.run(policy, now);
+        if (run >= 2) {
+            EXPECT_TRUE(p.planned) << "run " << run;
+            moved += run > 2 && p.cuts != planned ? 1 : 0;
+            planned = p.cuts;
+        }
+    }
+    EXPECT_EQ(moved, 0);
+    EXPECT_EQ(policy.emulated().replans(), 0u) << "the plan made once";
 }
 
 // Where part of each layer runs on the host (attention with offload_kqv off, or a layer not
@@ -906,6 +966,7 @@ TEST_F(PlannedPolicy, AHostSplitEndsTheDevicesView) {
     }
     checkpoint_policy policy;
     double            now = 1000.0;
+    g.run(policy, now);
     g.run(policy, now);
     for (int pass = 0; pass < 3; ++pass) {
         const timed_pass p = g.run(policy, now);
@@ -1051,6 +1112,7 @@ TEST_F(PlannedPolicy, APlanIsFollowedWhileItsNodesAreThePlannedOnes) {
     checkpoint_policy policy;
     double            now = 1000.0;
     g.run(policy, now);
+    g.run(policy, now);
     ASSERT_TRUE(g.run(policy, now).planned);
     timed_graph other = g;
     other.nodes[151]  = node(static_cast<int64_t>(other.ms[151] * 1e8 * 3.0)); // a product
@@ -1181,6 +1243,32 @@ TEST_F(RepeatedGraph, CheckpointsFallOnTheSameNodesEveryCall) {
     EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
     EXPECT_TRUE(policy.stable());
     EXPECT_GE(planned.size(), 8u) << "a 110 ms graph is cut about every interval";
+}
+
+// A graph's first run pays what runs once (CUDA's kernels loaded lazily, shaders compiled, memory
+// first touched): planned from it, a graph kept views cut for costs that were gone while the
+// plan stayed in its band (19 checkpoints where 13 serve). It is planned from its second run: the
+// views a graph that never paid them gets.
+TEST_F(RepeatedGraph, AGraphsFirstRunIsNotPlannedFrom) {
+    const device_graph g     = graph();
+    device_graph       first = g;
+    for (size_t i = 0; i < 50; ++i) {
+        first.ms[i] += 1.0; // 50 ms more in its first half
+    }
+    checkpoint_policy policy, fresh; // `fresh` never sees the first run's costs
+    std::mt19937      rng(7), rng_fresh(7);
+    double            now = 1000.0, now_fresh = 1000.0;
+    first.run(policy, now, rng, 0.0);
+    g.run(policy, now, rng, 0.0);
+    g.run(fresh, now_fresh, rng_fresh, 0.0);
+    g.run(fresh, now_fresh, rng_fresh, 0.0);
+    for (int call = 0; call < 4; ++call) {
+        const device_graph::pass p = g.run(policy, now, rng, 0.0), f = g.run(fresh, now_fresh, rng_fresh, 0.0);
+        EXPECT_TRUE(policy.stable()) << "call " << call;
+        // (the nodes' times come from views the rules placed on other rates: cuts may differ by one)
+        EXPECT_LE(p.cuts.size(), f.cuts.size() + 1) << "call " << call;
+        EXPECT_GE(p.cuts.size() + 1, f.cuts.size()) << "call " << call;
+    }
 }
 
 // A GPU graph begins with a host split too short for any view to time (a token's row lookup, a
