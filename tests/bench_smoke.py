@@ -122,6 +122,7 @@ assert isinstance(data["seq_targets_met"], bool)
 # the library's calls the CPU takes the abort callback, so the hook places no checkpoint there.
 plans = data["plans"]
 assert [p["setup"] for p in plans] == ["cpu"], plans
+assert plans[0]["ubatch"] == plans[0]["prompt"], plans  # one graph a prefill by default
 rows = {(r["way"], r["workload"]): r for r in plans[0]["rows"]}
 assert sorted(rows) == [("hook", "prefill"), ("hook", "token steps"), ("stateless", "prefill"),
                         ("stateless", "token steps")], rows

@@ -36,6 +36,7 @@ struct plans_options {
     int         steps    = 200;
     int         prefills = 20;
     int         prompt   = 256;
+    int         ubatch   = 0; // the prefill's ubatch; 0: the prompt's
     int         threads  = 2;
     uint32_t    seed     = 42;
 };
@@ -142,7 +143,7 @@ bool make_way(llama_model * model, const plans_options & o, bool offloaded, int 
     common::context_options opt;
     opt.n_ctx       = static_cast<uint32_t>(std::max(o.prompt, 32 + o.steps) + 64);
     opt.n_batch     = static_cast<uint32_t>(o.prompt);
-    opt.n_ubatch    = static_cast<uint32_t>(o.prompt);
+    opt.n_ubatch    = static_cast<uint32_t>(o.ubatch > 0 ? o.ubatch : o.prompt);
     opt.n_threads   = o.threads;
     opt.offload_kqv = offloaded;
     if (w == none) {
@@ -168,7 +169,8 @@ bool make_way(llama_model * model, const plans_options & o, bool offloaded, int 
 }
 
 // A 32-token prompt, then `steps` single tokens; then `prefills` prompts of one shape from an
-// empty memory. The ways take turns call by call, so that the machine's drift favours none.
+// empty memory (in ubatches of --ubatch: a call of several graphs). The ways take turns call by
+// call, so that the machine's drift favours none.
 void measure(way_context (&c)[n_ways], const plans_options & o, const std::vector<llama_token> & tokens,
              series (&steps)[n_ways], series (&prefill)[n_ways]) {
     for (way_context & w : c) {
@@ -202,7 +204,7 @@ common::json series_json(const char * way, const char * workload, const series &
 
 const char k_synopsis[] =
     "usage: llama-cancel-bench bench-plans cpu|vulkan|vulkan-1t|rpc|blas --model PATH [--steps N] [--prefills N]\n"
-    "       [--prompt N] [--threads N] [--json PATH] [--rpc-server PATH]\n";
+    "       [--prompt N] [--ubatch N] [--threads N] [--json PATH] [--rpc-server PATH]\n";
 
 int parse_options(int argc, char ** argv, plans_options & o) {
     cli_args::parser p(k_synopsis);
@@ -212,7 +214,8 @@ int parse_options(int argc, char ** argv, plans_options & o) {
         .option("--rpc-server", &o.rpc_server, "PATH", "ggml's RPC server")
         .option("--steps", &o.steps, "N", "single-token decodes after a 32-token prompt (>= 3)")
         .option("--prefills", &o.prefills, "N", "prefills of one shape from an empty memory (>= 3)")
-        .option("--prompt", &o.prompt, "N", "the prefill's tokens, one ubatch (>= 32)")
+        .option("--prompt", &o.prompt, "N", "the prefill's tokens (>= 32)")
+        .option("--ubatch", &o.ubatch, "N", "the prefill's ubatch (1 to --prompt; default: --prompt, one graph a call)")
         .option("--threads", &o.threads, "N", "CPU threads (>= 1)")
         .option("--seed", &o.seed, "N", "random seed");
     const int rc = p.parse(argc, argv);
@@ -226,6 +229,7 @@ int parse_options(int argc, char ** argv, plans_options & o) {
                     {o.steps < 3, "--steps must be at least 3"},
                     {o.prefills < 3, "--prefills must be at least 3"},
                     {o.prompt < 32, "--prompt must be at least 32"},
+                    {o.ubatch < 0 || o.ubatch > o.prompt, "--ubatch must be 1 to --prompt"},
                     {o.threads < 1, "--threads must be at least 1"}});
 }
 
@@ -279,9 +283,15 @@ int bench_plans_main(int argc, char ** argv) {
     if (failed) {
         std::fprintf(stderr, "error: a decode on %s did not return OK\n", o.name.c_str());
     }
-    common::json j = {{"setup", o.name},        {"device", setup.description}, {"steps", o.steps},
-                      {"prefills", o.prefills}, {"prompt", o.prompt},          {"threads", o.threads},
-                      {"rows", rows},           {"targets", {{"no_changes_after_two", stable}}}};
+    common::json j = {{"setup", o.name},
+                      {"device", setup.description},
+                      {"steps", o.steps},
+                      {"prefills", o.prefills},
+                      {"prompt", o.prompt},
+                      {"ubatch", o.ubatch > 0 ? o.ubatch : o.prompt},
+                      {"threads", o.threads},
+                      {"rows", rows},
+                      {"targets", {{"no_changes_after_two", stable}}}};
     const bool written = o.json.empty() || common::write_json_file(o.json, common::with_threads_override(j));
     return written && !failed ? 0 : 1;
 }
