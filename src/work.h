@@ -46,26 +46,15 @@ class type_sizes {
     double per_element_[GGML_TYPE_COUNT];
 };
 
-// The elements a node writes: a row write (SET_ROWS, a KV cache's) is a view of the whole
-// destination but writes only its source's rows.
-inline double written_elements(const ggml_tensor * t) {
-    return t->op == GGML_OP_SET_ROWS ? elements(t->src[0]) : elements(t);
-}
-
 // The elements of source `i` a node of `n` written elements reads: a row lookup (GET_ROWS, a
-// token's embedding) reads the rows it writes, not its whole table; a row write's destination
-// (its src[2]) is what it writes, counted once.
+// token's embedding) reads the rows it writes, not its whole table. (A KV cache's row write,
+// SET_ROWS, is still priced as the view of the whole cache it is: docs/design.md, "The policy's
+// constants".)
 inline double read_elements(const ggml_tensor * t, int i, double n) {
-    if (t->op == GGML_OP_GET_ROWS && i == 0) {
-        return n;
-    }
-    if (t->op == GGML_OP_SET_ROWS && i == 2) {
-        return 0.0;
-    }
-    return elements(t->src[i]);
+    return t->op == GGML_OP_GET_ROWS && i == 0 ? n : elements(t->src[i]);
 }
 
-// Bytes a node moves: what it writes (`n` elements, written_elements) and what it reads.
+// Bytes a node moves: what it writes (`n` elements) and what it reads.
 inline double node_bytes(const ggml_tensor * t, double n, const type_sizes & sizes) {
     double bytes = sizes.bytes(t, n);
     for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
@@ -80,7 +69,7 @@ inline double node_bytes(const ggml_tensor * t) {
         return n == elements(x) ? static_cast<double>(ggml_nbytes(x))
                                 : static_cast<double>(ggml_row_size(x->type, static_cast<int64_t>(n)));
     };
-    const double n     = written_elements(t);
+    const double n     = elements(t);
     double       bytes = nbytes(t, n);
     for (int i = 0; i < GGML_MAX_SRC && t->src[i] != nullptr; ++i) {
         bytes += nbytes(t->src[i], read_elements(t, i, n));
@@ -136,7 +125,7 @@ inline double node_work(const ggml_tensor * t, const type_sizes & sizes) {
     if (describes_memory(t)) {
         return 0.0;
     }
-    const double n     = written_elements(t);
+    const double n     = elements(t);
     const double flops = node_flops(t, n);
     return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t, n, sizes);
 }
@@ -145,7 +134,7 @@ inline double node_work(const ggml_tensor * t) {
     if (describes_memory(t)) {
         return 0.0;
     }
-    const double flops = node_flops(t, written_elements(t));
+    const double flops = node_flops(t, elements(t));
     return t->op == GGML_OP_NONE ? flops : flops + k_flops_per_byte * node_bytes(t);
 }
 

@@ -1548,30 +1548,21 @@ TEST(WorkModel, TypeSizesAreGgmlNbytes) {
     ggml_free(ctx);
 }
 
-// A token's embedding lookup reads its rows, not the vocabulary's table; a KV cache's row write
-// (a view of the whole cache) writes its rows. Priced by the whole table or cache, a token step's
-// host split of two nodes weighed a quota (never timed, no plan) and each layer's cache writes
-// grew with the context.
-TEST(WorkModel, RowLookupsAndWritesCostTheirRows) {
+// A token's embedding lookup reads its rows, not the vocabulary's table: priced by the whole
+// table, a token step's host split of two nodes weighed more than a quota, was never timed by a
+// view of its own, and left the graph with no plan.
+TEST(WorkModel, RowLookupsCostTheirRows) {
     ggml_context * ctx = metadata_context(1 << 20);
     ASSERT_NE(ctx, nullptr);
-    ggml_tensor * ids  = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3);
-    ggml_tensor * idx  = ggml_new_tensor_1d(ctx, GGML_TYPE_I64, 3);
-    ggml_tensor * rows = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3);
-    double lookups[2], writes[2];
+    ggml_tensor * ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3);
+    double        lookups[2];
     const llama_cancel::type_sizes sizes;
     for (int big = 0; big < 2; ++big) {
-        const int64_t n    = big ? 1000000 : 100;
-        ggml_tensor * get  = ggml_get_rows(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, n), ids);
-        ggml_tensor * set  = ggml_set_rows(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, n), rows, idx);
-        lookups[big] = llama_cancel::node_work(get, sizes);
-        writes[big]  = llama_cancel::node_work(set, sizes);
+        ggml_tensor * get = ggml_get_rows(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, big ? 1000000 : 100), ids);
+        lookups[big]      = llama_cancel::node_work(get, sizes);
         EXPECT_EQ(lookups[big], llama_cancel::node_work(get)) << "ggml's sizes agree";
-        EXPECT_EQ(writes[big], llama_cancel::node_work(set)) << "ggml's sizes agree";
     }
     EXPECT_EQ(lookups[0], lookups[1]) << "whatever the table's size";
-    EXPECT_EQ(writes[0], writes[1]) << "whatever the cache's size";
-    EXPECT_LT(writes[0], 4.0 * 3 * 64 * (4 + 2 + 2) + 3 * 64 + 100) << "three rows read, written";
     ggml_free(ctx);
 }
 
