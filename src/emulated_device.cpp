@@ -216,7 +216,7 @@ void emulated_device_views::find_plan(const device_timing & t) {
 
 // The cuts of `p`: planned again where the longest view allowed left the band; none where its
 // nodes are fast enough for the rules at each ask.
-void emulated_device_views::plan(view_plan_record & p, const device_timing & t) {
+void emulated_device_views::plan(view_plan_record & p, const device_timing & t) const {
     if (!t.measured) {
         p.cuts.clear();
         return;
@@ -232,17 +232,13 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         return;
     }
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_quotas * interval);
-    // Noise never moves a view: the cuts stay while their longest view stays within
-    // k_plan_view_over of the longest allowed and above 1/k_faster of it (fewer views would do), or
-    // out of that band for fewer than k_plan_strays graphs in a row; past k_slower of it (what is
-    // allowed fell: a new run) they are made again at once. A graph that got slower or faster
-    // throughout keeps its views: they stay the same share of it.
-    if (!p.cuts.empty()) {
-        const double over = longest_cut_view(p, ms_of) / longest;
-        if (over <= k_slower && !p.strays.out(over <= k_plan_view_over && over * k_faster >= 1.0)) {
+    // Noise never moves a view: the cuts stay while the longest view allowed stays within the
+    // stable plans' band of the one they were planned for, and their views within k_plan_view_over
+    // of it or out of it for fewer than k_plan_strays graphs in a row.
+    if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms) {
+        if (!p.strays.out(longest_cut_view(p, ms_of) <= k_plan_view_over * longest)) {
             return;
         }
-        replans_++;
     }
     p.strays = {};
     std::vector<float>   ms(p.nodes.size());
@@ -266,6 +262,7 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
     if (spin(p.cuts) > spin(loose) + k_plan_view_cost * interval) {
         p.cuts.swap(loose);
     }
+    p.longest_ms = longest;
 }
 
 // The longest view `p`'s cuts make of its nodes' times (`ms_of`), ms; a split's start ends one too.

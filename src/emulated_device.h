@@ -84,8 +84,6 @@ class emulated_device_views {
     // or the graph is not the planned one (dropped for the rest of it).
     int  planned_cut(double work);
     bool planned() const { return plan_ >= 0; }
-    // How many times a kept view plan was made again, since creation.
-    uint64_t replans() const { return replans_; }
     // The time the followed plan gives the graph's node i on the device, ms; < 0 where none.
     float planned_ms(size_t i) const {
         return plan_ >= 0 && i < plans_[plan_].nodes.size() ? plans_[plan_].nodes[i].ms : -1.0f;
@@ -123,6 +121,7 @@ class emulated_device_views {
         uint64_t                 last_use = 0; // 0: the slot is free
         std::vector<logged_node> nodes;
         std::vector<uint8_t>     cuts;
+        double                   longest_ms = 0.0; // the longest view the cuts were planned for
         bool                     warm = false; // its times are a later run's than the graph's first
         tuning::band_strays      strays;           // graphs in a row out of the cuts' band
     };
@@ -136,7 +135,7 @@ class emulated_device_views {
 
     void keep_plan();
     void find_plan(const device_timing & t);
-    void plan(view_plan_record & p, const device_timing & t);
+    void plan(view_plan_record & p, const device_timing & t) const;
     template <typename MsOf> static double longest_cut_view(const view_plan_record & p, MsOf ms_of);
 
     run_clock *  run_ = nullptr;
@@ -152,7 +151,6 @@ class emulated_device_views {
     size_t       range_first_ = 0;    // the measured range's first logged node
     view_plan_record plans_[tuning::k_view_plans];
     uint64_t     plan_uses_ = 0;
-    uint64_t     replans_   = 0;
     int          plan_      = -1; // the graph in flight's plan; -1: none followed
     bool         plan_looked_ = false;
     graph_record graphs_[tuning::k_graph_records];

@@ -911,40 +911,6 @@ TEST_F(PlannedPolicy, AGraphsFirstRunIsNotPlannedFrom) {
     }
 }
 
-// llvmpipe's prefills got a quarter slower over a benchmark's 20 (1.4 s to 1.8 s): a plan made
-// again each time the longest view allowed grew past k_slower of the one it was made for moved
-// with its nodes' noise (Vulkan prefills, 2 of 17). Views that stay the same share of a graph
-// slower throughout are kept: the plan is made once.
-TEST_F(PlannedPolicy, AGraphThatSlowsThroughoutKeepsItsViews) {
-    timed_graph g; // 60 products of 10 ms: views end where a tenth of the graph is reached
-    for (int i = 0; i < 60; ++i) {
-        g.ms.push_back(10.0);
-        g.fence.push_back(1);
-        g.early.push_back(0);
-        g.nodes.push_back(node(static_cast<int64_t>(1e9) + i));
-    }
-    checkpoint_policy policy;
-    double            now = 1000.0;
-    std::mt19937      rng(5);
-    std::uniform_real_distribution<double> jitter(0.9, 1.1);
-    std::vector<int> planned;
-    int              moved = 0;
-    for (int run = 0; run < 14; ++run) {
-        timed_graph slower = g;
-        for (double & ms : slower.ms) {
-            ms *= (1.0 + 0.05 * run) * jitter(rng); // 65% slower by the last
-        }
-        const timed_pass p = slower.run(policy, now);
-        if (run >= 2) {
-            EXPECT_TRUE(p.planned) << "run " << run;
-            moved += run > 2 && p.cuts != planned ? 1 : 0;
-            planned = p.cuts;
-        }
-    }
-    EXPECT_EQ(moved, 0);
-    EXPECT_EQ(policy.emulated().replans(), 0u) << "the plan made once";
-}
-
 // Where part of each layer runs on the host (attention with offload_kqv off, or a layer not
 // offloaded), the device's split ends by itself before the host's nodes, computed and waited for
 // whole: its nodes are not one view with the ones after the host's split. A plan that took them
