@@ -1178,6 +1178,22 @@ class RepeatedGraph : public Policy {
         }
         ASSERT_TRUE(g.run(policy, now, rng, 0.1).cuts.empty()) << "runs uncut";
     }
+    // Runs `g` `calls` times with 15% noise: the calls whose cuts differ from the call before's,
+    // after the first two; `last`: the last call's cuts.
+    static int moved(const device_graph & g, checkpoint_policy & policy, int calls, std::vector<int> & last) {
+        std::mt19937 rng(7);
+        double       now   = 1000.0;
+        int          moves = 0;
+        last.clear();
+        for (int call = 0; call < calls; ++call) {
+            const device_graph::pass p = g.run(policy, now, rng, 0.15);
+            if (call >= 2) {
+                moves += call > 2 && p.cuts != last ? 1 : 0;
+                last = p.cuts;
+            }
+        }
+        return moves;
+    }
     // 200 nodes of 0.03 ms: 6 ms, within the interval.
     device_graph short_graph() {
         device_graph g;
@@ -1193,20 +1209,9 @@ class RepeatedGraph : public Policy {
 // view is one: checkpoints that move by a node from call to call leave every view uncaptured. Once a
 // graph is planned its checkpoints fall on the same nodes, call after call, whatever its times' noise.
 TEST_F(RepeatedGraph, CheckpointsFallOnTheSameNodesEveryCall) {
-    const device_graph g = graph();
-    checkpoint_policy  policy;
-    std::mt19937       rng(7);
-    double             now = 1000.0;
-    std::vector<int>   planned;
-    int                changes = 0;
-    for (int call = 0; call < 60; ++call) {
-        const device_graph::pass p = g.run(policy, now, rng, 0.15);
-        if (call >= 2) {
-            changes += !planned.empty() && p.cuts != planned ? 1 : 0;
-            planned = p.cuts;
-        }
-    }
-    EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
+    checkpoint_policy policy;
+    std::vector<int>  planned;
+    EXPECT_EQ(moved(graph(), policy, 60, planned), 0) << "views changed between calls after the first two";
     EXPECT_TRUE(policy.stable());
     EXPECT_GE(planned.size(), 8u) << "a 110 ms graph is cut about every interval";
 }
@@ -1252,18 +1257,8 @@ TEST_F(RepeatedGraph, AHostSplitTooShortToTimeLeavesTheGraphPlanned) {
     g.nodes.insert(g.nodes.end(), device.nodes.begin(), device.nodes.end());
     g.ms.insert(g.ms.end(), device.ms.begin(), device.ms.end());
     checkpoint_policy policy;
-    std::mt19937      rng(7);
-    double            now = 1000.0;
     std::vector<int>  planned;
-    int               changes = 0;
-    for (int call = 0; call < 30; ++call) {
-        const device_graph::pass p = g.run(policy, now, rng, 0.15);
-        if (call >= 2) {
-            changes += !planned.empty() && p.cuts != planned ? 1 : 0;
-            planned = p.cuts;
-        }
-    }
-    EXPECT_EQ(changes, 0) << "views changed between calls after the first two";
+    EXPECT_EQ(moved(g, policy, 30, planned), 0) << "views changed between calls after the first two";
     EXPECT_TRUE(policy.stable());
 }
 
