@@ -129,6 +129,7 @@ assert sorted(rows) == [("hook", "prefill"), ("hook", "token steps"), ("stateles
 for (way, workload), r in rows.items():
     assert r["failed"] == 0 and r["calls"] == (200 if workload == "token steps" else 20), r
     assert 0 <= r["changes_after_two"] <= r["calls"] - 3, r
+    assert r["asks_per_call"] > 0, r  # the scheduler asked about every node
     assert isinstance(r["overhead_pct_vs_none"], (int, float)), r
 assert rows[("hook", "prefill")]["checkpoints_per_call"] == 0, rows
 assert rows[("stateless", "prefill")]["checkpoints_per_call"] > 0, rows

@@ -573,7 +573,7 @@ section plans_rows(const options & opt) {
     std::printf("\nplan stability (issue 47): a token loop (200 single tokens after 32) and 20 prefills of one shape "
                 "from an empty memory, each way on its own context: the hook through llama_cancel_decode, the "
                 "stateless name alone through llama_decode (no abort callback); checkpoints per call, and the calls "
-                "whose checkpoints fell on other nodes than the call before's, after the first two (ggml-cuda "
+                "whose views (a checkpoint at a split's last node ends none) differ from the call before's, after the first two (ggml-cuda "
                 "captures a view's CUDA graph after two unchanged calls); byte at 0: each call against plain llama_decode "
                 "with no callback, the ways taking turns, median of the paired ratios; on Vulkan prefills of 128 tokens\n\n");
     std::printf("| setup     | way       | workload    | calls | call ms  | byte at 0 | cp/call | moved     |\n");
@@ -590,7 +590,7 @@ section plans_rows(const options & opt) {
         const common::child_json j = add_child_row(out, tmp, rc, {"setup", name, 9});
         out.ok = out.ok && rc == 0 && j.is_true({"targets", "no_changes_after_two"});
     }
-    std::printf("\ntargets (plans): no call's checkpoints moved after the first two: %s\n", out.ok ? "met" : "MISSED (see rows)");
+    std::printf("\ntargets (plans): no call's views moved after the first two: %s\n", out.ok ? "met" : "MISSED (see rows)");
     return out;
 }
 

@@ -90,6 +90,7 @@ struct series {
     std::vector<std::vector<int>> views;
     std::vector<double>           ms;
     int                           failed = 0; // calls that did not return OK
+    int                           asks   = 0; // nodes asked about in the last call
 
     // Calls whose views differ from the call before, after the first two.
     int changes() const {
@@ -133,6 +134,7 @@ struct way_context {
             s->ms.push_back(common::now_ms() - t0);
             s->checkpoints.push_back(p.checkpoints);
             s->views.push_back(p.views);
+            s->asks = p.asks;
             s->failed += ok ? 0 : 1;
         }
         return ok;
@@ -197,6 +199,7 @@ common::json series_json(const char * way, const char * workload, const series &
             {"calls", s.checkpoints.size()},
             {"failed", s.failed},
             {"checkpoints_per_call", common::printed(s.per_call())},
+            {"asks_per_call", s.asks},
             {"changes_after_two", s.changes()},
             {"call_ms_p50", common::printed(common::percentile(s.ms, 0.5))},
             {"overhead_pct_vs_none", common::printed(overhead)}};
