@@ -1,6 +1,6 @@
 // Every tuned number of the checkpoint policy, in one table: its value, its unit, what it means,
 // and the test or benchmark row that holds it there. How a number was found: docs/design.md,
-// "The policy's constants".
+// "How some of the numbers were found".
 #pragma once
 
 #include <cstddef>

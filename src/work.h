@@ -48,8 +48,8 @@ class type_sizes {
 
 // The elements of source `i` a node of `n` written elements reads: a row lookup (GET_ROWS, a
 // token's embedding) reads the rows it writes, not its whole table. (A KV cache's row write,
-// SET_ROWS, is still priced as the view of the whole cache it is: docs/design.md, "The policy's
-// constants".)
+// SET_ROWS, is still priced as the view of the whole cache it is: docs/design.md, "How some of
+// the numbers were found".)
 inline double read_elements(const ggml_tensor * t, int i, double n) {
     return t->op == GGML_OP_GET_ROWS && i == 0 ? n : elements(t->src[i]);
 }
