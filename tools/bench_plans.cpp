@@ -36,7 +36,7 @@ struct plans_options {
     int         steps    = 200;
     int         prefills = 20;
     int         prompt   = 256;
-    int         ubatch   = 0; // the prefill's ubatch; 0: the prompt's
+    int         ubatch   = 0; // the prefill's ubatch; 0 until parsed: the prompt's
     int         threads  = 2;
     uint32_t    seed     = 42;
 };
@@ -145,7 +145,7 @@ bool make_way(llama_model * model, const plans_options & o, bool offloaded, int 
     common::context_options opt;
     opt.n_ctx       = static_cast<uint32_t>(std::max(o.prompt, 32 + o.steps) + 64);
     opt.n_batch     = static_cast<uint32_t>(o.prompt);
-    opt.n_ubatch    = static_cast<uint32_t>(o.ubatch > 0 ? o.ubatch : o.prompt);
+    opt.n_ubatch    = static_cast<uint32_t>(o.ubatch);
     opt.n_threads   = o.threads;
     opt.offload_kqv = offloaded;
     if (w == none) {
@@ -244,6 +244,7 @@ int bench_plans_main(int argc, char ** argv) {
     if (rc >= 0) {
         return rc;
     }
+    o.ubatch = o.ubatch > 0 ? o.ubatch : o.prompt;
     common::quiet_logs();
     common::note_threads_override(o.name);
     common::backend_setup setup;
@@ -291,7 +292,7 @@ int bench_plans_main(int argc, char ** argv) {
                       {"steps", o.steps},
                       {"prefills", o.prefills},
                       {"prompt", o.prompt},
-                      {"ubatch", o.ubatch > 0 ? o.ubatch : o.prompt},
+                      {"ubatch", o.ubatch},
                       {"threads", o.threads},
                       {"rows", rows},
                       {"targets", {{"no_changes_after_two", stable}}}};
