@@ -205,10 +205,10 @@ void emulated_device_views::find_plan(const device_timing & t) {
         view_plan_record & p = plans_[i];
         if (p.last_use != 0 && p.head == head_ && p.device == device_) {
             p.last_use = ++plan_uses_;
-            if (p.warm) {
+            if (p.warm) { // planned from a graph's second run on (keep_plan)
                 plan(p, t);
+                plan_ = p.cuts.empty() ? -1 : i;
             }
-            plan_ = p.warm && !p.cuts.empty() ? i : -1;
             return;
         }
     }
