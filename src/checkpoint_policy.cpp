@@ -148,7 +148,10 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     emulated_.busy_until(now + view_work_ / d.rate); // the view grouped so far computes after its asks
     // A cap turns the emulated device's strategy off: a stop-time budget's is a promise no plan knows of.
     emulated = emulated && emulated_.ask(device, work, fence, paused || split_start, split_start, timing(d));
-    const int stable = stable_.ask(device, emulated, work, !cap_strict_ && !emulated_.planned());
+    const int stable = stable_.ask(device, emulated, work, !cap_strict_ && !emulated_.planned() && !emulated_.profiling());
+    if (emulated && cap_ <= 0.0 && emulated_.profiling()) {
+        return true;
+    }
     if (stable == 0 && graph_asks_ == 1 && stable_.uncut() && !cap_strict_) {
         // The graph fits in the interval: the rest of its asks only look for the next graph.
         uncut_          = true;

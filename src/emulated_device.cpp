@@ -69,6 +69,7 @@ void emulated_device_views::begin_graph(const graph_head & head, double told_bef
     range_first_ = 0;
     plan_        = -1;
     plan_looked_ = false;
+    profiling_   = false;
     end_view();
 }
 
@@ -208,10 +209,22 @@ void emulated_device_views::find_plan(const device_timing & t) {
             if (p.warm) { // planned from a graph's second run on (keep_plan)
                 plan(p, t);
                 plan_ = p.cuts.empty() ? -1 : i;
+            } else {
+                // its second run: each node timed alone, where the first says a plan will be made
+                profiling_ = t.measured && slow_for_the_interval(p, t);
             }
             return;
         }
     }
+}
+
+// Whether `p`'s nodes average more than 1/k_plan_nodes_per_interval of the interval (`t` measured).
+bool emulated_device_views::slow_for_the_interval(const view_plan_record & p, const device_timing & t) {
+    double graph = 0.0;
+    for (const logged_node & n : p.nodes) {
+        graph += n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / t.rate;
+    }
+    return graph * k_plan_nodes_per_interval > t.interval_ms * static_cast<double>(p.nodes.size());
 }
 
 // The cuts of `p`: planned again where the longest view allowed left the band; none where its
@@ -222,21 +235,23 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         return;
     }
     auto ms_of = [&](const logged_node & n) { return n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / t.rate; };
+    if (!slow_for_the_interval(p, t)) {
+        p.cuts.clear();
+        return;
+    }
     double graph = 0.0;
     for (const logged_node & n : p.nodes) {
         graph += ms_of(n);
     }
     const double interval = t.interval_ms;
-    if (graph * k_plan_nodes_per_interval <= interval * static_cast<double>(p.nodes.size())) {
-        p.cuts.clear();
-        return;
-    }
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_quotas * interval);
-    // Noise never moves a view: the cuts stay while the longest view allowed stays within the
-    // stable plans' band of the one they were planned for, and their views within k_plan_view_over
-    // of it or out of it for fewer than k_plan_strays graphs in a row.
-    if (!p.cuts.empty() && longest <= k_slower * p.longest_ms && longest * k_faster >= p.longest_ms) {
-        if (!p.strays.out(longest_cut_view(p, ms_of) <= k_plan_view_over * longest)) {
+    // Noise never moves a view, nor a drift of the whole graph (each view stays its share of it):
+    // the cuts stay while the longest view allowed stays within the stable plans' band of the one
+    // they were planned for, scaled by the graph's drift (a new run or interval is no drift), and
+    // their views within k_slower of it or out of it for fewer than k_plan_strays graphs in a row.
+    const double drifted = p.cuts.empty() ? 0.0 : p.longest_ms * graph / p.graph_ms;
+    if (!p.cuts.empty() && longest * k_slower >= drifted && longest <= k_faster * drifted) {
+        if (!p.strays.out(longest_cut_view(p, ms_of) <= k_slower * longest)) {
             return;
         }
     }
@@ -263,6 +278,7 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         p.cuts.swap(loose);
     }
     p.longest_ms = longest;
+    p.graph_ms   = graph;
 }
 
 // The longest view `p`'s cuts make of its nodes' times (`ms_of`), ms; a split's start ends one too.

@@ -13,12 +13,16 @@
 //
 // Once a graph was seen whole twice (its first run compiles shaders: its times are replaced, not
 // kept), its views are planned (view_plan.h) where its nodes are slow for
-// the interval (more than 1/k_plan_nodes_per_interval of it on average): each node's time is kept
+// the interval (more than 1/k_plan_nodes_per_interval of it on average). Its second run, where the
+// first says so, is timed node by node, each node a view of its own (a view's time does not tell
+// which of its nodes took it: by work, a norm on llvmpipe is priced at a sixth of its time, and a
+// busy tail ending in one spins). Each node's time is kept
 // (its view's measured time shared by what its nodes took before, or by work), and the next graph
 // with that first node ends its views where the plan says while its nodes are the planned ones.
 // Where the graph leaves the device for the host and comes back, the device's split ends there by
 // itself: no planned view spans it. A plan's views last at most k_sleep_graph_share of the graph
-// or k_sleep_quotas intervals, and cost the least busy-waited time.
+// or k_sleep_quotas intervals, and cost the least busy-waited time. A plan is kept while its views
+// stay within the stable plans' band of that (stable_plan.h), however the whole graph drifts.
 //
 // Outside the library's calls no call says where a run of graphs began (upstream's mtmd helper:
 // a prompt's encodes and decodes). The policies of one thread share a run_clock that tells it from
@@ -84,6 +88,9 @@ class emulated_device_views {
     // or the graph is not the planned one (dropped for the rest of it).
     int  planned_cut(double work);
     bool planned() const { return plan_ >= 0; }
+    // Whether the graph in flight is profiled: each of its nodes on the device a view of its own,
+    // timed alone (a graph's second run, where its first showed nodes slow enough to be planned).
+    bool profiling() const { return profiling_; }
     // The time the followed plan gives the graph's node i on the device, ms; < 0 where none.
     float planned_ms(size_t i) const {
         return plan_ >= 0 && i < plans_[plan_].nodes.size() ? plans_[plan_].nodes[i].ms : -1.0f;
@@ -121,7 +128,8 @@ class emulated_device_views {
         uint64_t                 last_use = 0; // 0: the slot is free
         std::vector<logged_node> nodes;
         std::vector<uint8_t>     cuts;
-        double                   longest_ms = 0.0; // the longest view the cuts were planned for
+        double                   longest_ms = 0.0; // the longest view allowed when the cuts were planned
+        double                   graph_ms   = 0.0; // and the graph's time then
         bool                     warm = false; // its times are a later run's than the graph's first
         tuning::band_strays      strays;           // graphs in a row out of the cuts' band
     };
@@ -136,6 +144,7 @@ class emulated_device_views {
     void keep_plan();
     void find_plan(const device_timing & t);
     void plan(view_plan_record & p, const device_timing & t) const;
+    static bool slow_for_the_interval(const view_plan_record & p, const device_timing & t);
     template <typename MsOf> static double longest_cut_view(const view_plan_record & p, MsOf ms_of);
 
     run_clock *  run_ = nullptr;
@@ -153,6 +162,7 @@ class emulated_device_views {
     uint64_t     plan_uses_ = 0;
     int          plan_      = -1; // the graph in flight's plan; -1: none followed
     bool         plan_looked_ = false;
+    bool         profiling_   = false;
     graph_record graphs_[tuning::k_graph_records];
     uint64_t     graph_uses_ = 0;
 };

@@ -62,8 +62,10 @@ constexpr int k_graph_records = 8;
 // x interval. A graph's views are cut this far apart in measured time (below the interval, so that
 // noise moves no cut). Test: RepeatedGraph.ViewsAreCutByTheTimesTheNodesTook; bench: plans rows.
 constexpr double k_target = 0.8;
-// x interval. Cuts are kept while each view stays within this, beside its longest node.
-// Test: RepeatedGraph.AShortGraphIsNotCutAndASlowerOneIsCutAgain; bench: plans rows, "moved".
+// x interval. Cuts are kept while each view stays within this, beside its longest node; a view
+// plan's (emulated_device.h) while its views stay within this of the longest allowed.
+// Tests: RepeatedGraph.AShortGraphIsNotCutAndASlowerOneIsCutAgain,
+// PlannedPolicy.NodesSlowerThanTheirWorkAreGivenTheTimeTheyTook; bench: plans rows, "moved".
 constexpr double k_slower = 1.25;
 // x. Cuts are kept while the graph needs no fewer than 1/this of its views (each a synchronize).
 constexpr double k_faster = 2.0;
@@ -123,9 +125,6 @@ constexpr size_t k_plan_max_nodes = 256;
 constexpr size_t k_plan_nodes     = 1u << 14;
 // count. Graphs whose view plans are kept.
 constexpr int k_view_plans = 4;
-// x. A view plan's cuts are kept while its views stay within this of the longest allowed (or left
-// it for fewer than k_plan_strays graphs in a row). Bench: plans rows (vulkan), "moved".
-constexpr double k_plan_view_over = 1.05;
 // ms. A graph no call told of goes on with the run of the graph before it when it begins within
 // this of that one's computed end. Test: PlannedPolicy.OutsideCallsAGraphGoesOnWithItsRun.
 constexpr double k_run_gap_ms = 100.0;

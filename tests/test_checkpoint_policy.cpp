@@ -911,6 +911,40 @@ TEST_F(PlannedPolicy, AGraphsFirstRunIsNotPlannedFrom) {
     }
 }
 
+// llvmpipe's prefills drift by a quarter from call to call and back (the host's other work), the
+// whole graph at once: each view stays the same share of it, so its views stay where they are. A
+// plan made again each time the graph's time left a band moved 2-5 of 17 prefills (bench-plans
+// vulkan).
+TEST_F(PlannedPolicy, AViewPlanHoldsWhileItsGraphDriftsAsAWhole) {
+    timed_graph g; // many places to cut at much the same cost, as a real graph's
+    for (int i = 0; i < 200; ++i) {
+        g.ms.push_back(1.0);
+        g.fence.push_back(1);
+        g.early.push_back(0);
+        g.nodes.push_back(node(100000000));
+    }
+    const double drift[] = {1.0, 1.4, 1.4, 1.4, 1.4, 1.0, 1.0, 0.8, 0.8, 0.8, 1.2, 1.2};
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> jitter(0.9, 1.1);
+    checkpoint_policy policy;
+    double            now = 1000.0;
+    g.run(policy, now);
+    g.run(policy, now);
+    std::vector<int> cuts;
+    for (int pass = 0; pass < 24; ++pass) {
+        timed_graph d = g;
+        for (double & m : d.ms) {
+            m *= drift[pass % 12] * jitter(rng);
+        }
+        const timed_pass p = d.run(policy, now);
+        EXPECT_TRUE(p.planned) << "pass " << pass;
+        if (pass > 0) {
+            EXPECT_EQ(p.cuts, cuts) << "pass " << pass << ", the graph at " << drift[pass % 12] << " of its time";
+        }
+        cuts = p.cuts;
+    }
+}
+
 // Where part of each layer runs on the host (attention with offload_kqv off, or a layer not
 // offloaded), the device's split ends by itself before the host's nodes, computed and waited for
 // whole: its nodes are not one view with the ones after the host's split. A plan that took them
@@ -941,28 +975,28 @@ TEST_F(PlannedPolicy, AHostSplitEndsTheDevicesView) {
     }
 }
 
-// Two nodes that take far longer than their work says (im2col and a conv's product on llvmpipe)
-// are given the time their views took: after a few graphs grouped other ways, the view around them
-// no longer passes a tenth of the graph by a fifth, only by what sharing a view's time among its
-// nodes still mistakes (a view's time is known, not its nodes').
+// Two nodes that take far longer than their work says (im2col and a conv's product on llvmpipe):
+// priced by work, their view is far past a tenth of the graph. A view's time does not tell which
+// of its nodes took it, so a graph's second run is timed node by node (each node a view of its
+// own), and its plan, made from those times, holds every view within a tenth from its first call.
 TEST_F(PlannedPolicy, NodesSlowerThanTheirWorkAreGivenTheTimeTheyTook) {
     timed_graph g;
     for (int i = 0; i < 200; ++i) {
-        g.ms.push_back(i == 100 || i == 101 ? 9.0 : 1.0);
+        g.ms.push_back(i == 100 || i == 101 ? 14.0 : 1.0);
         g.fence.push_back(1);
         g.early.push_back(0);
         g.nodes.push_back(node(10000000)); // all the same work
     }
     checkpoint_policy policy;
     double            now = 1000.0;
-    std::vector<double> longest;
-    for (int pass = 0; pass < 20; ++pass) {
+    const timed_pass  first = g.run(policy, now), second = g.run(policy, now);
+    EXPECT_GT(*std::max_element(first.view_ms.begin(), first.view_ms.end()),
+              llama_cancel::tuning::k_slower * longest_view(g)) << "priced by work, their view is too long";
+    EXPECT_EQ(second.cuts.size(), g.nodes.size()) << "the second run: each node a view";
+    for (int pass = 0; pass < 10; ++pass) {
         const timed_pass p = g.run(policy, now);
-        longest.push_back(*std::max_element(p.view_ms.begin(), p.view_ms.end()));
-    }
-    EXPECT_GT(longest[0], 1.15 * longest_view(g)) << "priced by work, their view is too long";
-    for (size_t pass = 14; pass < longest.size(); ++pass) { // planned again every k_plan_strays graphs
-        EXPECT_LE(longest[pass], 1.05 * longest_view(g)) << "pass " << pass;
+        EXPECT_TRUE(p.planned) << "pass " << pass;
+        EXPECT_LE(*std::max_element(p.view_ms.begin(), p.view_ms.end()), 1.01 * longest_view(g)) << "pass " << pass;
     }
 }
 
