@@ -137,6 +137,7 @@ bool checkpoint_policy::place(const ggml_tensor * node, const void * device, dou
     last_ask_    = now;
     last_device_ = device;
     const double work = node_work(node, sizes_);
+    ids_.add(work);
     range_work_ += work;
     view_work_ += work;
     if (graph_nodes_.size() < k_graph_first_nodes) {
@@ -222,9 +223,12 @@ void checkpoint_policy::open_graph(const ggml_tensor * head, bool whole, double 
     const double interval = interval_on(stable_.device());
     const size_t asks = every_ask_ > 0 ? every_ask_ - 1 : 0; // this ask is the next graph's
     every_ask_        = every_ask_ > 0 ? 1 : 0;
+    const graph_head ended = ids_.end(seen); // which graph it was, known from its nodes
+    stable_.identified(ended);
+    emulated_.identified(ended);
     stable_.end(seen && !cap_strict_, asks, rates, interval, emulated_.longest_view_ms(interval, graph_ms_));
     emulated_.end_graph(seen, graph_ms_);
-    head_ = graph_head::of(head);
+    head_ = ids_.begin(head);
     emulated_.begin_graph(head_, graph_pending_ ? pending_before_ms_ : -1.0, now);
     graph_nodes_.clear();
     graph_asks_     = 0;
@@ -292,7 +296,7 @@ void checkpoint_policy::passed(double now, double round_trip_ms) {
 
 void checkpoint_policy::note_graph_ms(double ms) {
     timed_graph & slot = slot_for(
-        timed_, [&](const timed_graph & g) { return g.last_use != 0 && g.head == call_head_; },
+        timed_, [&](const timed_graph & g) { return g.last_use != 0 && g.head.same_node(call_head_); },
         [](const timed_graph & g) { return g.last_use == 0; });
     slot.head     = call_head_;
     slot.ms       = ms;
@@ -302,7 +306,7 @@ void checkpoint_policy::note_graph_ms(double ms) {
 bool checkpoint_policy::graph_is_short() {
     call_head_ = head_;
     for (const timed_graph & g : timed_) {
-        if (g.last_use != 0 && g.head == head_) {
+        if (g.last_use != 0 && g.head.same_node(head_)) { // a call is known by its first graph's node
             return g.ms > 0.0 && g.ms < interval_ms(last_device_);
         }
     }

@@ -236,7 +236,8 @@ class checkpoint_policy {
     double       longest_view_   = 0.0;
 
     // The graph in flight.
-    graph_head  head_;                     // its first node
+    graph_head  head_;                     // its first node, and which graph begins there
+    graph_ids   ids_;                      // tells graphs beginning at one node apart
     pointer_set graph_nodes_;              // its first nodes asked
     size_t      graph_asks_        = 0;
     double      graph_ms_          = 0.0;  // the last whole graph's compute, all devices; 0: not known

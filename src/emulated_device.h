@@ -88,6 +88,12 @@ class emulated_device_views {
     // or the graph is not the planned one (dropped for the rest of it).
     int  planned_cut(double work);
     bool planned() const { return plan_ >= 0; }
+    // The graph in flight, at its end, was `head`'s (graph_ids): its record is that one's, and a
+    // plan followed for another is not its own.
+    void identified(const graph_head & head) {
+        plan_ = plan_ >= 0 && !(plans_[plan_].head == head) ? -1 : plan_;
+        head_ = head;
+    }
     // Whether the graph in flight is profiled: each of its nodes on the device a view of its own,
     // timed alone (a graph's second run, where its first showed nodes slow enough to be planned).
     bool profiling() const { return profiling_; }

@@ -57,6 +57,9 @@ constexpr size_t k_graph_first_nodes = 64;
 // count. Graphs whose last call time (held calls) or work is remembered.
 // Test: Policy.ACallIsShortWhereOneBeginningWithItsGraphFinishedWithinTheInterval.
 constexpr int k_graph_records = 8;
+// count. Graphs told apart among those beginning at one node (graph_head.h): a call's ubatches.
+// Test: RepeatedGraph.UbatchesBeginningAtOneNodeKeepTheirOwnCheckpoints.
+constexpr int k_graph_ids = 16;
 
 // --- Stable plans (stable_plan.h) ----------------------------------------------------------------
 // x interval. A graph's views are cut this far apart in measured time (below the interval, so that

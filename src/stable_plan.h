@@ -40,6 +40,12 @@ class stable_plans {
 
     // A graph begins at `head`: its plan is followed, if one is kept for it.
     void begin(const graph_head & head);
+    // The graph in flight, at its end, was `head`'s (graph_ids): a plan followed for another is
+    // not its own.
+    void identified(const graph_head & head) {
+        plan_ = plan_ >= 0 && !(plans_[plan_].head == head) ? -1 : plan_;
+        head_ = head;
+    }
     // The graph's next node, on `device` (`emulated`: the emulated-device strategy's), of `work` FLOPs. 1 or
     // 0 where the plan cuts there or not; -1 where no plan is followed (none kept, `follow` false,
     // or the graph is not the planned one: dropped for the rest of it).

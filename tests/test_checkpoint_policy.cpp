@@ -1448,6 +1448,40 @@ TEST_F(RepeatedGraph, AGraphOfNewNodesAfterAnUncutOneIsCut) {
     }
 }
 
+// A prompt's ubatches: llama.cpp builds each in the same memory, so all begin at the same node,
+// and each reads more of the KV cache (here every tenth node's work and time grow with the
+// ubatch: a 2,048-token prompt in 256-token ubatches). Taken for one graph, a ubatch followed the
+// plan of another and was cut again (the stateless name's 1,024-token prefill in 256-token
+// ubatches moved on every call, bench-plans cpu). Each keeps its own checkpoints, call after call.
+TEST_F(RepeatedGraph, UbatchesBeginningAtOneNodeKeepTheirOwnCheckpoints) {
+    ggml_tensor * const       first = node(1000000);
+    std::vector<device_graph> ubatches(8);
+    for (size_t k = 0; k < ubatches.size(); ++k) {
+        device_graph & g = ubatches[k];
+        g.nodes.push_back(first);
+        g.ms.push_back(0.2);
+        for (int i = 1; i < 300; ++i) {
+            const bool attention = i % 10 == 0;
+            g.nodes.push_back(node(attention ? 2000000 * static_cast<int64_t>(k + 1) + i : 1000000 + i));
+            g.ms.push_back(attention ? 0.4 * static_cast<double>(k + 1) : 0.2);
+        }
+    }
+    checkpoint_policy policy;
+    std::mt19937      rng(5);
+    double            now = 1000.0;
+    std::vector<std::vector<int>> last(ubatches.size());
+    int moves = 0;
+    for (int call = 0; call < 20; ++call) {
+        for (size_t k = 0; k < ubatches.size(); ++k) {
+            const device_graph::pass p = ubatches[k].run(policy, now, rng, 0.15);
+            EXPECT_FALSE(p.cuts.empty()) << "a " << 54 + 12 * (k + 1) << " ms ubatch is cut";
+            moves += call > 2 && p.cuts != last[k] ? 1 : 0;
+            last[k] = p.cuts;
+        }
+    }
+    EXPECT_EQ(moves, 0) << "ubatches whose views changed between calls after the first three";
+}
+
 // An encoder's memory-bound run (issue 31): a product with a short inner dimension (a conv stack's
 // first, over im2col's 9 rows), then a run of nodes that take the time of the bytes they move (adds,
 // activations, copies, norms), on a device that moves a byte in the time of 3 FLOPs (a CPU's
