@@ -17,8 +17,8 @@
 // first says so, is timed node by node, each node a view of its own (a view's time does not tell
 // which of its nodes took it: by work, a norm on llvmpipe is priced at a sixth of its time, and a
 // busy tail ending in one spins). Each node's time is kept
-// (its view's measured time shared by what its nodes took before, or by work), and the next graph
-// with that first node ends its views where the plan says while its nodes are the planned ones.
+// (its view's measured time shared by what its nodes took before, or by work), and the graph's
+// next run (graph_head.h) ends its views where the plan says while its nodes are the planned ones.
 // Where the graph leaves the device for the host and comes back, the device's split ends there by
 // itself: no planned view spans it. A plan's views last at most k_sleep_graph_share of the graph
 // or k_sleep_quotas intervals, and cost the least busy-waited time. A plan is kept while its views

@@ -9,10 +9,10 @@
 // How: a graph seen whole (first node to the next graph's first, not stopped) is kept with each
 // node's time: a measured view's time shared among its nodes by work, the nodes of views no
 // checkpoint timed (the end of a split) at the graph's measured rate. Its first run pays what runs
-// once (kernels or shaders loaded, memory first touched): from its second, a graph with the same
-// first node is cut where the time since the last cut reaches k_target of the interval, and nowhere
-// when the whole graph fits in the interval (one view per split, as upstream runs it; the byte is
-// read when it returns). On an emulated device
+// once (kernels or shaders loaded, memory first touched): from its second, the same graph
+// (graph_head.h: the same first node and, once seen whole, the same nodes) is cut where the time
+// since the last cut reaches k_target of the interval, and nowhere when the whole graph fits in
+// the interval (one view per split, as upstream runs it; the byte is read when it returns). On an emulated device
 // (emulated_device.h), whose strategy ends views where little spins, the cuts it placed are
 // replayed instead (where its own view plan does not place them). The cuts are kept while their
 // views stay within k_slower of the interval, the graph needs no fewer than 1/k_faster of them, and its nodes are the
