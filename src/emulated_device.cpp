@@ -211,20 +211,30 @@ void emulated_device_views::find_plan(const device_timing & t) {
                 plan_ = p.cuts.empty() ? -1 : i;
             } else {
                 // its second run: each node timed alone, where the first says a plan will be made
-                profiling_ = t.measured && slow_for_the_interval(p, t);
+                profiling_ = t.measured && slow_for_the_interval(p, graph_ms_of(p, t), t);
             }
             return;
         }
     }
 }
 
-// Whether `p`'s nodes average more than 1/k_plan_nodes_per_interval of the interval (`t` measured).
-bool emulated_device_views::slow_for_the_interval(const view_plan_record & p, const device_timing & t) {
+// A node's time in a plan, ms: as timed, else its work at the measured rate.
+double emulated_device_views::node_ms(const logged_node & n, const device_timing & t) {
+    return n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / t.rate;
+}
+
+// The time of `p`'s nodes, ms.
+double emulated_device_views::graph_ms_of(const view_plan_record & p, const device_timing & t) {
     double graph = 0.0;
     for (const logged_node & n : p.nodes) {
-        graph += n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / t.rate;
+        graph += node_ms(n, t);
     }
-    return graph * k_plan_nodes_per_interval > t.interval_ms * static_cast<double>(p.nodes.size());
+    return graph;
+}
+
+// Whether `p`'s nodes, `graph_ms` in all, average more than 1/k_plan_nodes_per_interval of the interval.
+bool emulated_device_views::slow_for_the_interval(const view_plan_record & p, double graph_ms, const device_timing & t) {
+    return graph_ms * k_plan_nodes_per_interval > t.interval_ms * static_cast<double>(p.nodes.size());
 }
 
 // The cuts of `p`: planned again where the longest view allowed left the band; none where its
@@ -234,14 +244,11 @@ void emulated_device_views::plan(view_plan_record & p, const device_timing & t) 
         p.cuts.clear();
         return;
     }
-    auto ms_of = [&](const logged_node & n) { return n.ms >= 0.0f ? static_cast<double>(n.ms) : n.work / t.rate; };
-    if (!slow_for_the_interval(p, t)) {
+    auto         ms_of = [&](const logged_node & n) { return node_ms(n, t); };
+    const double graph = graph_ms_of(p, t);
+    if (!slow_for_the_interval(p, graph, t)) {
         p.cuts.clear();
         return;
-    }
-    double graph = 0.0;
-    for (const logged_node & n : p.nodes) {
-        graph += ms_of(n);
     }
     const double interval = t.interval_ms;
     const double longest = std::max(k_sleep_graph_share * (graph + before_ms_), k_sleep_quotas * interval);

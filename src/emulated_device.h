@@ -150,7 +150,9 @@ class emulated_device_views {
     void keep_plan();
     void find_plan(const device_timing & t);
     void plan(view_plan_record & p, const device_timing & t) const;
-    static bool slow_for_the_interval(const view_plan_record & p, const device_timing & t);
+    static double node_ms(const logged_node & n, const device_timing & t);
+    static double graph_ms_of(const view_plan_record & p, const device_timing & t);
+    static bool   slow_for_the_interval(const view_plan_record & p, double graph_ms, const device_timing & t);
     template <typename MsOf> static double longest_cut_view(const view_plan_record & p, MsOf ms_of);
 
     run_clock *  run_ = nullptr;
