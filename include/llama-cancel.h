@@ -27,7 +27,7 @@
 //     }
 //
 //     llama_free(ctx);
-//     llama_cancel_hook_free(hook);            // after every context it is bound to
+//     llama_cancel_hook_free(hook);            // after the context it is bound to
 //     llama_model_free(model);
 //
 // Threading: call each function on the thread that owns its context (a load: any one thread); other
@@ -65,14 +65,25 @@
 #    define LLAMA_CANCEL_API
 #endif
 
-// Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y.
+// Semantic versioning: a host built against X.Y.Z runs on any library of MAJOR X and MINOR >= Y,
+// with two exceptions a MINOR release may change, each change announced in CHANGELOG.md:
+// - Experimental: the text-to-speech section (llama_cancel_tts_*, llama_cancel_mtmd_gen_audio_process
+//   and their structs) stands on libmtmd's experimental audio generation (mtmd_gen_*), which
+//   upstream changes between nightlies; its names and layouts may change. A host that copies its
+//   layouts checks them with llama_cancel_struct_size/_field_offset at load, as for any struct.
+// - Diagnostics: the Diagnostics section's functions and the result fields marked diagnostics
+//   (decode_ret, n_decode_calls, budget_missed, longest_node_ms, embed n_calls) may count otherwise;
+//   their layout holds. Hosts may ignore them.
 // 2.0 changed names and layouts: CHANGELOG.md's migration table.
 #define LLAMA_CANCEL_VERSION_MAJOR 2
 #define LLAMA_CANCEL_VERSION_MINOR 0
 #define LLAMA_CANCEL_VERSION_PATCH 0
 #define LLAMA_CANCEL_VERSION \
     (LLAMA_CANCEL_VERSION_MAJOR * 10000 + LLAMA_CANCEL_VERSION_MINOR * 100 + LLAMA_CANCEL_VERSION_PATCH)
-#define LLAMA_CANCEL_VERSION_STRING "2.0.0"
+#define LLAMA_CANCEL_QUOTE(x)         #x
+#define LLAMA_CANCEL_EXPAND_AND_QUOTE(x) LLAMA_CANCEL_QUOTE(x)
+#define LLAMA_CANCEL_VERSION_STRING                                                                  \
+    LLAMA_CANCEL_EXPAND_AND_QUOTE(LLAMA_CANCEL_VERSION_MAJOR.LLAMA_CANCEL_VERSION_MINOR.LLAMA_CANCEL_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,7 +122,7 @@ extern "C" {
     // 2. On recurrent models that leaves a half-advanced state: llama_cancel_decode puts it back.
     LLAMA_CANCEL_API bool llama_cancel_abort_callback(void * byte);
     // ggml_backend_sched_eval_callback for llama_context_params.cb_eval or mtmd_context_params.cb_eval,
-    // cb_eval_user_data = the byte: the one hook that reaches GPU-API, RPC and BLAS backends and clip
+    // cb_eval_user_data = the byte: the one hook ggml runs on GPU-API, RPC and BLAS backends and in clip
     // encodes. Checkpoints about LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS of compute apart, on the same
     // nodes each time a graph runs again, none in a graph seen to fit in that (its byte is read as it
     // returns, or at the next graph's first node) (state kept per thread; docs/design.md#checkpoints). Beware: llama_decode and mtmd_encode_chunk return 0
@@ -124,11 +135,13 @@ extern "C" {
 
 #define LLAMA_CANCEL_HOOK_DEFAULT_INTERVAL_MS 10.0
 
-    struct llama_cancel_hook; // opaque; one per context, used on that context's thread
+    struct llama_cancel_hook; // opaque; one per context (llama_cancel_hook_bind refuses a second), used on its thread
     struct llama_cancel_hook_params {
         double                           interval_ms; // compute between checkpoints; <= 0: the default
         const int8_t *                   byte;        // byte read outside llama_cancel_* calls; NULL: none
-        ggml_backend_sched_eval_callback chain;       // the caller's own cb_eval, asked about every node; NULL: none
+        ggml_backend_sched_eval_callback chain;       // the caller's own cb_eval, asked about every node the hook is
+                                                      // asked about (a stop's too; the scheduler asks no one about
+                                                      // the nodes after a stop), told of the views it asked for; NULL: none
         void *                           chain_data;  // its user data
     };
 
@@ -136,11 +149,13 @@ extern "C" {
     LLAMA_CANCEL_API struct llama_cancel_hook_params llama_cancel_hook_default_params(void);
     // New hook (params copied; NULL: defaults), owned by the caller; NULL when out of memory.
     LLAMA_CANCEL_API struct llama_cancel_hook * llama_cancel_hook_init(const struct llama_cancel_hook_params * params);
-    // Frees it after every context bound to it was freed; NULL does nothing.
+    // Frees it after the context bound to it was freed; NULL does nothing.
     LLAMA_CANCEL_API void llama_cancel_hook_free(struct llama_cancel_hook * hook);
     // Sets params->cb_eval/cb_eval_user_data to the hook before llama_init_from_model, and notes
     // params->abort_callback: the calls on that context consult it and put it back on return. False,
-    // with nothing changed, for NULL arguments or a cb_eval already set (chain it through the params).
+    // with nothing changed (params and hook), for NULL arguments, a cb_eval already set (chain it
+    // through the hook's params) or a hook already bound into other params (one hook per context).
+    // True, with nothing changed, for params that carry this hook already.
     LLAMA_CANCEL_API bool llama_cancel_hook_bind(struct llama_cancel_hook * hook, struct llama_context_params * params);
     // The callback itself, user data = the hook: for mtmd_context_params and other schedulers.
     LLAMA_CANCEL_API bool llama_cancel_hook_eval_callback(struct ggml_tensor * t, bool ask, void * hook);
@@ -174,14 +189,19 @@ extern "C" {
         int32_t cancelled;   // 1 once its byte dropped it, stored (release order) at the drop
     };
 
-    // Where a decode's byte was read (the worst of its graphs): what a stop waited for.
+    // Where a call's byte was read (the worst of its graphs; `reach` of every result): what a stop
+    // waited for.
     enum llama_cancel_reach {
         LLAMA_CANCEL_REACH_GRAPH = 0, // inside every graph: a llama-cancel eval callback (hook or
                                       // stateless name) ran in it (or no graph ran)
-        LLAMA_CANCEL_REACH_CPU   = 1, // the abort callback alone: the CPU's nodes stop, another
-                                      // device's split (GPU, RPC, BLAS) runs to its end; bind a hook
-        LLAMA_CANCEL_REACH_CALLS = 2, // neither ran in a graph: the byte is read between llama_decode calls
+        LLAMA_CANCEL_REACH_CPU   = 1, // the abort callback alone: the CPU's nodes stop, a GPU-API or
+                                      // RPC device's split runs to its end; bind a hook. (BLAS: see below)
+        LLAMA_CANCEL_REACH_CALLS = 2, // neither ran in a graph: the byte is read between graphs
     };
+    // BLAS: ggml-blas computes its matrix products into the CPU's buffers and takes no abort
+    // callback. Inside the library's calls its nodes count as the CPU's, hook or not: a stop waits
+    // for the BLAS split in flight (its products, which no callback can interrupt) and comes at the
+    // next CPU node (REACH_CPU without a hook, REACH_GRAPH with one; a hook adds no checkpoint there).
 
     struct llama_cancel_decode_result {
         int32_t status;          // enum llama_cancel_status, as returned
@@ -189,7 +209,7 @@ extern "C" {
         int32_t output_base;     // batch index of the last llama_decode call's first token; -1: not consecutive
         int32_t n_seq_cancelled; // sequences dropped by their byte
         int32_t reach;           // enum llama_cancel_reach
-        // Diagnostics (hosts may ignore them):
+        // Diagnostics (see the versioning rule; hosts may ignore them):
         int32_t decode_ret;      // the last llama_decode's return (0 if not called)
         int32_t n_decode_calls;  // llama_decode calls made
         int32_t budget_missed;   // with max_stop_ms: 1 when a node outlasted the budget
@@ -228,11 +248,12 @@ extern "C" {
         const struct llama_cancel_decode_params * params, struct llama_cancel_decode_result * result,
         struct llama_cancel_seq_result * seqs);
     // Output of batch index i (negative: -1 the batch's last output, as llama.cpp counts) after
-    // llama_cancel_decode returned OK into `result`, on every path (hook, recurrent state, slices)
-    // but one: after a sequence was dropped (output_base -1) it is NULL for any index, and the
-    // others' last outputs are read with llama_get_logits_ith(ctx, seqs[s].output). NULL too when
-    // that output does not exist and after CANCELLED or ERROR. Owned by ctx until its next decode;
-    // ctx's thread.
+    // llama_cancel_decode returned OK into `result`, on every path (hook, recurrent state, slices,
+    // per-sequence drops) but one: where a dropped sequence left gaps among the last llama_decode
+    // call's tokens (output_base -1) it is NULL for any index, negative ones too, and the others'
+    // last outputs are read with llama_get_logits_ith(ctx, seqs[s].output). (Survivors whose tokens
+    // of that call are consecutive, output_base >= 0, read by batch index.) NULL too when that output
+    // does not exist and after CANCELLED or ERROR. Owned by ctx until its next decode; ctx's thread.
     LLAMA_CANCEL_API const float * llama_cancel_get_logits_ith(struct llama_context * ctx,
         const struct llama_cancel_decode_result * result, int32_t i);
     LLAMA_CANCEL_API const float * llama_cancel_get_embeddings_ith(struct llama_context * ctx,
@@ -332,6 +353,7 @@ extern "C" {
         int32_t n_generated;           // tokens written to out
         int32_t n_generated_committed; // of those, decoded into memory (n_generated or one fewer)
         int32_t n_past;                // next position of seq_id: where a resumed request goes on
+        int32_t reach;                 // enum llama_cancel_reach: the worst of the call's decodes
         char    message[256];          // why, for LLAMA_CANCEL_ERROR
     };
 
@@ -400,6 +422,9 @@ extern "C" {
         int32_t status;        // enum llama_cancel_status, as returned
         int32_t n_chunks_done; // chunks in memory: resume with first_chunk = this
         int32_t n_past;        // next position of seq_id: resume with n_past = this
+        int32_t reach;         // enum llama_cancel_reach: the worst of the llama context's decodes
+        int32_t mtmd_reach;    // the same of the mtmd context's encodes: REACH_GRAPH with an eval callback of
+                               // ours bound to mctx, else REACH_CALLS (read between chunks; bind mtmd_hook)
         char    message[256];  // why, for LLAMA_CANCEL_ERROR
     };
 
@@ -424,7 +449,8 @@ extern "C" {
         const struct llama_cancel_mtmd_params * params, struct llama_cancel_mtmd_result * result);
 
     //
-    // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS)
+    // Text-to-speech (libmtmd's audio generation: Qwen3-TTS, Pocket-TTS). EXPERIMENTAL: names and
+    // layouts of this section may change in a MINOR release (the versioning rule at the top).
     //
     // A generation is a chain of steps, each committed whole or, stopped, not at all: the voice
     // reference's encode, the prompt's decodes, then per frame (Qwen3-TTS) codebook 0 sampled from
@@ -511,6 +537,9 @@ extern "C" {
         int32_t n_chunks_done;    // text chunks done (Pocket-TTS splits long texts); a finished generation's last counts
         int32_t sample_rate;      // of the PCM, Hz
         int32_t finished;         // 1 once the generation is over: generate returns OK at once
+        int32_t reach;            // enum llama_cancel_reach: the worst of this call's backbone decodes (lctx)
+        int32_t mtmd_reach;       // the same of its GEN_CODE, GEN_WAV and voice graphs (mctx): REACH_GRAPH with an
+                                  // eval callback of ours bound to mctx, else REACH_CALLS (read between steps)
         char    message[256];     // why, for LLAMA_CANCEL_ERROR
     };
 
@@ -556,6 +585,8 @@ extern "C" {
     struct llama_cancel_gen_audio_result {
         int32_t status;       // enum llama_cancel_status, as returned
         int32_t step;         // LLAMA_CANCEL_TTS_STEP_GEN_CODE or _GEN_WAV (inp->type), or NONE when OK
+        int32_t reach;        // enum llama_cancel_reach of the graph: REACH_GRAPH with an eval callback of ours
+                              // bound to mctx, else REACH_CALLS (read before it runs)
         char    message[256]; // why, for LLAMA_CANCEL_ERROR
     };
 
@@ -569,7 +600,8 @@ extern "C" {
         const struct llama_cancel_gen_audio_params * params, struct llama_cancel_gen_audio_result * result);
 
     //
-    // Diagnostics: how the checkpoints and snapshots went (benchmarks, tuning); hosts may ignore them
+    // Diagnostics: how the checkpoints and snapshots went (benchmarks, tuning); hosts may ignore them.
+    // With the result fields marked diagnostics above, what a MINOR release may count otherwise.
     //
 
     struct llama_cancel_hook_stats {

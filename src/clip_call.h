@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "llama-cancel.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace llama_cancel {
@@ -29,10 +30,12 @@ struct clip_call_options {
 };
 
 // Runs `fn` (returning libmtmd's int32_t) under a call holding `byte`, `seq_byte` (either may be
-// NULL) and `hook` (NULL: the bound hook names itself).
+// NULL) and `hook` (NULL: the bound hook names itself). `reach` (enum llama_cancel_reach) is raised
+// to where the graph read the bytes: GRAPH with an eval callback of ours bound to the mtmd context,
+// else CALLS (clip takes no abort callback).
 template <typename Fn>
 clip_outcome run_clip_call(const int8_t * byte, const int8_t * seq_byte, llama_cancel_hook * hook, Fn && fn,
-                           int32_t * ret, clip_call_options * options = nullptr) {
+                           int32_t * ret, int32_t & reach, clip_call_options * options = nullptr) {
     call c;
     c.byte           = byte;
     c.seq_bytes      = {seq_byte};
@@ -48,6 +51,7 @@ clip_outcome run_clip_call(const int8_t * byte, const int8_t * seq_byte, llama_c
         *ret = fn();
         c.graph_returned(true); // clip reads its output (synchronously)
     }
+    reach = std::max(reach, c.graph_reach());
     if (c.wrong_hook) {
         return clip_outcome::wrong_hook;
     }

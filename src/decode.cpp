@@ -412,11 +412,7 @@ int32_t decode(llama_context * ctx, llama_batch batch, const llama_cancel_decode
     llama_cancel::call call;
     call.byte = p.byte;
     call.hook = p.hook;
-    // The host's own abort callback: the params', else the one its hook was bound with (a hook
-    // found at the first graph brings its own then).
-    const llama_cancel::host_abort host = p.abort_callback != nullptr
-                                              ? llama_cancel::host_abort{p.abort_callback, p.abort_callback_data}
-                                              : llama_cancel::hook_host_abort(p.hook);
+    const llama_cancel::host_abort host = llama_cancel::host_abort_of(p.abort_callback, p.abort_callback_data, p.hook);
     call.abort_callback  = host.callback;
     call.abort_data      = host.data;
     call.cap_ms          = p.max_stop_ms > 0.0f ? k_hook_budget_share * p.max_stop_ms : 0.0;

@@ -166,7 +166,9 @@ struct llama_cancel_hook {
     uint64_t asks        = 0;
 
     // The abort callback of the context params the hook was bound into: put back after each call.
+    // A hook is bound once (one context): a second bind would change the one noted for the first.
     llama_cancel::host_abort host_abort;
+    bool                     bound = false;
 
     // The recurrent-state snapshots of the calls made with this hook, kept across them: a fresh
     // buffer per call costs a page fault per page, many times the copy itself.
@@ -285,18 +287,22 @@ llama_cancel::host_abort llama_cancel::hook_host_abort(const llama_cancel_hook *
 // One way to chain a caller's cb_eval: the hook's params. A cb_eval already in the context params
 // is refused rather than silently replaced or silently chained. The params' abort callback stays
 // theirs; the hook notes it, so that the calls made on the context consult it and put it back
-// (llama.cpp cannot tell the library which one a context has).
+// (llama.cpp cannot tell the library which one a context has). A hook already bound is refused:
+// noting another context's abort callback would install it on the first.
 extern "C" bool llama_cancel_hook_bind(llama_cancel_hook * hook, llama_context_params * params) {
     if (hook == nullptr || params == nullptr) {
         return false;
     }
-    const bool bound = params->cb_eval == llama_cancel_hook_eval_callback && params->cb_eval_user_data == hook;
-    if (params->cb_eval != nullptr && !bound) {
+    if (params->cb_eval == llama_cancel_hook_eval_callback && params->cb_eval_user_data == hook) {
+        return true; // these params carry it already: nothing to change
+    }
+    if (params->cb_eval != nullptr || hook->bound) {
         return false;
     }
     params->cb_eval           = llama_cancel_hook_eval_callback;
     params->cb_eval_user_data = hook;
     hook->host_abort          = {params->abort_callback, params->abort_callback_data};
+    hook->bound               = true;
     return true;
 }
 
@@ -312,10 +318,12 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         if (c != nullptr) {
             c->eval_seen = true; // the byte reaches this graph on every backend
         }
+        // The chain is asked about every node the scheduler asks about, a stop's too.
+        h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
+        h->chain_node  = t;
         // A stop is the graph's own: each node stops while a byte asks for it, never for an
         // earlier graph's stop. A wrong hook stops every node of the call.
         if ((c != nullptr && !h->claim(*c)) || h->stop_requested(c)) {
-            h->chain_asked = false;
             return true;
         }
         apply_cap(h->policy, c);
@@ -323,8 +331,6 @@ extern "C" bool llama_cancel_hook_eval_callback(ggml_tensor * t, bool ask, void 
         if (c == nullptr && h->policy.graph_began()) {
             h->stopped = false; // outside a call: a node asked before came again, a new graph
         }
-        h->chain_asked = p.chain != nullptr && p.chain(t, true, p.chain_data);
-        h->chain_node  = t;
         return h->chain_asked || due;
     }
 

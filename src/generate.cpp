@@ -57,12 +57,19 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     dp.hook        = p.hook;
     dp.max_stop_ms = p.max_stop_ms;
     llama_cancel_decode_result dr{};
+    int32_t reach = LLAMA_CANCEL_REACH_GRAPH; // the worst of the decodes'
+    auto decode = [&](const llama_batch & b) {
+        const int32_t st = llama_cancel_decode(ctx, b, &dp, &dr, nullptr);
+        reach = std::max(reach, dr.reach);
+        return st;
+    };
 
     auto finish = [&](int32_t status, int32_t reason) {
         if (r != nullptr) {
             r->status      = status;
             r->stop_reason = reason;
             r->n_past      = next_pos();
+            r->reach       = reach;
             if (status == LLAMA_CANCEL_ERROR) {
                 std::snprintf(r->message, sizeof(r->message), "%.255s", dr.message);
             }
@@ -75,7 +82,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
     int32_t                 done = 0;
     while (done < n_prompt) {
         const int32_t n = std::min(n_batch, n_prompt - done);
-        const int32_t st = llama_cancel_decode(ctx, batch.get(prompt + done, nullptr, n, next_pos(), true), &dp, &dr, nullptr);
+        const int32_t st = decode(batch.get(prompt + done, nullptr, n, next_pos(), true));
         done += st == LLAMA_CANCEL_OK ? n : dr.n_committed;
         if (r != nullptr) {
             r->n_prompt_committed = done;
@@ -106,7 +113,7 @@ int32_t generate(llama_context * ctx, const llama_token * prompt, int32_t n_prom
         if (p.on_token != nullptr && !p.on_token(tok, p.on_token_data)) {
             return finish(LLAMA_CANCEL_CANCELLED, LLAMA_CANCEL_STOP_CANCELLED);
         }
-        const int32_t st = llama_cancel_decode(ctx, batch.get(&tok, nullptr, 1, next_pos(), true), &dp, &dr, nullptr);
+        const int32_t st = decode(batch.get(&tok, nullptr, 1, next_pos(), true));
         if (st != LLAMA_CANCEL_OK) {
             return finish(st, st == LLAMA_CANCEL_CANCELLED ? LLAMA_CANCEL_STOP_CANCELLED : LLAMA_CANCEL_STOP_ERROR);
         }

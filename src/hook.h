@@ -21,4 +21,11 @@ struct host_abort {
 };
 host_abort hook_host_abort(const llama_cancel_hook * hook);
 
+// The host's own abort callback for a call on a llama context, consulted beside its bytes: the one
+// the call was given, else the one noted by the hook it names (a hook found at the call's first
+// graph brings its own then).
+inline host_abort host_abort_of(ggml_abort_callback callback, void * data, const llama_cancel_hook * hook) {
+    return callback != nullptr ? host_abort{callback, data} : hook_host_abort(hook);
+}
+
 } // namespace llama_cancel

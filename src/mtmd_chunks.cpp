@@ -125,7 +125,15 @@ struct eval_state {
     const int8_t *                   seq_byte; // the byte of p.seq_id among p.seq_bytes, or NULL
     const mtmd_input_chunks *        chunks;
     bool                             batch_encode; // LLAMA_CANCEL_MTMD_BATCH_ENCODE
+    int32_t &                        reach;        // enum llama_cancel_reach: the worst of the decodes'
+    int32_t &                        mtmd_reach;   // and of the encodes'
     media_batch                      media;
+
+    int32_t decode(const llama_batch & b, const llama_cancel_decode_params & dp, llama_cancel_decode_result & dr) {
+        const int32_t st = llama_cancel_decode(lctx, b, &dp, &dr, nullptr);
+        reach = std::max(reach, dr.reach);
+        return st;
+    }
 
     bool stop_set() const { return llama_cancel::byte_is_set(p.byte) || llama_cancel::byte_is_set(seq_byte); }
 };
@@ -163,7 +171,7 @@ chunk_outcome eval_text(eval_state & s, const mtmd_input_chunk * chunk, llama_po
         const int32_t k    = std::min(s.n_batch, n_tokens - a);
         const bool    last = a + k == n_tokens;
         const llama_batch b  = s.batch.get(tokens + a, nullptr, k, pos0 + a, output_last && last);
-        const int32_t     st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr);
+        const int32_t     st = s.decode(b, dp, dr);
         if (st != LLAMA_CANCEL_OK) {
             return from_decode(st, dr, "text");
         }
@@ -189,7 +197,8 @@ bool is_media(const mtmd_input_chunks * chunks, size_t i) {
 // stateless callback) bound to mctx reads its bytes and reports a graph it stopped, which libmtmd
 // still returns 0 for. CANCELLED, the wrong hook's error, or OK with *ret the encode's return.
 template <typename Encode> chunk_outcome run_encode(eval_state & s, Encode encode_fn, int32_t * ret) {
-    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.byte, s.seq_byte, s.p.mtmd_hook, encode_fn, ret);
+    const llama_cancel::clip_outcome c = llama_cancel::run_clip_call(s.p.byte, s.seq_byte, s.p.mtmd_hook, encode_fn, ret,
+                                                                        s.mtmd_reach);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
         return chunk_fail("mtmd_hook is not the hook bound to mctx; nothing was encoded");
     }
@@ -313,7 +322,7 @@ chunk_outcome eval_media(eval_state & s, size_t i, const mtmd_input_chunk * chun
         const bool    last = a + k == n_tokens;
         const llama_batch b = s.batch.get_media(embd + static_cast<size_t>(a) * n_embd, k, a, pos, n_tokens, sections,
                                                 output_last && last);
-        const int32_t st = llama_cancel_decode(s.lctx, b, &dp, &dr, nullptr);
+        const int32_t st = s.decode(b, dp, dr);
         if (st != LLAMA_CANCEL_OK) {
             return from_decode(st, dr, name);
         }
@@ -366,7 +375,8 @@ int32_t check_args(mtmd_context * mctx, llama_context * lctx, const mtmd_input_c
 }
 
 int32_t eval_chunks(mtmd_context * mctx, llama_context * lctx, const mtmd_input_chunks * chunks, int32_t first_chunk,
-                    llama_pos n_past, const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r) {
+                    llama_pos n_past, const llama_cancel_mtmd_params & p, llama_cancel_mtmd_result * r,
+                    int32_t & reach, int32_t & mtmd_reach) {
     if (r != nullptr) {
         r->n_chunks_done = first_chunk;
         r->n_past        = n_past;
@@ -383,7 +393,7 @@ int32_t eval_chunks(mtmd_context * mctx, llama_context * lctx, const mtmd_input_
 
     llama_cancel::seq_batch batch(n_batch, p.seq_id);
     eval_state  s{mctx, lctx, p, n_batch, batch, seq_byte_of(p), chunks,
-                 (p.options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, {}};
+                 (p.options & LLAMA_CANCEL_MTMD_BATCH_ENCODE) != 0, reach, mtmd_reach, {}};
     llama_pos   pos = n_past;
     // What the sequence holds before each chunk, to remove a stopped chunk whole (with its
     // recurrent state on models that have one): the decode hook's chunk snapshot, kept across calls,
@@ -457,8 +467,14 @@ extern "C" int32_t llama_cancel_mtmd_eval_chunks(mtmd_context * mctx, llama_cont
     const llama_cancel_mtmd_params p = params != nullptr ? *params : llama_cancel_mtmd_default_params();
     // The guards have restored causal attention and the current call, and freed the media batch, by
     // the time an exception reaches abi_guard.
-    return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
+    int32_t reach = LLAMA_CANCEL_REACH_GRAPH, mtmd_reach = LLAMA_CANCEL_REACH_GRAPH;
+    const int32_t status = llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         const llama_cancel::run_scope run; // a stop may wait a tenth of the evaluation so far
-        return eval_chunks(mctx, lctx, chunks, first_chunk, n_past, p, result);
+        return eval_chunks(mctx, lctx, chunks, first_chunk, n_past, p, result, reach, mtmd_reach);
     });
+    if (result != nullptr) {
+        result->reach      = reach;
+        result->mtmd_reach = mtmd_reach;
+    }
+    return status;
 }

@@ -7,6 +7,7 @@
 #include "abort_guard.h"
 #include "byte.h"
 #include "call.h"
+#include "hook.h"
 #include "memory_snapshot.h"
 #include "status.h"
 
@@ -58,8 +59,9 @@ int32_t process(llama_context * ctx, int32_t type, llama_batch_ext * batch, cons
     llama_cancel::call c;
     c.byte            = p.byte;
     c.hook            = p.hook;
-    c.abort_callback  = p.abort_callback;
-    c.abort_data      = p.abort_callback_data;
+    const llama_cancel::host_abort host = llama_cancel::host_abort_of(p.abort_callback, p.abort_callback_data, p.hook);
+    c.abort_callback  = host.callback;
+    c.abort_data      = host.data;
     c.abort_installed = true;
     int32_t ret = 0;
     {

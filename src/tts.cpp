@@ -147,7 +147,7 @@ int32_t clip_step(tts & t, const llama_cancel_tts_run_params & rp, int32_t step,
     llama_cancel::clip_call_options o;
     o.interval_share = code ? k_gen_code_interval_share : 1.0;
     o.hold_if_short  = code && !llama_cancel::byte_is_set(rp.byte);
-    const auto c     = llama_cancel::run_clip_call(rp.byte, nullptr, rp.mtmd_hook, fn, &ret, &o);
+    const auto c     = llama_cancel::run_clip_call(rp.byte, nullptr, rp.mtmd_hook, fn, &ret, t.state.mtmd_reach, &o);
     if (c == llama_cancel::clip_outcome::wrong_hook) {
         return failed(t, step, "mtmd_hook is not the hook bound to mctx; nothing was computed");
     }
@@ -232,6 +232,7 @@ int32_t decode_rows(tts & t, const llama_cancel_tts_run_params & rp, const float
     dp.max_stop_ms = rp.max_stop_ms;
     llama_cancel_decode_result dr{};
     const int32_t st = llama_cancel_decode(t.lctx, b, &dp, &dr, nullptr);
+    t.state.reach    = std::max(t.state.reach, dr.reach);
     *n_committed     = st == LLAMA_CANCEL_OK ? n : std::max(dr.n_committed, 0);
     if (st == LLAMA_CANCEL_CANCELLED) {
         return stopped(t, step);
@@ -639,6 +640,8 @@ int32_t run_call(llama_cancel_tts * tts, const llama_cancel_tts_run_params * par
     }
     return llama_cancel::abi_guard(result, static_cast<int32_t>(LLAMA_CANCEL_ERROR), [&] {
         const llama_cancel_tts_run_params rp = params != nullptr ? *params : llama_cancel_tts_run_default_params();
+        tts->state.reach      = LLAMA_CANCEL_REACH_GRAPH; // this call's graphs (none yet)
+        tts->state.mtmd_reach = LLAMA_CANCEL_REACH_GRAPH;
         const int32_t st = step(*tts, rp);
         report(*tts, st, result);
         return st;
@@ -700,6 +703,7 @@ extern "C" int32_t llama_cancel_mtmd_gen_audio_process(mtmd_context * mctx, cons
         if (result != nullptr) {
             result->status = st;
             result->step   = st == LLAMA_CANCEL_OK ? LLAMA_CANCEL_TTS_STEP_NONE : t.state.step;
+            result->reach  = t.state.mtmd_reach;
             std::memcpy(result->message, t.state.message, sizeof(result->message));
         }
         return st;

@@ -1,5 +1,7 @@
 #include "fixtures.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -217,7 +219,9 @@ common::context_ptr make_bound_context(llama_model * model, llama_cancel_hook * 
     cp.cb_eval_user_data   = opt.cb_eval_data;
     cp.abort_callback      = opt.abort_callback;
     cp.abort_callback_data = opt.abort_callback_data;
-    llama_cancel_hook_bind(hook, &cp);
+    if (hook != nullptr && !llama_cancel_hook_bind(hook, &cp)) {
+        ADD_FAILURE() << "llama_cancel_hook_bind refused the hook (a cb_eval already set, or the hook bound before)";
+    }
     opt.cb_eval      = cp.cb_eval;
     opt.cb_eval_data = cp.cb_eval_user_data;
     return common::make_context(model, opt);

@@ -1602,12 +1602,13 @@ TEST(StatelessPolicy, ProjectorCallsKeepTheirOwn) {
     llama_cancel::checkpoint_policy text, projector;
     llama_cancel::call decode_call;
     const llama_cancel::checkpoint_policy * in_clip_call = nullptr;
-    int32_t ret = -1;
+    int32_t ret = -1, reach = LLAMA_CANCEL_REACH_GRAPH;
     const llama_cancel::clip_outcome outcome = llama_cancel::run_clip_call(nullptr, nullptr, nullptr, [&] {
         in_clip_call = &llama_cancel::stateless_policy_of(llama_cancel::current_call(), text, projector);
         return 0;
-    }, &ret);
+    }, &ret, reach);
     EXPECT_EQ(outcome, llama_cancel::clip_outcome::finished);
+    EXPECT_EQ(reach, LLAMA_CANCEL_REACH_CALLS) << "no eval callback ran in the graph";
     EXPECT_EQ(in_clip_call, &projector);
     EXPECT_EQ(&llama_cancel::stateless_policy_of(nullptr, text, projector), &text);
     EXPECT_EQ(&llama_cancel::stateless_policy_of(&decode_call, text, projector), &text);

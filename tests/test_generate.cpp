@@ -203,3 +203,37 @@ TEST_F(Generate, EmbeddingsOnlyContextIsAClearError) {
     EXPECT_EQ(r.n_generated, 0);
     EXPECT_EQ(out, std::vector<llama_token>(4, -1)) << "nothing written to out";
 }
+
+// reach: the worst of the call's decodes, as llama_cancel_decode reports each: inside every graph
+// with a hook bound, the CPU's nodes alone without one; on OK and on CANCELLED alike.
+TEST_F(Generate, TheResultSaysWhereTheByteWasRead) {
+    auto prompt = common::make_prompt(suite_model(), 16, 2);
+    auto reach_of = [&](llama_context * ctx, int on_token_stops) {
+        struct stopper { // false (a stop) at token `at`; never for 0
+            int         at;
+            int         calls = 0;
+            static bool cb(llama_token, void * data) {
+                auto * s = static_cast<stopper *>(data);
+                return s->at <= 0 || ++s->calls < s->at;
+            }
+        } stop{on_token_stops};
+        int8_t byte = 0;
+        llama_cancel_generate_params p = llama_cancel_generate_default_params();
+        p.byte          = &byte;
+        p.n_predict     = 4;
+        p.on_token      = stopper::cb;
+        p.on_token_data = &stop;
+        std::vector<llama_token> out(4, -1);
+        llama_cancel_generate_result r;
+        r.reach = -1;
+        const int32_t want = on_token_stops > 0 ? LLAMA_CANCEL_CANCELLED : LLAMA_CANCEL_OK;
+        EXPECT_EQ(llama_cancel_generate(ctx, prompt.data(), 16, &p, out.data(), 4, &r), want) << r.message;
+        return r.reach;
+    };
+    for (const int stops : {0, 2}) {
+        auto hooked = fixtures::make_hooked(suite_model(), 16, 16);
+        EXPECT_EQ(reach_of(hooked.ctx.get(), stops), LLAMA_CANCEL_REACH_GRAPH) << "a hook bound";
+        auto plain = fixtures::make_bound_context(suite_model(), nullptr, fixtures::context_options(16, 16));
+        EXPECT_EQ(reach_of(plain.get(), stops), LLAMA_CANCEL_REACH_CPU) << "no eval callback: the CPU's nodes only";
+    }
+}

@@ -261,3 +261,74 @@ TEST_F(Promises, TokenLoopChecksComeFirstAndNPastStaysTrue) {
     EXPECT_EQ(r.n_past, 8);
     EXPECT_EQ(pos_max(ctx.get()), 7) << "nothing was decoded";
 }
+
+// llama_cancel_hook_bind refuses, with nothing changed in the params or the hook: NULL arguments, a
+// cb_eval already set, and a hook already bound into other params (one hook per context: a second
+// bind would note another context's abort callback and install it on the first). Params that carry
+// the hook already are bound: true, nothing changed.
+TEST_F(Promises, HookBindRefusesWithNothingChanged) {
+    common::hook_ptr hook = fixtures::make_hook(nullptr);
+    llama_context_params clean = llama_context_default_params();
+    EXPECT_FALSE(llama_cancel_hook_bind(nullptr, &clean));
+    EXPECT_FALSE(llama_cancel_hook_bind(hook.get(), nullptr));
+
+    auto same = [](const llama_context_params & a, const llama_context_params & b) {
+        return std::memcmp(&a, &b, sizeof(a)) == 0;
+    };
+    llama_context_params taken = llama_context_default_params();
+    taken.cb_eval              = fixtures::node_trigger::eval_cb;
+    const llama_context_params taken_before = taken;
+    EXPECT_FALSE(llama_cancel_hook_bind(hook.get(), &taken)) << "a cb_eval already set: chain it through the hook";
+    EXPECT_TRUE(same(taken, taken_before)) << "refused params are left as they were";
+
+    host_counter first, second;
+    llama_context_params a = llama_context_default_params();
+    a.abort_callback       = host_counter::cb;
+    a.abort_callback_data  = &first;
+    ASSERT_TRUE(llama_cancel_hook_bind(hook.get(), &a)) << "the refusals above left the hook unbound";
+    const llama_context_params a_bound = a;
+    EXPECT_TRUE(llama_cancel_hook_bind(hook.get(), &a)) << "params that carry the hook already";
+    EXPECT_TRUE(same(a, a_bound));
+
+    llama_context_params b = llama_context_default_params();
+    b.abort_callback       = host_counter::cb;
+    b.abort_callback_data  = &second;
+    const llama_context_params b_before = b;
+    EXPECT_FALSE(llama_cancel_hook_bind(hook.get(), &b)) << "a hook serves one context";
+    EXPECT_TRUE(same(b, b_before));
+
+    // The first context's calls consult its own abort callback and put it back: never the second's.
+    common::context_options o = options();
+    o.cb_eval             = a.cb_eval;
+    o.cb_eval_data        = a.cb_eval_user_data;
+    o.abort_callback      = a.abort_callback;
+    o.abort_callback_data = a.abort_callback_data;
+    auto ctx = common::make_context(suite_model(), o);
+    auto prompt = common::make_prompt(suite_model(), 64);
+    common::seq_batch batch(prompt, 0, 32, 0);
+    ASSERT_EQ(llama_cancel_decode(ctx.get(), batch.get(), nullptr, nullptr, nullptr), LLAMA_CANCEL_OK);
+    common::seq_batch more(prompt, 32, 32, 32);
+    ASSERT_EQ(llama_decode(ctx.get(), more.get()), 0);
+    EXPECT_GT(first.calls, 0);
+    EXPECT_EQ(second.calls, 0) << "the refused bind's abort callback reached the first context";
+}
+
+// The hook's chain is asked about every node the scheduler asks the hook about: the node where a
+// stop was asked for too (the scheduler then leaves the graph, and asks no one about the rest).
+TEST_F(Promises, TheChainIsAskedAboutEveryNodeAStopsToo) {
+    int8_t byte = 0;
+    fixtures::node_trigger chain; // while grouping: stores the call's byte at its 5th ask, answers false
+    chain.byte           = &byte;
+    chain.at             = 5;
+    chain.while_grouping = true;
+    auto h = fixtures::make_hooked(suite_model(), k_n, k_u, &chain);
+    auto prompt = common::make_prompt(suite_model(), 64);
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.byte = &byte;
+    common::seq_batch batch(prompt, 0, 32, 0);
+    llama_cancel_decode_result r;
+    ASSERT_EQ(llama_cancel_decode(h.ctx.get(), batch.get(), &p, &r, nullptr), LLAMA_CANCEL_CANCELLED) << r.message;
+    const llama_cancel_hook_stats s = llama_cancel_hook_get_stats(h.hook.get());
+    EXPECT_GE(chain.calls, chain.at);
+    EXPECT_EQ(static_cast<uint64_t>(chain.calls), s.asks) << "nodes the hook was asked about that its chain was not";
+}

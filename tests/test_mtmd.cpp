@@ -31,6 +31,8 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want)) << "logits differ from mtmd_helper_eval_chunks";
     EXPECT_GT(s.enc_trig.calls, 0) << "the encodes ran through the hook bound to the mtmd context";
     EXPECT_EQ(static_cast<int>(s.dec_trig.graph_ends.size()), graphs_before(n_chunks));
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound to the llama context";
+    EXPECT_EQ(r.mtmd_reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound to the mtmd context";
 
     // A second request on the same contexts, after clearing the sequence: the same result (causal
     // attention was restored after the media chunks).
@@ -38,7 +40,8 @@ TEST_P(Mtmd, ByteAtZeroMatchesUpstreamHelper) {
     ASSERT_EQ(s.eval(chunks.get(), 0, 0, k.n_batch, &r), LLAMA_CANCEL_OK) << r.message;
     EXPECT_TRUE(same(common::last_logits(s.lctx.get()), want));
 
-    // One hook for both the encode and the decode, as the header allows.
+    // One hook set by hand as both contexts' cb_eval (the header asks for one per context; nothing
+    // refuses this, since neither is bound through llama_cancel_hook_bind): still the same logits.
     fixtures::node_trigger unused;
     auto     shared = fixtures::make_hook(&unused);
     auto     mctx   = make_mtmd(k.mmproj, llama_cancel_hook_eval_callback, shared.get());
@@ -410,3 +413,31 @@ INSTANTIATE_TEST_SUITE_P(Kinds, Mtmd, ::testing::Values("vision", "audio"),
                          [](const ::testing::TestParamInfo<std::string> & i) { return i.param; });
 INSTANTIATE_TEST_SUITE_P(Kinds, MtmdDecodeCancel, ::testing::Values("vision", "audio"),
                          [](const ::testing::TestParamInfo<std::string> & i) { return i.param; });
+
+// reach and mtmd_reach: where the evaluation read the byte, the worst of each context's graphs.
+// Without an eval callback of ours, the decodes' byte is read by the CPU's abort callback alone and
+// the encodes' between chunks only; with the stateless name bound to the mtmd context, inside its
+// encodes.
+TEST_P(Mtmd, TheResultSaysWhereEachContextReadTheByte) {
+    int8_t byte = 0;
+    llama_cancel_mtmd_params p = llama_cancel_mtmd_default_params();
+    p.byte    = &byte;
+    p.n_batch = k.n_batch;
+    llama_cancel_mtmd_result r;
+    {
+        auto mctx = make_mtmd(k.mmproj);
+        auto lctx = make_lctx();
+        r.reach = r.mtmd_reach = -1;
+        ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), lctx.get(), chunks.get(), 0, 0, &p, &r), LLAMA_CANCEL_OK)
+            << r.message;
+        EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_CPU) << "no hook on the llama context: its CPU nodes only";
+        EXPECT_EQ(r.mtmd_reach, LLAMA_CANCEL_REACH_CALLS) << "no eval callback on the mtmd context: between chunks";
+    }
+    auto mctx = make_mtmd(k.mmproj, llama_cancel_eval_callback, &byte);
+    auto lctx = make_lctx(llama_cancel_eval_callback, &byte);
+    r.reach = r.mtmd_reach = -1;
+    ASSERT_EQ(llama_cancel_mtmd_eval_chunks(mctx.get(), lctx.get(), chunks.get(), 0, 0, &p, &r), LLAMA_CANCEL_OK)
+        << r.message;
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "the stateless name on the llama context";
+    EXPECT_EQ(r.mtmd_reach, LLAMA_CANCEL_REACH_GRAPH) << "the stateless name on the mtmd context";
+}

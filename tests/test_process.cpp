@@ -169,3 +169,43 @@ TEST_F(Process, ByteOnEntryAndBadInput) {
     EXPECT_EQ(llama_cancel_process(ctx.get(), LLAMA_PROCESS_TYPE_DECODE, nullptr, nullptr, &r), LLAMA_CANCEL_ERROR);
     EXPECT_EQ(fixtures::pos_max(ctx.get(), 0), k_prefix - 1);
 }
+
+// The abort callback the host had in the context params its hook was bound into is consulted during
+// the call whether params.hook names that hook or leaves it to be found, as in llama_cancel_decode.
+TEST_F(Process, TheHostsBoundAbortCallbackIsConsultedWithTheHookNamedOrFound) {
+    struct counter {
+        int         calls = 0;
+        static bool cb(void * data) {
+            ++static_cast<counter *>(data)->calls;
+            return false;
+        }
+    };
+    const auto prompt = common::make_prompt(suite_model(), k_prefix + k_n, 3);
+    for (const bool named : {true, false}) {
+        for (const bool by_process : {true, false}) {
+            counter host;
+            common::context_options o = fixtures::context_options(64, 16);
+            o.abort_callback          = counter::cb;
+            o.abort_callback_data     = &host;
+            common::hook_ptr hook     = fixtures::make_hook(nullptr);
+            auto ctx = fixtures::make_bound_context(suite_model(), hook.get(), o);
+            prefix(ctx.get(), prompt);
+            host.calls = 0;
+            int8_t byte = 0;
+            llama_cancel_decode_params p = llama_cancel_decode_default_params();
+            p.byte = &byte;
+            p.hook = named ? hook.get() : nullptr;
+            llama_cancel_decode_result r;
+            if (by_process) {
+                batch_ext_ptr b = batch(ctx.get(), prompt);
+                ASSERT_EQ(llama_cancel_process(ctx.get(), LLAMA_PROCESS_TYPE_DECODE, b.get(), &p, &r), LLAMA_CANCEL_OK)
+                    << r.message;
+            } else {
+                common::seq_batch b(prompt, k_prefix, k_n, k_prefix);
+                ASSERT_EQ(llama_cancel_decode(ctx.get(), b.get(), &p, &r, nullptr), LLAMA_CANCEL_OK) << r.message;
+            }
+            EXPECT_GT(host.calls, 0) << (by_process ? "llama_cancel_process" : "llama_cancel_decode") << " with the hook "
+                                     << (named ? "named" : "found") << " never consulted the host's abort callback";
+        }
+    }
+}

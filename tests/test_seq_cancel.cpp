@@ -21,8 +21,10 @@ TEST_P(SeqCancel, OneSequenceStoppedMidCallOthersGoOn) {
         EXPECT_EQ(st.seqs[s].n_committed, s == 2 ? 0 : k_len) << "sequence " << s;
     }
     expect_survivors_whole(ctx.get(), st, {false, false, true, false});
+    EXPECT_EQ(r.output_base, -1) << "sequence 2's tokens left a gap among the last call's";
     EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, b.last_of(3)), nullptr)
         << "after a drop left gaps, batch indices are not readable (seqs[s].output is)";
+    EXPECT_EQ(llama_cancel_get_logits_ith(ctx.get(), &r, -1), nullptr) << "nor negative ones";
     const auto last = logits_at(ctx.get(), -1);
     EXPECT_EQ(last, logits_at(ctx.get(), st.seqs[3].output)) << "negative index: the last output, sequence 3's";
 }

@@ -203,6 +203,8 @@ TEST_F(Tts, UninterruptedRunsAgreeAndEveryFrameIsInThePcm) {
     EXPECT_EQ(r.n_samples, static_cast<int64_t>(k_frames) * 1920);
     EXPECT_EQ(r.n_chunks_done, 1) << "one text chunk, finished";
     EXPECT_TRUE(same(s.pcm(), *want_));
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound to the backbone's context";
+    EXPECT_EQ(r.mtmd_reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound to the generation projector's";
     // Finished: a further call changes nothing.
     ASSERT_EQ(s.generate(&r), LLAMA_CANCEL_OK);
     EXPECT_EQ(r.n_frames, k_frames);
@@ -695,3 +697,44 @@ const auto * const g_environment = fixtures::add_backend_environment([] {
 }());
 
 } // namespace
+
+// reach and mtmd_reach without an eval callback of ours: the backbone's byte read by the CPU's abort
+// callback alone (or, off the CPU, between graphs too), the projector's graphs between steps only;
+// a direct GEN_CODE call reports the same. With the hooks, inside every graph (above).
+TEST_F(Tts, WithoutHooksTheResultsSayTheByteWasReadOutsideTheGraphs) {
+    auto mctx = make_mtmd(nullptr, nullptr);
+    auto lctx = make_lctx(nullptr);
+    llama_cancel_tts_params p = llama_cancel_tts_default_params();
+    p.text   = "Hello world, this is a test.";
+    p.seed   = 42;
+    p.window = k_window;
+    llama_cancel_tts_result r{};
+    tts_ptr tts(llama_cancel_tts_init(lctx.get(), mctx.get(), &p, &r));
+    ASSERT_NE(tts, nullptr) << r.message;
+    int8_t byte = 0;
+    llama_cancel_tts_run_params rp = llama_cancel_tts_run_default_params();
+    rp.byte     = &byte;
+    rp.n_frames = k_window; // a GEN_WAV too
+    r.reach = r.mtmd_reach = -1;
+    ASSERT_EQ(llama_cancel_tts_generate(tts.get(), &rp, &r), LLAMA_CANCEL_OK) << r.message;
+    ASSERT_EQ(r.n_frames, k_window);
+    EXPECT_NE(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "no eval callback on the backbone's context";
+    EXPECT_NE(r.reach, -1);
+    EXPECT_EQ(r.mtmd_reach, LLAMA_CANCEL_REACH_CALLS) << "no eval callback on the projector's context";
+
+    gen_inputs    in;
+    mtmd_gen_inp  code = in.code(mctx.get());
+    mtmd_gen_out  out{};
+    llama_cancel_gen_audio_params gp{&byte, nullptr};
+    llama_cancel_gen_audio_result gr{};
+    gr.reach = -1;
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(mctx.get(), &code, &out, &gp, &gr), LLAMA_CANCEL_OK) << gr.message;
+    EXPECT_EQ(gr.reach, LLAMA_CANCEL_REACH_CALLS);
+    setup s;
+    code = in.code(s.mctx.get());
+    llama_cancel_gen_audio_params hooked = s.gen_audio();
+    gr.reach = -1;
+    ASSERT_EQ(llama_cancel_mtmd_gen_audio_process(s.mctx.get(), &code, &out, &hooked, &gr), LLAMA_CANCEL_OK)
+        << gr.message;
+    EXPECT_EQ(gr.reach, LLAMA_CANCEL_REACH_GRAPH);
+}

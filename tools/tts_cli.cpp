@@ -45,7 +45,7 @@ struct tts_options {
 const char k_synopsis[] =
     "usage: llama-cancel tts --model BACKBONE.gguf --mmproj MMPROJ.gguf --text TEXT --out OUT.wav\n"
     "                        [--seed N] [--max-frames N] [--window N] [--threads N] [--lang L]\n"
-    "                        [--voice FILE] [--ctx N] [--backend cpu|blas|vulkan|rpc1|rpc2|rpc1-lan|rpc2-lan]\n"
+    "                        [--voice FILE] [--ctx N] [--backend cpu|blas|vulkan|rpc1|rpc2]\n"
     "\n"
     "Text to speech with a Qwen3-TTS or Pocket-TTS pair (libmtmd's audio generation): a line per\n"
     "frame, the audio written to OUT.wav (16-bit PCM, mono, 24 kHz). Ctrl-C stops the step in flight\n"

@@ -70,6 +70,7 @@ module.exports = {
         ['n_generated', 'i32'],
         ['n_generated_committed', 'i32'],
         ['n_past', 'i32'],
+        ['reach', 'i32'],
         ['message', 'char[256]'],
     ],
     llama_cancel_load_result: [
@@ -92,6 +93,8 @@ module.exports = {
         ['status', 'i32'],
         ['n_chunks_done', 'i32'],
         ['n_past', 'i32'],
+        ['reach', 'i32'],
+        ['mtmd_reach', 'i32'],
         ['message', 'char[256]'],
     ],
     llama_cancel_tts_params: [
@@ -127,6 +130,8 @@ module.exports = {
         ['n_chunks_done', 'i32'],
         ['sample_rate', 'i32'],
         ['finished', 'i32'],
+        ['reach', 'i32'],
+        ['mtmd_reach', 'i32'],
         ['message', 'char[256]'],
     ],
     llama_cancel_gen_audio_params: [
@@ -136,6 +141,7 @@ module.exports = {
     llama_cancel_gen_audio_result: [
         ['status', 'i32'],
         ['step', 'i32'],
+        ['reach', 'i32'],
         ['message', 'char[256]'],
     ],
     llama_cancel_hook_stats: [

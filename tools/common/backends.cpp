@@ -102,7 +102,11 @@ bool start_servers(backend_setup & out, int n, bool lan, double delay, const std
         }
         endpoints.push_back(out.servers.back()->endpoint());
         if (lan) {
-            out.proxies.push_back(std::make_unique<delay_proxy>(delay_proxy_binary(), endpoints.back(), delay));
+            const std::string proxy = delay_proxy_binary();
+            if (proxy.empty()) {
+                return false;
+            }
+            out.proxies.push_back(std::make_unique<delay_proxy>(proxy, endpoints.back(), delay));
             if (!out.proxies.back()->ok()) {
                 std::fprintf(stderr, "cannot start a delay proxy to %s\n", endpoints.back().c_str());
                 return false;

@@ -1,5 +1,5 @@
-// Paths of the tools' files and programs (see paths.h). LLAMA_CANCEL_SCRIPTS_REL and
-// LLAMA_CANCEL_DELAY_PROXY come from CMakeLists.txt.
+// Paths of the tools' files and programs (see paths.h). LLAMA_CANCEL_SCRIPTS_REL comes from
+// CMakeLists.txt.
 #include "paths.h"
 
 #include <cerrno>
@@ -98,17 +98,21 @@ std::string models_cache_dir() {
     return dir + "/";
 }
 
-// Beside the running program (an install tree holds both in bin/), else where the build made it.
+// $LLAMA_CANCEL_DELAY_PROXY (the tests, whose programs sit in another folder), else beside the
+// running program (the build tree and an install with the benchmark hold both in one folder). Empty
+// when neither has it: no build-tree path is compiled in.
 std::string delay_proxy_binary() {
-    char exe[PATH_MAX] = {0};
-    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
-        std::string beside(exe);
-        beside = beside.substr(0, beside.rfind('/') + 1) + "llama-cancel-delay-proxy";
-        if (access(beside.c_str(), X_OK) == 0) {
-            return beside;
-        }
+    std::string path = env_or_empty("LLAMA_CANCEL_DELAY_PROXY");
+    if (path.empty()) {
+        path = executable_dir() + "/llama-cancel-delay-proxy";
     }
-    return LLAMA_CANCEL_DELAY_PROXY;
+    if (access(path.c_str(), X_OK) != 0) {
+        std::fprintf(stderr, "no llama-cancel-delay-proxy at %s: the rpc*-lan setups need it (built with the "
+                             "project; installed with -DLLAMA_CANCEL_INSTALL_BENCH=ON; or set LLAMA_CANCEL_DELAY_PROXY)\n",
+                     path.c_str());
+        return std::string();
+    }
+    return path;
 }
 
 } // namespace common

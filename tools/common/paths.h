@@ -27,7 +27,8 @@ std::string script_path(const std::string & name);
 // (~/Library/Caches/llama-cancel/models on macOS). Ends with a slash.
 std::string models_cache_dir();
 
-// The llama-cancel-delay-proxy built with this project (its build-tree path).
+// The llama-cancel-delay-proxy program ($LLAMA_CANCEL_DELAY_PROXY, else beside the running program),
+// or empty, having said why on stderr.
 std::string delay_proxy_binary();
 
 } // namespace common

@@ -69,6 +69,7 @@ LAYOUTS = {
         ("n_generated", "i32"),
         ("n_generated_committed", "i32"),
         ("n_past", "i32"),
+        ("reach", "i32"),
         ("message", "char[256]"),
     ],
     "llama_cancel_load_result": [
@@ -91,6 +92,8 @@ LAYOUTS = {
         ("status", "i32"),
         ("n_chunks_done", "i32"),
         ("n_past", "i32"),
+        ("reach", "i32"),
+        ("mtmd_reach", "i32"),
         ("message", "char[256]"),
     ],
     "llama_cancel_tts_params": [
@@ -126,6 +129,8 @@ LAYOUTS = {
         ("n_chunks_done", "i32"),
         ("sample_rate", "i32"),
         ("finished", "i32"),
+        ("reach", "i32"),
+        ("mtmd_reach", "i32"),
         ("message", "char[256]"),
     ],
     "llama_cancel_gen_audio_params": [
@@ -135,6 +140,7 @@ LAYOUTS = {
     "llama_cancel_gen_audio_result": [
         ("status", "i32"),
         ("step", "i32"),
+        ("reach", "i32"),
         ("message", "char[256]"),
     ],
     "llama_cancel_hook_stats": [
