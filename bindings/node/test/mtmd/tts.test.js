@@ -15,7 +15,7 @@ const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { env, library, Probe, cancelFromMain, llamaCancel } = require('../host');
 
-const { OK, CANCELLED, ERROR, TTS_STEP, MTMD_GEN_AUDIO_TYPE } = llamaCancel;
+const { OK, CANCELLED, ERROR, REACH, TTS_STEP, MTMD_GEN_AUDIO_TYPE } = llamaCancel;
 const TEXT = 'Hello world, this is a test.';
 // Pocket-TTS on the tiny pair: 8 tokens, then 47 (over 50 together): two text chunks (tests/test_tts.cpp's).
 const LONG_TEXT = 'Hello world. Hello world and more words here and there and everywhere again and again ' +
@@ -238,7 +238,7 @@ function pipelineTests(pipeline) {
         }
         const nul = s.lib.genAudioProcess(s.mctx, null, null, { byte: s.byte, mtmdHook: s.mtmdHook });
         assert.equal(nul.status, ERROR);
-        assert.deepEqual(nul.result, { status: ERROR, step: TTS_STEP.NONE, message: 'inp is NULL' });
+        assert.deepEqual(nul.result, { status: ERROR, step: TTS_STEP.NONE, reach: REACH.GRAPH, message: 'inp is NULL' });
     });
 
     if (pipeline.kind !== MTMD_GEN_AUDIO_TYPE.POCKETTTS) return;
