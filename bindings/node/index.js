@@ -16,7 +16,7 @@
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
 const nodePath = require('node:path');
-const LAYOUTS = require('./layouts');
+const { LAYOUTS } = require('./layouts'); // llama-cancel.h's structs (LLAMA_LAYOUTS, MTMD_LAYOUTS: not used yet)
 
 const VERSION = [2, 0, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
@@ -34,14 +34,17 @@ const MTMD_GEN_AUDIO_TYPE = { NONE: 0, QWEN3TTS: 1, POCKETTTS: 2 };
 // Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
 // be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
 const P = 'void *';
-// The koffi type of each field kind of layouts.js (generated from the header by
+// The koffi type of each field kind of layouts.js (generated from the headers by
 // scripts/gen_layouts.py; 'char[N]' is a char array, read as a JS string). Pointer kinds are plain
 // pointers: `byte` (const int8_t *, a Byte's address), `bytes` (const int8_t * const *, an array
-// of them), `ptr` (handles, native callbacks, user data); `str` fields (llama_cancel_tts_params'
-// text and lang) are JS strings, converted for llama_cancel_tts_init only (the library copies them).
+// of them), `ptr` (handles, native callbacks, user data), and the arrays of llama.h's and mtmd.h's
+// structs (`i8*`, `i32*`, `f32*`, `i32**`: a llama_batch's tokens...); `str` fields
+// (llama_cancel_tts_params' text and lang) are JS strings, converted for llama_cancel_tts_init only
+// (the library copies them). `enum` is a C enum (an int), `usize` size_t.
 const KOFFI_TYPES = {
     i32: 'int32_t', u32: 'uint32_t', i64: 'int64_t', u64: 'uint64_t', f32: 'float', f64: 'double', bool: 'bool',
-    ptr: P, byte: P, bytes: P, str: 'const char *',
+    enum: 'int', usize: 'size_t',
+    ptr: P, byte: P, bytes: P, str: 'const char *', 'i8*': P, 'i32*': P, 'f32*': P, 'i32**': P,
 };
 function koffiType(kind) {
     const array = /^char\[(\d+)\]$/.exec(kind);
