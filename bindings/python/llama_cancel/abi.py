@@ -73,13 +73,16 @@ def _ctype(kind):
     return _CTYPES[kind]
 
 
-def _structure(name, fields):
-    return type(name, (C.Structure,), {"_fields_": [(f, _ctype(kind)) for f, kind in fields], "__module__": __name__})
+def structures(layouts, module):
+    """{name: ctypes Structure} of generated `layouts` (struct -> [(field, kind)]), in their order."""
+    return {name: type(name, (C.Structure,), {"_fields_": [(f, _ctype(kind)) for f, kind in fields],
+                                              "__module__": module})
+            for name, fields in layouts.items()}
 
 
 # Every struct of llama-cancel.h, in the header's order: those the generated layouts list (one added
 # to the header comes with no code change here), checked field by field at load.
-_BY_NAME = {name: _structure(name, fields) for name, fields in LAYOUTS.items()}
+_BY_NAME = structures(LAYOUTS, __name__)
 STRUCTS = tuple(_BY_NAME.values())
 
 llama_cancel_hook_params = _BY_NAME["llama_cancel_hook_params"]
