@@ -101,11 +101,15 @@ extern "C" {
 
     // The loaded library's version, encoded as LLAMA_CANCEL_VERSION (1.0.0 = 10000).
     LLAMA_CANCEL_API int32_t llama_cancel_version(void);
-    // sizeof a struct of this header (by its C name) as the library was compiled; 0 if unknown.
-    // "llama_batch", "llama_model_params" and "llama_context_params" give the sizes in the llama.h
-    // the library was compiled against, which need not be the loaded libllama's.
+    // sizeof a struct (by its C name) as the library was compiled; 0 if unknown. It knows every
+    // struct of this header; llama.h's "llama_batch", "llama_model_params" and
+    // "llama_context_params"; and, when built with libmtmd (llama_cancel_has_mtmd), mtmd.h's
+    // "mtmd_input_text", "mtmd_gen_audio_info", "mtmd_gen_inp" and "mtmd_gen_out". llama.h's and
+    // mtmd.h's are as in the headers the library was compiled against, which need not be the
+    // loaded libllama's and libmtmd's.
     LLAMA_CANCEL_API int64_t llama_cancel_struct_size(const char * name);
-    // Byte offset of `field` in struct `name` (this header's structs); -1 if unknown.
+    // Byte offset of `field` in struct `name`, for every field of every struct
+    // llama_cancel_struct_size knows (compiled offsetof); -1 if unknown.
     LLAMA_CANCEL_API int64_t llama_cancel_field_offset(const char * name, const char * field);
     // Static name of a status ("ok", "cancelled", "error"); never NULL.
     LLAMA_CANCEL_API const char * llama_cancel_status_str(int32_t status);

@@ -1,6 +1,10 @@
 // The version and the struct layouts this library was compiled with, for FFI hosts that copy the
-// layouts by hand (Dart ffigen, ctypes, koffi) and check them at load.
+// layouts by hand (Dart ffigen, ctypes, koffi) and check them at load: llama-cancel.h's structs,
+// llama.h's that the bindings copy, and mtmd.h's when built with libmtmd.
 #include "llama-cancel.h"
+#ifdef LLAMA_CANCEL_WITH_MTMD
+#    include "mtmd.h"
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -16,16 +20,17 @@ struct field_entry {
 struct struct_entry {
     const char *        name;
     size_t              size;
-    const field_entry * fields; // NULL-name terminated; NULL for llama.h's structs (size only)
+    const field_entry * fields; // NULL-name terminated
 };
 
 #define LC_FIELD(S, F) { #F, offsetof(S, F) }
 #define LC_END         { nullptr, 0 }
 
-// The llama_cancel_* field tables, their no-padding checks and LC_HEADER_STRUCTS are generated
-// from the header by scripts/gen_layouts.py (as are the Python and Node bindings' layouts): after
-// changing a struct of the header run `python3 scripts/gen_layouts.py`; the CTest test
-// layouts_generated fails while any copy differs from the header.
+// The field tables (llama_cancel_*'s with their no-padding checks, llama.h's and mtmd.h's) and the
+// lists LC_HEADER_STRUCTS, LC_LLAMA_STRUCTS and LC_MTMD_STRUCTS are generated from the headers by
+// scripts/gen_layouts.py (as are the Python and Node bindings' layouts): after changing a struct of
+// the header run `python3 scripts/gen_layouts.py`; the CTest test layouts_generated fails while any
+// copy differs from the headers.
 #if UINTPTR_MAX == UINT64_MAX
 template <typename... F> constexpr size_t sum_of(F... sizes) {
     return (sizes + ... + size_t{0});
@@ -37,12 +42,13 @@ template <typename... F> constexpr size_t sum_of(F... sizes) {
 
 #include "abi_layouts.inc"
 
-// Every public struct of llama-cancel.h (generated), then llama.h's, by size only.
+// Every public struct of llama-cancel.h, then llama.h's and mtmd.h's that the bindings copy.
 const struct_entry structs[] = {
     LC_HEADER_STRUCTS,
-    LC_STRUCT(llama_batch, nullptr),
-    LC_STRUCT(llama_model_params, nullptr),
-    LC_STRUCT(llama_context_params, nullptr),
+    LC_LLAMA_STRUCTS,
+#ifdef LLAMA_CANCEL_WITH_MTMD
+    LC_MTMD_STRUCTS,
+#endif
 };
 
 const struct_entry * find_struct(const char * name) {
@@ -70,7 +76,7 @@ extern "C" int64_t llama_cancel_struct_size(const char * name) {
 
 extern "C" int64_t llama_cancel_field_offset(const char * name, const char * field) {
     const struct_entry * s = find_struct(name);
-    if (s == nullptr || s->fields == nullptr || field == nullptr) {
+    if (s == nullptr || field == nullptr) {
         return -1;
     }
     for (const field_entry * f = s->fields; f->name != nullptr; ++f) {

@@ -10,13 +10,14 @@
 // Text-to-speech: lc.tts(lctx, mctx, text, opts) gives a Tts whose generateAsync() runs on koffi's
 // worker thread while the main thread stores the byte; generate again to resume.
 //
-// The struct layouts below: llama-cancel.h's from layouts.js (generated from the header by
-// scripts/gen_layouts.py), llama.h's copied by hand; load() compares each with the library
-// (llama_cancel_struct_size / llama_cancel_field_offset) and throws on any difference.
+// The struct layouts below: llama-cancel.h's, llama.h's and mtmd.h's from layouts.js (generated from
+// the headers by scripts/gen_layouts.py); load() compares each with the library, size and every
+// field's offset (llama_cancel_struct_size / llama_cancel_field_offset; mtmd.h's where the library
+// has libmtmd), and throws on any difference.
 // A library of the same MAJOR and a MINOR at least VERSION's is accepted (semantic versioning).
 const koffi = require('koffi');
 const nodePath = require('node:path');
-const LAYOUTS = require('./layouts');
+const { LAYOUTS, LLAMA_LAYOUTS, MTMD_LAYOUTS } = require('./layouts');
 
 const VERSION = [2, 0, 0]; // the header version these declarations follow
 const OK = 0, CANCELLED = 1, ERROR = -1;
@@ -34,14 +35,17 @@ const MTMD_GEN_AUDIO_TYPE = { NONE: 0, QWEN3TTS: 1, POCKETTTS: 2 };
 // Pointers are plain 'void *' (BigInt or null): memory shared with a call on a worker thread must
 // be native memory (koffi.alloc), never a JS buffer that the garbage collector may move.
 const P = 'void *';
-// The koffi type of each field kind of layouts.js (generated from the header by
+// The koffi type of each field kind of layouts.js (generated from the headers by
 // scripts/gen_layouts.py; 'char[N]' is a char array, read as a JS string). Pointer kinds are plain
 // pointers: `byte` (const int8_t *, a Byte's address), `bytes` (const int8_t * const *, an array
-// of them), `ptr` (handles, native callbacks, user data); `str` fields (llama_cancel_tts_params'
-// text and lang) are JS strings, converted for llama_cancel_tts_init only (the library copies them).
+// of them), `ptr` (handles, native callbacks, user data), and the arrays of llama.h's and mtmd.h's
+// structs (`i8*`, `i32*`, `f32*`, `i32**`: a llama_batch's tokens...); `str` fields
+// (llama_cancel_tts_params' text and lang) are JS strings, converted for llama_cancel_tts_init only
+// (the library copies them). `enum` is a C enum (an int), `usize` size_t.
 const KOFFI_TYPES = {
     i32: 'int32_t', u32: 'uint32_t', i64: 'int64_t', u64: 'uint64_t', f32: 'float', f64: 'double', bool: 'bool',
-    ptr: P, byte: P, bytes: P, str: 'const char *',
+    enum: 'int', usize: 'size_t',
+    ptr: P, byte: P, bytes: P, str: 'const char *', 'i8*': P, 'i32*': P, 'f32*': P, 'i32**': P,
 };
 function koffiType(kind) {
     const array = /^char\[(\d+)\]$/.exec(kind);
@@ -51,49 +55,25 @@ function koffiType(kind) {
     }
     return KOFFI_TYPES[kind];
 }
-// Every struct of llama-cancel.h, in the header's order (one added to the header comes with no
-// code change here), as koffi structs by their C names.
-function cancelStructs() {
+// The koffi structs of generated layouts (struct name -> [[field, kind], ...]), by their C names, in
+// the headers' order: a struct added to a header comes with no code change here.
+function structsOf(layouts) {
     const out = {};
-    for (const [name, fields] of Object.entries(LAYOUTS)) {
+    for (const [name, fields] of Object.entries(layouts)) {
         out[name] = koffi.struct(name, Object.fromEntries(fields.map(([field, kind]) => [field, koffiType(kind)])));
     }
     return out;
 }
-const T = {
-    llama_batch: koffi.struct('llama_batch', {
-        n_tokens: 'int32_t', token: P, embd: P, pos: P, n_seq_id: P, seq_id: P, logits: P,
-    }),
-    llama_model_params: koffi.struct('llama_model_params', {
-        devices: P, tensor_buft_overrides: P, n_gpu_layers: 'int32_t', split_mode: 'int', load_mode: 'int',
-        lazy_mode: 'int', main_gpu: 'int32_t', tensor_split: P, progress_callback: P,
-        progress_callback_user_data: P, kv_overrides: P, vocab_only: 'bool', check_tensors: 'bool',
-        use_extra_bufts: 'bool', no_host: 'bool', no_alloc: 'bool', load_mtp: 'bool',
-    }),
-    llama_context_params: koffi.struct('llama_context_params', {
-        n_ctx: 'uint32_t', n_batch: 'uint32_t', n_ubatch: 'uint32_t', n_seq_max: 'uint32_t', n_rs_seq: 'uint32_t',
-        n_outputs_max: 'uint32_t', n_outputs_max_per_seq: 'uint32_t', n_threads: 'int32_t',
-        n_threads_batch: 'int32_t', ctx_type: 'int', rope_scaling_type: 'int', pooling_type: 'int',
-        attention_type: 'int', flash_attn_type: 'int', rope_freq_base: 'float', rope_freq_scale: 'float',
-        yarn_ext_factor: 'float', yarn_attn_factor: 'float', yarn_beta_fast: 'float', yarn_beta_slow: 'float',
-        yarn_orig_ctx: 'uint32_t', defrag_thold: 'float', cb_eval: P, cb_eval_user_data: P, type_k: 'int',
-        type_v: 'int', moe_cache_size: 'size_t', abort_callback: P, abort_callback_data: P, embeddings: 'bool',
-        offload_kqv: 'bool', no_perf: 'bool', op_offload: 'bool', swa_full: 'bool', kv_unified: 'bool',
-        samplers: P, n_samplers: 'size_t', ctx_other: P,
-    }),
-    // llama-cancel.h's, from layouts.js (cancelStructs())
-    ...cancelStructs(),
-    // mtmd.h's (experimental in 0.7.0; the library does not know it, so it is not checked)
-    mtmd_gen_audio_info: koffi.struct('mtmd_gen_audio_info', {
-        type: 'int', sample_rate: 'int32_t', model_variant: 'const char *',
-    }),
-};
+// llama.h's, llama-cancel.h's and mtmd.h's (mtmd.h's gen structs are experimental in 0.7.0). Each is
+// checked at load, size and every field's offset; mtmd.h's where the library has libmtmd.
+const T = { ...structsOf(LLAMA_LAYOUTS), ...structsOf(LAYOUTS), ...structsOf(MTMD_LAYOUTS) };
 // bool (*)(int32_t n_frames, int64_t n_samples, void *): llama_cancel_tts_frame_callback
 const TtsFrameCallback = koffi.proto(
     'bool llama_cancel_tts_frame_callback(int32_t n_frames, int64_t n_samples, void *data)');
-// Checked field by field; llama.h's structs by size (the library names no llama.h field).
-const CANCEL_STRUCTS = Object.keys(T).filter((n) => n.startsWith('llama_cancel_'));
-const LLAMA_STRUCTS = ['llama_batch', 'llama_model_params', 'llama_context_params'];
+// What load() checks, by header.
+const CANCEL_STRUCTS = Object.keys(LAYOUTS);
+const LLAMA_STRUCTS = Object.keys(LLAMA_LAYOUTS);
+const MTMD_STRUCTS = Object.keys(MTMD_LAYOUTS);
 
 // Every function of llama-cancel.h, and the llama.h / ggml ones a host needs around it.
 const CANCEL_FUNCTIONS = [
@@ -436,16 +416,17 @@ class Library {
             problems.push(`library version ${major}.${minor}.${patch}, binding written for ${VERSION.join('.')} ` +
                 `(needs ${VERSION[0]}.x with x >= ${VERSION[1]})`);
         }
-        for (const name of [...CANCEL_STRUCTS, ...LLAMA_STRUCTS]) problems.push(...this.structProblems(name, T[name]));
+        const names = [...CANCEL_STRUCTS, ...LLAMA_STRUCTS, ...(this.c.llama_cancel_has_mtmd() ? MTMD_STRUCTS : [])];
+        for (const name of names) problems.push(...this.structProblems(name, T[name]));
         return problems;
     }
 
-    // Differences between the library's layout of `name` and `type` (a koffi struct).
+    // Differences between the library's layout of `name` and `type` (a koffi struct): its size and
+    // every field's offset.
     structProblems(name, type) {
         const out = [];
         const size = Number(this.c.llama_cancel_struct_size(name));
         if (size !== koffi.sizeof(type)) out.push(`${name}: ${size} bytes in the library, ${koffi.sizeof(type)} here`);
-        if (!name.startsWith('llama_cancel_')) return out;
         const declared = Object.keys(type.members);
         let end = 0;
         for (const field of declared) {
@@ -455,9 +436,10 @@ class Library {
             }
             end = Math.max(end, koffi.offsetof(type, field) + koffi.sizeof(type.members[field].type));
         }
-        // The header's structs have no padding on 64-bit targets: a field this copy lacks at the end,
-        // which the copy's tail padding would hide from the size, shows as a gap before the end.
-        if (koffi.sizeof('void *') === 8 && end !== size) {
+        // llama-cancel.h's structs have no padding on 64-bit targets: a field this copy lacks at the
+        // end, which the copy's tail padding would hide from the size, shows as a gap before the end.
+        // (llama.h's and mtmd.h's have padding: their copies are generated whole from the headers.)
+        if (name.startsWith('llama_cancel_') && koffi.sizeof('void *') === 8 && end !== size) {
             out.push(`${name}: the fields declared here end at byte ${end}, the library's struct at ${size}`);
         }
         return out;

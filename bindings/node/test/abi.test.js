@@ -1,5 +1,6 @@
 'use strict';
-// The binding's layouts match the loaded library, and a wrong one is reported, not used.
+// The binding's layouts match the loaded library (llama-cancel.h's, llama.h's and mtmd.h's structs,
+// every field), and a wrong one is reported, not used.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -45,6 +46,77 @@ test('a layout that differs from the library is reported', () => {
 
     assert.equal(Number(lib.c.llama_cancel_struct_size('no_such_struct')), 0);
     assert.equal(Number(lib.c.llama_cancel_field_offset('llama_cancel_decode_params', 'nope')), -1);
+});
+
+// A copy of koffi struct `type` with fields `a` and `b` named the other way round (same size).
+function swapped(type, a, b) {
+    return variant(type, (f) => f.map(([k, t]) => [k === a ? b : k === b ? a : k, t]));
+}
+
+// The AbiMismatch message of a fresh load() with `copy` in place of the binding's struct `name`.
+function loadWith(name, copy) {
+    const T = llamaCancel.types;
+    const real = T[name];
+    T[name] = copy;
+    try {
+        llamaCancel.load(env('LLAMA_CANCEL_LIBRARY'));
+    } catch (e) {
+        assert.ok(e instanceof llamaCancel.AbiMismatch, e.stack);
+        return e.message;
+    } finally {
+        T[name] = real;
+    }
+    assert.fail(`load() accepted ${name} with two fields swapped`);
+}
+
+test('two swapped fields of a llama.h struct fail load(), each named', () => {
+    const T = llamaCancel.types;
+    for (const [name, a, b] of [['llama_context_params', 'n_ctx', 'n_batch'], ['llama_batch', 'token', 'embd']]) {
+        const copy = swapped(T[name], a, b);
+        assert.equal(koffi.sizeof(copy), koffi.sizeof(T[name]), 'the size alone passes');
+        const [atA, atB] = [koffi.offsetof(T[name], a), koffi.offsetof(T[name], b)];
+        const message = loadWith(name, copy);
+        assert.ok(message.includes(`${name}.${a}: offset ${atA} in the library, ${atB} here`), message);
+        assert.ok(message.includes(`${name}.${b}: offset ${atB} in the library, ${atA} here`), message);
+        assert.ok(!message.includes('bytes in the library'), message);
+    }
+});
+
+test('two swapped fields of an mtmd.h struct fail load(), each named', (t) => {
+    if (!library().hasMtmd) {
+        t.skip('the library is built without libmtmd: mtmd.h\'s structs are not checked');
+        return;
+    }
+    const T = llamaCancel.types;
+    const copy = swapped(T.mtmd_gen_out, 'n_codes', 'n_feats'); // two size_t
+    assert.equal(koffi.sizeof(copy), koffi.sizeof(T.mtmd_gen_out));
+    const [atCodes, atFeats] = [koffi.offsetof(T.mtmd_gen_out, 'n_codes'), koffi.offsetof(T.mtmd_gen_out, 'n_feats')];
+    const message = loadWith('mtmd_gen_out', copy);
+    assert.ok(message.includes(`mtmd_gen_out.n_codes: offset ${atCodes} in the library, ${atFeats} here`), message);
+    assert.ok(message.includes(`mtmd_gen_out.n_feats: offset ${atFeats} in the library, ${atCodes} here`), message);
+});
+
+test('load() checks every field of every copied struct', () => {
+    const lib = library();
+    const layouts = require(path.join(moduleDir, 'layouts.js'));
+    const real = { size: lib.c.llama_cancel_struct_size, offset: lib.c.llama_cancel_field_offset };
+    const sizes = new Set(), offsets = new Set();
+    lib.c.llama_cancel_struct_size = (name) => { sizes.add(name); return real.size(name); };
+    lib.c.llama_cancel_field_offset = (name, field) => { offsets.add(`${name}.${field}`); return real.offset(name, field); };
+    try {
+        assert.deepEqual(lib.abiProblems(), []);
+    } finally {
+        lib.c.llama_cancel_struct_size = real.size;
+        lib.c.llama_cancel_field_offset = real.offset;
+    }
+    const copied = { ...layouts.LAYOUTS, ...layouts.LLAMA_LAYOUTS, ...(lib.hasMtmd ? layouts.MTMD_LAYOUTS : {}) };
+    assert.deepEqual([...sizes].sort(), Object.keys(copied).sort());
+    const fields = Object.entries(copied).flatMap(([name, f]) => f.map(([field]) => `${name}.${field}`));
+    assert.deepEqual([...offsets].sort(), fields.sort());
+    assert.ok(offsets.has('llama_context_params.cb_eval'));
+    for (const name of Object.keys(layouts.MTMD_LAYOUTS)) {
+        assert.deepEqual(Object.keys(llamaCancel.types[name].members), layouts.MTMD_LAYOUTS[name].map(([f]) => f));
+    }
 });
 
 test('a library of another MAJOR, or an older MINOR, is refused', () => {

@@ -164,35 +164,38 @@ class Library:
         return v // 10000, v // 100 % 100, v % 100
 
     def abi_problems(self):
-        """Differences between the loaded library and this module's declarations; empty when none."""
+        """Differences between the loaded library and this module's declarations; empty when none.
+        Every struct this module copies is compared, size and each field's offset: llama-cancel.h's,
+        llama.h's, and mtmd.h's where the library is built with libmtmd."""
         problems = []
         major, minor, patch = self.version()
         if major != abi.VERSION_MAJOR or minor < abi.VERSION_MINOR:
             problems.append(f"library version {major}.{minor}.{patch}, module written for {__version__} "
                             f"(needs {abi.VERSION_MAJOR}.x with x >= {abi.VERSION_MINOR})")
-        for s in abi.STRUCTS:
-            problems += self._struct_problems(s, fields=True)
-        for s in llama.STRUCTS:
-            problems += self._struct_problems(s, fields=False)
+        structs = abi.STRUCTS + llama.STRUCTS
+        if self._c.llama_cancel_has_mtmd():
+            structs += mtmd.STRUCTS
+        for s in structs:
+            problems += self._struct_problems(s)
         return problems
 
-    def _struct_problems(self, s, fields):
-        """Size, and with `fields` every field's offset, of `s` against the library's struct of that name."""
+    def _struct_problems(self, s):
+        """Size and every field's offset of `s` (a ctypes Structure named as its C struct) against the
+        library's struct of that name."""
         name = s.__name__.encode()
         size = self._c.llama_cancel_struct_size(name)
         out = []
         if size != C.sizeof(s):
             out.append(f"{s.__name__}: {size} bytes in the library, {C.sizeof(s)} here")
-        if not fields:
-            return out
         for field, _ in s._fields_:
             offset = self._c.llama_cancel_field_offset(name, field.encode())
             if offset != getattr(s, field).offset:
                 out.append(f"{s.__name__}.{field}: offset {offset} in the library, {getattr(s, field).offset} here")
-        # The header's structs have no padding on 64-bit targets: a field this copy lacks at the end,
-        # which the copy's tail padding would hide from the size, shows as a gap before the end.
+        # llama-cancel.h's structs have no padding on 64-bit targets: a field this copy lacks at the
+        # end, which the copy's tail padding would hide from the size, shows as a gap before the end.
+        # (llama.h's and mtmd.h's have padding: their copies are generated whole from the headers.)
         end = max(getattr(s, f).offset + getattr(s, f).size for f, _ in s._fields_)
-        if C.sizeof(C.c_void_p) == 8 and end != size:
+        if s.__name__.startswith("llama_cancel_") and C.sizeof(C.c_void_p) == 8 and end != size:
             out.append(f"{s.__name__}: the fields declared here end at byte {end}, the library's struct at {size}")
         return out
 

@@ -45,17 +45,22 @@ tts_frame_callback_t = C.CFUNCTYPE(C.c_bool, C.c_int32, C.c_int64, C.c_void_p)
 
 _byte = C.POINTER(C.c_int8)
 
-# The ctypes type of each field kind of _layouts.py (generated from the header by
+# The ctypes type of each field kind of _layouts.py (generated from the headers by
 # scripts/gen_layouts.py; "char[N]" is a char array). Pointer fields the module passes through are
 # c_void_p: abort_callback, chain, on_token, on_frame take native function addresses only
 # (native_address(); a Python callback would run on ggml's thread); voice, sampler and the hooks are
 # handles. `str` fields (llama_cancel_tts_params' text and lang) are UTF-8 bytes, copied at init.
+# llama.h's and mtmd.h's structs add C enums (`enum`: an int), size_t (`usize`) and the arrays a
+# host fills or reads (a llama_batch's tokens, mtmd_gen_out's codes...) as typed pointers.
 _CTYPES = {
     "i32": C.c_int32, "u32": C.c_uint32, "i64": C.c_int64, "u64": C.c_uint64,
     "f32": C.c_float, "f64": C.c_double, "bool": C.c_bool,
+    "enum": C.c_int, "usize": C.c_size_t,
     "ptr": C.c_void_p, "str": C.c_char_p,
     "byte": _byte,               # const int8_t *: a Byte's .ptr
     "bytes": C.POINTER(_byte),   # const int8_t * const *: an array of them (seq_bytes)
+    "i8*": C.POINTER(C.c_int8), "i32*": C.POINTER(C.c_int32), "f32*": C.POINTER(C.c_float),
+    "i32**": C.POINTER(C.POINTER(C.c_int32)),
 }
 
 
@@ -68,13 +73,16 @@ def _ctype(kind):
     return _CTYPES[kind]
 
 
-def _structure(name, fields):
-    return type(name, (C.Structure,), {"_fields_": [(f, _ctype(kind)) for f, kind in fields], "__module__": __name__})
+def structures(layouts, module):
+    """{name: ctypes Structure} of generated `layouts` (struct -> [(field, kind)]), in their order."""
+    return {name: type(name, (C.Structure,), {"_fields_": [(f, _ctype(kind)) for f, kind in fields],
+                                              "__module__": module})
+            for name, fields in layouts.items()}
 
 
 # Every struct of llama-cancel.h, in the header's order: those the generated layouts list (one added
 # to the header comes with no code change here), checked field by field at load.
-_BY_NAME = {name: _structure(name, fields) for name, fields in LAYOUTS.items()}
+_BY_NAME = structures(LAYOUTS, __name__)
 STRUCTS = tuple(_BY_NAME.values())
 
 llama_cancel_hook_params = _BY_NAME["llama_cancel_hook_params"]

@@ -1,41 +1,19 @@
 """The part of llama.cpp's C API (llama.h, 0.7.0) a host needs around llama-cancel: model and context
-parameters, batches, decode, memory, logits, vocabulary. The sizes of the three structs are checked
-at load against those the loaded llama-cancel was compiled with (llama_cancel_struct_size)."""
+parameters, batches, decode, memory, logits, vocabulary. The three structs are generated from llama.h
+by scripts/gen_layouts.py (_layouts.py's LLAMA_LAYOUTS) and checked at load, size and every field's
+offset, against those the loaded llama-cancel was compiled with (llama_cancel_struct_size,
+llama_cancel_field_offset)."""
 import ctypes as C
 
+from ._layouts import LLAMA_LAYOUTS
+from .abi import structures
 
-class llama_batch(C.Structure):
-    _fields_ = [("n_tokens", C.c_int32), ("token", C.POINTER(C.c_int32)), ("embd", C.POINTER(C.c_float)),
-                ("pos", C.POINTER(C.c_int32)), ("n_seq_id", C.POINTER(C.c_int32)),
-                ("seq_id", C.POINTER(C.POINTER(C.c_int32))), ("logits", C.POINTER(C.c_int8))]
+_BY_NAME = structures(LLAMA_LAYOUTS, __name__)
+llama_batch = _BY_NAME["llama_batch"]
+llama_model_params = _BY_NAME["llama_model_params"]
+llama_context_params = _BY_NAME["llama_context_params"]
 
-
-class llama_model_params(C.Structure):
-    _fields_ = [("devices", C.c_void_p), ("tensor_buft_overrides", C.c_void_p), ("n_gpu_layers", C.c_int32),
-                ("split_mode", C.c_int), ("load_mode", C.c_int), ("lazy_mode", C.c_int), ("main_gpu", C.c_int32),
-                ("tensor_split", C.c_void_p), ("progress_callback", C.c_void_p),
-                ("progress_callback_user_data", C.c_void_p), ("kv_overrides", C.c_void_p),
-                ("vocab_only", C.c_bool), ("check_tensors", C.c_bool), ("use_extra_bufts", C.c_bool),
-                ("no_host", C.c_bool), ("no_alloc", C.c_bool), ("load_mtp", C.c_bool)]
-
-
-class llama_context_params(C.Structure):
-    _fields_ = [(n, C.c_uint32) for n in ("n_ctx", "n_batch", "n_ubatch", "n_seq_max", "n_rs_seq", "n_outputs_max",
-                                          "n_outputs_max_per_seq")] + \
-               [("n_threads", C.c_int32), ("n_threads_batch", C.c_int32)] + \
-               [(n, C.c_int) for n in ("ctx_type", "rope_scaling_type", "pooling_type", "attention_type",
-                                       "flash_attn_type")] + \
-               [(n, C.c_float) for n in ("rope_freq_base", "rope_freq_scale", "yarn_ext_factor", "yarn_attn_factor",
-                                         "yarn_beta_fast", "yarn_beta_slow")] + \
-               [("yarn_orig_ctx", C.c_uint32), ("defrag_thold", C.c_float), ("cb_eval", C.c_void_p),
-                ("cb_eval_user_data", C.c_void_p), ("type_k", C.c_int), ("type_v", C.c_int),
-                ("moe_cache_size", C.c_size_t), ("abort_callback", C.c_void_p), ("abort_callback_data", C.c_void_p)] + \
-               [(n, C.c_bool) for n in ("embeddings", "offload_kqv", "no_perf", "op_offload", "swa_full",
-                                        "kv_unified")] + \
-               [("samplers", C.c_void_p), ("n_samplers", C.c_size_t), ("ctx_other", C.c_void_p)]
-
-
-STRUCTS = (llama_batch, llama_model_params, llama_context_params)
+STRUCTS = tuple(_BY_NAME.values())
 
 
 def prototypes():

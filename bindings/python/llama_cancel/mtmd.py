@@ -1,38 +1,28 @@
 """The part of libmtmd's C API (mtmd.h, llama.cpp 0.7.0) that prepares a multimodal prompt for
 llama_cancel_mtmd_eval_chunks: bitmaps (image pixels, audio samples) and their tokenization; and
-the audio-generation calls around the text-to-speech API (mtmd.h marks them experimental; the
-library does not know these layouts, so they are not checked at load)."""
+the audio-generation calls around the text-to-speech API (mtmd.h marks them experimental). The
+structs are generated from mtmd.h by scripts/gen_layouts.py (_layouts.py's MTMD_LAYOUTS) and, where
+the library is built with libmtmd, checked at load, size and every field's offset, against those it
+was compiled with. mtmd_gen_inp's and mtmd_gen_out's state_data, the streaming state, is binary: a
+c_void_p, never a C string. mtmd_gen_out's arrays are owned by the mtmd context until its next
+mtmd_gen_audio_process."""
 import ctypes as C
+
+from ._layouts import MTMD_LAYOUTS
+from .abi import structures
 
 # enum mtmd_gen_audio_type
 MTMD_GEN_AUDIO_TYPE_NONE, MTMD_GEN_AUDIO_TYPE_QWEN3TTS, MTMD_GEN_AUDIO_TYPE_POCKETTTS = 0, 1, 2
 # enum mtmd_gen_process_type
 MTMD_GEN_PROCESS_TYPE_GEN_CODE, MTMD_GEN_PROCESS_TYPE_GEN_WAV = 0, 1
 
+_BY_NAME = structures(MTMD_LAYOUTS, __name__)
+mtmd_input_text = _BY_NAME["mtmd_input_text"]
+mtmd_gen_audio_info = _BY_NAME["mtmd_gen_audio_info"]
+mtmd_gen_inp = _BY_NAME["mtmd_gen_inp"]
+mtmd_gen_out = _BY_NAME["mtmd_gen_out"]
 
-class mtmd_input_text(C.Structure):
-    _fields_ = [("text", C.c_char_p), ("text_len", C.c_size_t), ("add_special", C.c_bool),
-                ("parse_special", C.c_bool)]
-
-
-class mtmd_gen_audio_info(C.Structure):
-    _fields_ = [("type", C.c_int), ("sample_rate", C.c_int32), ("model_variant", C.c_char_p)]
-
-
-class mtmd_gen_inp(C.Structure):
-    # state_data: the streaming state, binary (a c_void_p, never a C string)
-    _fields_ = [("type", C.c_int), ("code0", C.c_int32), ("embd", C.POINTER(C.c_float)), ("top_k", C.c_int32),
-                ("top_p", C.c_float), ("seed", C.c_uint32), ("temp", C.c_float), ("codes", C.POINTER(C.c_int32)),
-                ("n_codes", C.c_size_t), ("feats", C.POINTER(C.c_float)), ("n_feats", C.c_size_t),
-                ("state_data", C.c_void_p), ("state_size", C.c_size_t)]
-
-
-class mtmd_gen_out(C.Structure):
-    # owned by the mtmd context until its next mtmd_gen_audio_process
-    _fields_ = [("codes", C.POINTER(C.c_int32)), ("n_codes", C.c_size_t), ("feats", C.POINTER(C.c_float)),
-                ("n_feats", C.c_size_t), ("embd", C.POINTER(C.c_float)), ("is_eos", C.c_bool),
-                ("audio", C.POINTER(C.c_float)), ("n_samples", C.c_size_t), ("state_data", C.c_void_p),
-                ("state_size", C.c_size_t)]
+STRUCTS = tuple(_BY_NAME.values())
 
 
 def prototypes():

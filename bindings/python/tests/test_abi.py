@@ -1,12 +1,14 @@
 """The module's view of the ABI matches the loaded library: version, every struct and field of the
-header, no padding holes, and a wrong layout is reported instead of used."""
+header, no padding holes, every field of each copied llama.h and mtmd.h struct, and a wrong layout
+is reported instead of used."""
 import ctypes as C
 import os
 import re
 import unittest
+from unittest import mock
 
 import llama_cancel
-from llama_cancel import abi, llama
+from llama_cancel import abi, llama, mtmd
 
 import host
 
@@ -24,6 +26,12 @@ def header_functions(text):
     """The names the header declares with LLAMA_CANCEL_API (tests/api_names.py's parse)."""
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     return re.findall(r"LLAMA_CANCEL_API\s+[^;(]*?\b(llama_cancel_\w+)\s*\(", body)
+
+
+def swapped(s, a, b):
+    """A copy of ctypes Structure `s` (same name) with fields `a` and `b` named the other way round."""
+    fields = [(b if f == a else a if f == b else f, t) for f, t in s._fields_]
+    return type(s.__name__, (C.Structure,), {"_fields_": fields})
 
 
 class Abi(unittest.TestCase):
@@ -83,21 +91,86 @@ class Abi(unittest.TestCase):
 
         class llama_cancel_decode_params(C.Structure):  # the first field missing: every offset moves
             _fields_ = fields[1:]
-        problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
+        problems = self.lib._struct_problems(llama_cancel_decode_params)
         self.assertTrue(any("llama_cancel_decode_params.hook: offset" in p for p in problems), problems)
         self.assertTrue(any("bytes in the library" in p for p in problems), problems)
 
         class llama_cancel_decode_params(C.Structure):  # the last field missing: tail padding keeps the size
             _fields_ = fields[:-1]
         self.assertEqual(C.sizeof(llama_cancel_decode_params), C.sizeof(abi.llama_cancel_decode_params))
-        problems = self.lib._struct_problems(llama_cancel_decode_params, fields=True)
+        problems = self.lib._struct_problems(llama_cancel_decode_params)
         self.assertTrue(any("fields declared here end at byte 44" in p for p in problems), problems)
 
         class llama_cancel_seq_result(C.Structure):  # a field narrowed (int8 `cancelled`): same size and offsets
             _fields_ = abi.llama_cancel_seq_result._fields_[:2] + [("cancelled", C.c_int8)]
         self.assertEqual(C.sizeof(llama_cancel_seq_result), C.sizeof(abi.llama_cancel_seq_result))
-        problems = self.lib._struct_problems(llama_cancel_seq_result, fields=True)
+        problems = self.lib._struct_problems(llama_cancel_seq_result)
         self.assertTrue(any("fields declared here end at byte 9" in p for p in problems), problems)
+
+    def load_with(self, module, struct):
+        """The AbiMismatch message of a fresh load with `struct` in place of its namesake in `module`'s
+        STRUCTS (llama.py's or mtmd.py's)."""
+        copies = tuple(struct if s.__name__ == struct.__name__ else s for s in module.STRUCTS)
+        self.assertNotEqual(copies, module.STRUCTS, struct.__name__)
+        with mock.patch.object(module, "STRUCTS", copies):
+            with self.assertRaises(llama_cancel.AbiMismatch) as caught:
+                llama_cancel.Library(self.lib.path)
+        return str(caught.exception)
+
+    def test_two_swapped_fields_of_a_llama_h_struct_fail_load(self):
+        """Two fields of one size swapped in a copy of llama.h's structs keep its size: load() names
+        each field (a size-only check passed them)."""
+        for s, a, b in ((llama.llama_context_params, "n_ctx", "n_batch"), (llama.llama_batch, "token", "embd")):
+            with self.subTest(struct=s.__name__):
+                copy = swapped(s, a, b)
+                self.assertEqual(C.sizeof(copy), C.sizeof(s))
+                at_a, at_b = getattr(s, a).offset, getattr(s, b).offset
+                message = self.load_with(llama, copy)
+                self.assertIn(f"{s.__name__}.{a}: offset {at_a} in the library, {at_b} here", message)
+                self.assertIn(f"{s.__name__}.{b}: offset {at_b} in the library, {at_a} here", message)
+                self.assertNotIn("bytes in the library", message)
+
+    def test_two_swapped_fields_of_an_mtmd_struct_fail_load(self):
+        if not self.lib.has_mtmd:
+            self.skipTest("the library is built without libmtmd: mtmd.h's structs are not checked")
+        copy = swapped(mtmd.mtmd_gen_out, "n_codes", "n_feats")  # two size_t
+        self.assertEqual(C.sizeof(copy), C.sizeof(mtmd.mtmd_gen_out))
+        at_codes, at_feats = mtmd.mtmd_gen_out.n_codes.offset, mtmd.mtmd_gen_out.n_feats.offset
+        message = self.load_with(mtmd, copy)
+        self.assertIn(f"mtmd_gen_out.n_codes: offset {at_codes} in the library, {at_feats} here", message)
+        self.assertIn(f"mtmd_gen_out.n_feats: offset {at_feats} in the library, {at_codes} here", message)
+
+    def test_load_checks_every_field_of_every_copied_struct(self):
+        """abi_problems() asks the library for the size of every struct the module copies and the
+        offset of each of its fields: llama-cancel.h's, llama.h's, and mtmd.h's with libmtmd."""
+        asked_sizes, asked_offsets = set(), set()
+        size, offset = self.lib._c.llama_cancel_struct_size, self.lib._c.llama_cancel_field_offset
+
+        def record_size(name):
+            asked_sizes.add(name.decode())
+            return size(name)
+
+        def record_offset(name, field):
+            asked_offsets.add((name.decode(), field.decode()))
+            return offset(name, field)
+        with mock.patch.object(self.lib._c, "llama_cancel_struct_size", record_size), \
+                mock.patch.object(self.lib._c, "llama_cancel_field_offset", record_offset):
+            self.assertEqual(self.lib.abi_problems(), [])
+        structs = abi.STRUCTS + llama.STRUCTS + (mtmd.STRUCTS if self.lib.has_mtmd else ())
+        self.assertEqual(asked_sizes, {s.__name__ for s in structs})
+        self.assertEqual(asked_offsets, {(s.__name__, f) for s in structs for f, _ in s._fields_})
+        self.assertIn(("llama_context_params", "cb_eval"), asked_offsets)
+
+    def test_library_answers_every_copied_llama_and_mtmd_field(self):
+        """The library knows each field of llama.h's and (with libmtmd) mtmd.h's structs as copied
+        here; without libmtmd it knows no mtmd.h struct."""
+        for s in llama.STRUCTS + mtmd.STRUCTS:
+            known = s in llama.STRUCTS or self.lib.has_mtmd
+            name = s.__name__.encode()
+            self.assertEqual(self.lib.llama_cancel_struct_size(name), C.sizeof(s) if known else 0, s.__name__)
+            for field, _ in s._fields_:
+                self.assertEqual(self.lib.llama_cancel_field_offset(name, field.encode()),
+                                 getattr(s, field).offset if known else -1, f"{s.__name__}.{field}")
 
     def test_unknown_names_answer_zero_and_minus_one(self):
         self.assertEqual(self.lib.llama_cancel_struct_size(b"no_such_struct"), 0)
