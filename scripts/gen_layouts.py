@@ -7,7 +7,7 @@ llama_context_params; mtmd.h's mtmd_input_text, mtmd_gen_audio_info, mtmd_gen_in
 from the installed llama.h and mtmd.h the library is built against (each field's type, name and
 array length), and writes, each file marked as generated:
 
-  src/abi_layouts.inc                      the field tables and no-padding checks src/abi.cpp includes
+  src/abi/abi_layouts.inc                      the field tables and no-padding checks src/abi/abi.cpp includes
                                            (llama_cancel_struct_size, llama_cancel_field_offset)
   bindings/python/llama_cancel/_layouts.py LAYOUTS, LLAMA_LAYOUTS, MTMD_LAYOUTS: struct -> [(field, kind)],
                                            the ctypes Structures of abi.py, llama.py and mtmd.py
@@ -33,7 +33,7 @@ import subprocess
 import sys
 
 HEADER = "include/llama-cancel.h"
-OUT_CPP = "src/abi_layouts.inc"
+OUT_CPP = "src/abi/abi_layouts.inc"
 OUT_PY = "bindings/python/llama_cancel/_layouts.py"
 OUT_JS = "bindings/node/layouts.js"
 
@@ -229,7 +229,7 @@ def gen_struct_list(out, macro, layouts):
 
 def gen_cpp(layouts, llama, mtmd):
     out = [f"// {BANNER}", f"// ({REGEN}).",
-           "// Included by src/abi.cpp (and tests/test_abi.cpp) inside an anonymous namespace, after field_entry,",
+           "// Included by src/abi/abi.cpp (and tests/test_abi.cpp) inside an anonymous namespace, after field_entry,",
            "// LC_FIELD, LC_END, LC_STRUCT and, on 64-bit targets, LC_NO_HOLES and LC_SZ; mtmd.h's part only",
            "// with LLAMA_CANCEL_WITH_MTMD, after mtmd.h.", ""]
     gen_tables(out, layouts)

@@ -26,7 +26,7 @@ SRC = os.path.abspath(_args.src)
 # The headers the build compiles against: passed on to the generator (else it looks for them).
 REAL_HEADERS = [a for opt, v in (("--llama-h", _args.llama_h), ("--mtmd-h", _args.mtmd_h)) if v for a in (opt, v)]
 HEADER = "include/llama-cancel.h"
-OUTPUTS = ("src/abi_layouts.inc", "bindings/python/llama_cancel/_layouts.py", "bindings/node/layouts.js")
+OUTPUTS = ("src/abi/abi_layouts.inc", "bindings/python/llama_cancel/_layouts.py", "bindings/node/layouts.js")
 SKIP = 77
 
 

@@ -1,7 +1,7 @@
 # What proves the library builds and runs the way llamadart-native's platforms build it (issue 23):
 # a mingw-w64 cross build for Windows, a clang warnings check, a host shaped like llamadart-native's
 # (Release, IPO, static inside its one library, an FFI binding every name), and the registry rule
-# that decides where the eval callbacks place checkpoints (src/abort_reach.h).
+# that decides where the eval callbacks place checkpoints (src/checkpoints/abort_reach.h).
 
 # The header's exported functions, for the checks below (tests/api_names.py parses the header).
 set(LLAMA_CANCEL_HEADER ${PROJECT_SOURCE_DIR}/include/llama-cancel.h)
@@ -31,7 +31,7 @@ endif()
 # -Werror (llama.cpp's headers as system headers), and the header alone as C11, as C hosts read it.
 find_program(CLANGXX clang++)
 if(CLANGXX)
-    file(GLOB library_sources ${PROJECT_SOURCE_DIR}/src/*.cpp)
+    file(GLOB_RECURSE library_sources ${PROJECT_SOURCE_DIR}/src/*.cpp)
     set(clang_warnings -Wall -Wextra -Wpedantic -Werror)
     # The compiler's own folders stay out: -isystem /usr/include would break libstdc++'s include_next.
     set(llama_include_dirs ${LLAMA_INCLUDE_DIR} ${GGML_INCLUDE_DIR} ${MTMD_INCLUDE_DIR})
@@ -57,7 +57,7 @@ add_test(NAME llamadart_consumer
         ${CMAKE_CURRENT_BINARY_DIR}/llamadart_consumer ${TINY_MODEL})
 set_tests_properties(llamadart_consumer PROPERTIES FIXTURES_REQUIRED models TIMEOUT 900)
 
-# The registry rule (src/abort_reach.h, header-only, built into the test): the real registries'
+# The registry rule (src/checkpoints/abort_reach.h, header-only, built into the test): the real registries'
 # answers, abort_reach with a test double, and end to end with a hook on cpu, blas and vulkan. The
 # registries this build must find are named, so that a missing module fails the test.
 set(abort_reach_expect "")

@@ -1,5 +1,5 @@
 // llama_cancel_struct_size and llama_cancel_field_offset answer, for every struct and field of the
-// generated tables (src/abi_layouts.inc: llama-cancel.h's structs, llama.h's llama_batch,
+// generated tables (src/abi/abi_layouts.inc: llama-cancel.h's structs, llama.h's llama_batch,
 // llama_model_params and llama_context_params, and mtmd.h's with libmtmd), this program's own
 // sizeof and offsetof, compiled here against the same headers; the fields of each struct, in the
 // header's order, fill it with no gap but alignment padding; without libmtmd the library knows no
@@ -31,12 +31,12 @@ struct struct_entry {
     const field_entry * fields;
 };
 
-// What src/abi.cpp's tables hold (name, offsetof), and here each field's size and alignment too.
+// What src/abi/abi.cpp's tables hold (name, offsetof), and here each field's size and alignment too.
 #define LC_FIELD(S, F)       { #F, offsetof(S, F), sizeof(S::F), alignof(decltype(S::F)) }
 #define LC_END               { nullptr, 0, 0, 0 }
 #define LC_STRUCT(S, FIELDS) { #S, sizeof(S), alignof(S), FIELDS }
 
-#include "abi_layouts.inc"
+#include "abi/abi_layouts.inc"
 
 const struct_entry header_structs[] = { LC_HEADER_STRUCTS };
 const struct_entry llama_structs[]  = { LC_LLAMA_STRUCTS };

@@ -1,4 +1,4 @@
-// The registry rule (src/abort_reach.h): inside a llama_cancel_decode call, the eval callbacks place
+// The registry rule (src/checkpoints/abort_reach.h): inside a llama_cancel_decode call, the eval callbacks place
 // no checkpoint on nodes of a backend whose registry offers "ggml_backend_set_abort_callback" (that
 // backend stops on the call's abort callback by itself) and keep them everywhere else.
 //
@@ -13,7 +13,7 @@
 //
 // LLAMA_CANCEL_SMALL_MODEL: the model; LLAMA_CANCEL_EXPECT_REGISTRIES: the registries (besides the
 // CPU) this build must find, comma-separated, so that a missing module fails instead of skipping.
-#include "abort_reach.h"
+#include "checkpoints/abort_reach.h"
 #include "llama-cancel.h"
 
 #include "ggml-alloc.h"

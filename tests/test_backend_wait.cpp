@@ -1,5 +1,5 @@
-// How a backend's synchronize waits (src/backend_wait.h), pinned to upstream's rule.
-#include "backend_wait.h"
+// How a backend's synchronize waits (src/checkpoints/backend_wait.h), pinned to upstream's rule.
+#include "checkpoints/backend_wait.h"
 
 #include "ggml.h"
 

@@ -1,14 +1,14 @@
-// The checkpoint policy (src/checkpoint_policy.h) without a model: fake nodes (tensors without data,
+// The checkpoint policy (src/checkpoints/checkpoint_policy.h) without a model: fake nodes (tensors without data,
 // whose estimated work is their element count) asked the way ggml's scheduler asks them, on a
-// simulated clock; and the set its graph-end detector keeps (src/pointer_set.h). The stop-time
+// simulated clock; and the set its graph-end detector keeps (src/checkpoints/pointer_set.h). The stop-time
 // budget's slices are in test_slice_budget.cpp, ggml-vulkan's waiting rule in test_backend_wait.cpp.
-#include "backend_wait.h"
-#include "buffer_policies.h"
-#include "call.h"
-#include "checkpoint_policy.h"
-#include "clip_call.h"
-#include "pointer_set.h"
-#include "work.h"
+#include "checkpoints/backend_wait.h"
+#include "checkpoints/buffer_policies.h"
+#include "checkpoints/call.h"
+#include "checkpoints/checkpoint_policy.h"
+#include "mtmd/clip_call.h"
+#include "checkpoints/pointer_set.h"
+#include "checkpoints/work.h"
 
 #include "ggml-backend.h"
 #include "ggml.h"

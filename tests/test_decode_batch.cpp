@@ -1,9 +1,9 @@
-// What llama_cancel_decode reads off a batch (src/decode_batch.cpp) alone, on hand-made batches: the
+// What llama_cancel_decode reads off a batch (src/decode/decode_batch.cpp) alone, on hand-made batches: the
 // positions of a batch without positions and the committed counts they give. Issue 22: a token in
 // several sequences advances every one of them (as llama.cpp's batch allocator does where it
 // assigns positions), not only its first; counting by first-sequence positions credited a sequence
 // with tokens it does not hold. Built from the library's sources (it exports only the C API).
-#include "decode_batch.h"
+#include "decode/decode_batch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The loopback delay proxy (tools/delay_proxy.cpp) through common::delay_proxy, in front of an echo
+// The loopback delay proxy (tools/bench/delay_proxy.cpp) through common::delay_proxy, in front of an echo
 // server: bytes come back unchanged, no sooner than the delay each way allows, and stop() leaves no
 // process behind. The delay is asserted as a lower bound only: an upper bound would be a timing
 // figure of this machine's load.

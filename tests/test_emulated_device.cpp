@@ -1,7 +1,7 @@
-// Which devices get the emulated-device strategy (src/emulated_device.h): ggml-vulkan on the host's
+// Which devices get the emulated-device strategy (src/checkpoints/emulated_device.h): ggml-vulkan on the host's
 // own cores only, never a real GPU. The llvmpipe test runs where tests/CMakeLists.txt registers the
 // vulkan setup (GGML_VK_VISIBLE_DEVICES=0).
-#include "emulated_device.h"
+#include "checkpoints/emulated_device.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"

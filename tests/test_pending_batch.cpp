@@ -1,8 +1,8 @@
-// The pending tokens of a per-sequence decode (src/pending_batch.cpp) alone, on hand-made batches.
+// The pending tokens of a per-sequence decode (src/decode/pending_batch.cpp) alone, on hand-made batches.
 // Issue 22: keep_in_memory promises that a refusal changes nothing, its out-parameter included; it used
 // to return false with `requeue` already holding the (sequence, position) pairs of the tokens it had
 // looked at before the refusal. Built from the library's sources (it exports only the C API).
-#include "pending_batch.h"
+#include "decode/pending_batch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The stop-time budget's slice sizes (src/slice_budget.h) without a model, on simulated node times:
+// The stop-time budget's slice sizes (src/checkpoints/slice_budget.h) without a model, on simulated node times:
 // on the CPU from the timed nodes, on a device from the time between checkpoints.
-#include "slice_budget.h"
+#include "checkpoints/slice_budget.h"
 
 #include <gtest/gtest.h>
 

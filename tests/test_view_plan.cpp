@@ -1,7 +1,7 @@
-// The view planner (src/view_plan.h) on given node times: the limits of its views, views without a
+// The view planner (src/checkpoints/view_plan.h) on given node times: the limits of its views, views without a
 // busy tail where a graph allows them, and no cheaper way to cut a small graph than its own.
-#include "backend_wait.h"
-#include "view_plan.h"
+#include "checkpoints/backend_wait.h"
+#include "checkpoints/view_plan.h"
 
 #include <gtest/gtest.h>
 

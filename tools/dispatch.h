@@ -1,6 +1,6 @@
 // The one dispatcher of the two executables: `llama-cancel` (what users run: generate, embed, tts, check;
-// tools/main.cpp) and `llama-cancel-bench` (the benchmark, stress and tuning commands;
-// tools/main_bench.cpp). Each passes its own command table; a command of the other executable gets
+// tools/cli/main.cpp) and `llama-cancel-bench` (the benchmark, stress and tuning commands;
+// tools/bench/main_bench.cpp). Each passes its own command table; a command of the other executable gets
 // an error that names it.
 #pragma once
 

@@ -1,11 +1,11 @@
 // Hooks, node triggers and the stateless probe (see triggers.h). The probe estimates node work
-// with the library's own node_work (src/work.h), so its figures match what the hook measures.
+// with the library's own node_work (src/checkpoints/work.h), so its figures match what the hook measures.
 #include "triggers.h"
 
 #include "timing.h"
 
 #include "ggml-backend.h"
-#include "work.h"
+#include "checkpoints/work.h"
 
 #include <algorithm>
 

@@ -55,7 +55,7 @@ class Abi(unittest.TestCase):
             self.assertGreater(self.lib.llama_cancel_struct_size(name.encode()), 0, name)
             for field in fields:
                 self.assertGreaterEqual(self.lib.llama_cancel_field_offset(name.encode(), field.encode()), 0,
-                                        f"{name}.{field} missing from src/abi.cpp")
+                                        f"{name}.{field} missing from src/abi/abi.cpp")
 
     def test_library_structs_have_no_padding_holes(self):
         """In the header's order each field starts where the one before it ends, and the last ends
