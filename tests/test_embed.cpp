@@ -397,3 +397,21 @@ TEST_F(Embed, AnEncodeOverNUbatchIsAnError) {
     }
 }
 
+
+// reach: the worst of the call's graphs, inside every graph with a hook bound; without an eval
+// callback of ours, outside the device's splits (the CPU's nodes alone, or between graphs).
+TEST_F(Embed, TheResultSaysWhereTheByteWasRead) {
+    common::owned_batch b = batch();
+    int8_t byte = 0;
+    llama_cancel_embed_params p = llama_cancel_embed_default_params();
+    p.byte = &byte;
+    llama_cancel_embed_result r;
+    common::hook_ptr hook = fixtures::make_hook(nullptr);
+    auto hooked = context(hook.get());
+    std::vector<float> out = rows(hooked.get());
+    ASSERT_EQ(llama_cancel_embed(hooked.get(), b.get(), &p, out.data(), out.size(), &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound";
+    auto plain = context(nullptr);
+    ASSERT_EQ(llama_cancel_embed(plain.get(), b.get(), &p, out.data(), out.size(), &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_NE(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "no eval callback";
+}

@@ -99,3 +99,20 @@ TEST_F(EncoderDecoder, EncodeArgumentsAreCheckedFirst) {
     EXPECT_EQ(llama_cancel_encode(ctx.get(), b.get(), &p, &r), LLAMA_CANCEL_ERROR);
     EXPECT_EQ(llama_cancel_encode(nullptr, b.get(), nullptr, &r), LLAMA_CANCEL_ERROR);
 }
+
+// reach of an encode: inside the graph with a hook bound, the CPU's nodes alone without one.
+TEST_F(EncoderDecoder, TheEncodeSaysWhereTheByteWasRead) {
+    const auto prompt = common::make_prompt(suite_model(), 24, 5);
+    common::seq_batch b(prompt, 0, 24, 0);
+    int8_t byte = 0;
+    llama_cancel_decode_params p = llama_cancel_decode_default_params();
+    p.byte = &byte;
+    llama_cancel_decode_result r;
+    common::hook_ptr hook = fixtures::make_hook(nullptr);
+    auto hooked = context(hook.get());
+    ASSERT_EQ(llama_cancel_encode(hooked.get(), b.get(), &p, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_GRAPH) << "a hook bound";
+    auto plain = context(nullptr);
+    ASSERT_EQ(llama_cancel_encode(plain.get(), b.get(), &p, &r), LLAMA_CANCEL_OK) << r.message;
+    EXPECT_EQ(r.reach, LLAMA_CANCEL_REACH_CPU) << "no eval callback: the CPU's nodes only";
+}
